@@ -1,0 +1,80 @@
+package dev.aiguard;
+
+import dev.aiguard.chat.ChatChunk;
+
+/**
+ * Tells the guard what a chunk of type {@code T} means. Called on the per-token path, so an
+ * implementation must be cheap, allocation-free and side-effect free.
+ *
+ * <p>A chunk may be content and carry a finish reason at once (the last OpenAI content chunk
+ * does). A stream counts as complete when a terminal chunk <em>or</em> a finish reason was seen.
+ *
+ * <pre>{@code
+ * ChunkInspector<ChatResponse> springAi = ChunkInspector.of(
+ *     r -> r.getResult() != null && r.getResult().getOutput().getText() != null
+ *             && !r.getResult().getOutput().getText().isEmpty(),
+ *     r -> false,
+ *     r -> false,
+ *     r -> r.getResult() == null ? null : r.getResult().getMetadata().getFinishReason());
+ * }</pre>
+ *
+ * @param <T> the chunk type
+ */
+public interface ChunkInspector<T> {
+
+	/** @return whether the chunk carries content the user sees (a token, a tool-call delta). */
+	boolean isContent(T chunk);
+
+	/** @return whether the chunk is a keep-alive (ping, SSE comment) rather than content. */
+	boolean isHeartbeat(T chunk);
+
+	/** @return whether the chunk is the stream's terminal marker ({@code [DONE]}, {@code message_stop}). */
+	boolean isTerminal(T chunk);
+
+	/** @return the finish reason the chunk carries, or {@code null}. */
+	String finishReason(T chunk);
+
+	/** @return the inspector for the library's own {@link ChatChunk}. */
+	static ChunkInspector<ChatChunk> chatChunks() {
+		return ChatChunk.INSPECTOR;
+	}
+
+	/**
+	 * Builds an inspector from four functions.
+	 *
+	 * @param content whether a chunk is content
+	 * @param heartbeat whether a chunk is a heartbeat
+	 * @param terminal whether a chunk is terminal
+	 * @param finishReason the finish reason of a chunk, or {@code null}
+	 */
+	static <T> ChunkInspector<T> of(java.util.function.Predicate<? super T> content,
+			java.util.function.Predicate<? super T> heartbeat,
+			java.util.function.Predicate<? super T> terminal,
+			java.util.function.Function<? super T, String> finishReason) {
+		java.util.Objects.requireNonNull(content, "content");
+		java.util.Objects.requireNonNull(heartbeat, "heartbeat");
+		java.util.Objects.requireNonNull(terminal, "terminal");
+		java.util.Objects.requireNonNull(finishReason, "finishReason");
+		return new ChunkInspector<T>() {
+			@Override
+			public boolean isContent(T chunk) {
+				return content.test(chunk);
+			}
+
+			@Override
+			public boolean isHeartbeat(T chunk) {
+				return heartbeat.test(chunk);
+			}
+
+			@Override
+			public boolean isTerminal(T chunk) {
+				return terminal.test(chunk);
+			}
+
+			@Override
+			public String finishReason(T chunk) {
+				return finishReason.apply(chunk);
+			}
+		};
+	}
+}

@@ -1,0 +1,38 @@
+package dev.aiguard.admission;
+
+import dev.aiguard.Priority;
+
+/** A request could not enter its lane. Cheap: no stack trace. */
+public class AdmissionRejectedException extends RuntimeException {
+
+	private static final long serialVersionUID = 1L;
+
+	/** Why admission was refused. */
+	public enum Reason {
+		/** The lane's wait queue was full. */
+		QUEUE_FULL,
+		/** The request waited longer than the lane's maximum queue wait. */
+		WAIT_TIMEOUT,
+		/** The lanes were disposed. */
+		DISPOSED,
+		/** The load governor shed this priority (reserved for {@code dev.aiguard.load}). */
+		SHED
+	}
+
+	private final Priority priority;
+	private final Reason reason;
+
+	public AdmissionRejectedException(Priority priority, Reason reason, String message) {
+		super(message, null, false, false);
+		this.priority = priority;
+		this.reason = reason;
+	}
+
+	public Priority priority() {
+		return priority;
+	}
+
+	public Reason reason() {
+		return reason;
+	}
+}

@@ -1,0 +1,28 @@
+package dev.aiguard.breaker;
+
+import dev.aiguard.Outcome;
+
+/**
+ * Permission for one attempt, granted by {@link CircuitBreaker#tryAcquire()}. The holder settles
+ * it exactly once with the attempt's outcome; later calls are ignored, so racing terminal paths
+ * may all call it safely.
+ *
+ * <ul>
+ * <li>{@link Outcome#SUCCESS}: a success, slow when {@code timeToFirstTokenNanos} reaches the
+ * configured slow threshold;</li>
+ * <li>{@link Outcome#FAILURE}, {@link Outcome#STALLED}, {@link Outcome#INCOMPLETE}: failures;</li>
+ * <li>{@link Outcome#CLIENT_ERROR}: ignored unless configured otherwise;</li>
+ * <li>{@link Outcome#CANCELLED}, {@link Outcome#REJECTED}: the permission is handed back without
+ * recording anything (a half-open probe slot becomes free again).</li>
+ * </ul>
+ */
+public interface BreakerPermit {
+
+	/**
+	 * Settles the permission.
+	 *
+	 * @param outcome how the attempt ended
+	 * @param timeToFirstTokenNanos nanoseconds to the first content chunk, or -1 when none arrived
+	 */
+	void record(Outcome outcome, long timeToFirstTokenNanos);
+}

@@ -1,0 +1,134 @@
+package dev.aiguard.metrics;
+
+import java.util.function.DoubleSupplier;
+import java.util.function.Supplier;
+import java.util.function.ToIntFunction;
+
+import dev.aiguard.Outcome;
+import dev.aiguard.Priority;
+import dev.aiguard.fallback.Source;
+import dev.aiguard.stall.StallPhase;
+
+/**
+ * Where the guard reports what happens. Every method has a no-op default, so an implementation
+ * overrides only what it records, and {@link #noop()} costs nothing.
+ *
+ * <p>Implementations are called from event loops: they must not block and should not allocate
+ * per call. A throwing implementation is isolated by the guard (the exception is dropped to
+ * {@code Hooks.onErrorDropped}); it never breaks a stream.
+ *
+ * <pre>{@code
+ * GuardPolicy policy = GuardPolicy.builder("chat")
+ *     .metrics(new MicrometerGuardMetrics(meterRegistry))
+ *     .build();
+ * }</pre>
+ *
+ * @see MicrometerGuardMetrics
+ */
+public interface GuardMetrics {
+
+	/** @return an implementation that records nothing. */
+	static GuardMetrics noop() {
+		return NoopGuardMetrics.INSTANCE;
+	}
+
+	// ---- streams (foundation) ----
+
+	/**
+	 * One attempt of a guarded stream ended.
+	 *
+	 * @param timeToFirstTokenNanos nanoseconds to the first content chunk, or -1 when none arrived
+	 * @param tokens content chunks delivered in this attempt
+	 */
+	default void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos,
+			long timeToFirstTokenNanos, long tokens) {
+	}
+
+	/** A stream passed a deadline. */
+	default void stalled(String policy, Priority priority, StallPhase phase) {
+	}
+
+	/** A stream finished with a {@code length}/{@code max_tokens} finish reason: the answer was cut. */
+	default void outputTruncated(String policy, Priority priority) {
+	}
+
+	// ---- breaker ----
+
+	/** A breaker was created; gauges may sample the suppliers. */
+	default void breakerCreated(String breaker, Supplier<Enum<?>> state, DoubleSupplier failureRate,
+			DoubleSupplier slowCallRate) {
+	}
+
+	/** A breaker changed state. */
+	default void breakerTransition(String breaker, Enum<?> from, Enum<?> to) {
+	}
+
+	/** A breaker refused a call. */
+	default void breakerRejected(String breaker) {
+	}
+
+	// ---- admission ----
+
+	/**
+	 * Priority lanes were created; gauges may sample the functions.
+	 *
+	 * @param inFlightOwn streams running on their own lane's permits
+	 * @param inFlightBorrowed streams of that priority running on another lane's permits
+	 * @param queued waiters in the lane's queue
+	 */
+	default void lanesCreated(String lanes, ToIntFunction<Priority> inFlightOwn,
+			ToIntFunction<Priority> inFlightBorrowed, ToIntFunction<Priority> queued) {
+	}
+
+	/** A request waited this long for a lane permit (0 when admitted at once). */
+	default void admissionWaited(String lanes, Priority priority, long nanos) {
+	}
+
+	/** Admission was refused; {@code reason} is the rejection reason's name. */
+	default void admissionRejected(String lanes, Priority priority, String reason) {
+	}
+
+	/** A stream on a borrowed permit was preempted by a more urgent arrival. */
+	default void preempted(String lanes, Priority priority) {
+	}
+
+	// ---- retry and truncation ----
+
+	/** A new attempt starts; {@code reason} names what failed (e.g. the exception's simple name). */
+	default void retried(String policy, Priority priority, String reason) {
+	}
+
+	/** A retry was not made because the shared retry budget was spent. */
+	default void retryBudgetExhausted(String policy, Priority priority) {
+	}
+
+	/** Tokens produced by failed attempts that nobody saw (billed, wasted). */
+	default void tokensWasted(String policy, Priority priority, long tokens) {
+	}
+
+	/** The prompt was shrunk after a context-length error. */
+	default void promptTruncated(String policy, Priority priority, long tokensDropped) {
+	}
+
+	/** A continuation request was sent after a mid-stream failure. */
+	default void continued(String policy, Priority priority) {
+	}
+
+	// ---- fallback ----
+
+	/** A request was answered (completed) from {@code source}. */
+	default void answered(String policy, Priority priority, Source source) {
+	}
+
+	/** A fallback step failed and the ladder moved on. */
+	default void fallbackStepFailed(String policy, Priority priority, Source source) {
+	}
+
+	/** Time spent in one fallback step, successful or not. */
+	default void fallbackStepTime(String policy, Priority priority, Source source, long nanos) {
+	}
+
+	/** A response-cache lookup. */
+	default void cacheLookup(String policy, boolean hit) {
+	}
+}

@@ -1,0 +1,298 @@
+package dev.aiguard.metrics;
+
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.DoubleSupplier;
+import java.util.function.Supplier;
+import java.util.function.ToIntFunction;
+
+import dev.aiguard.Outcome;
+import dev.aiguard.Priority;
+import dev.aiguard.fallback.Source;
+import dev.aiguard.stall.StallPhase;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+
+/**
+ * {@link GuardMetrics} on a Micrometer {@link MeterRegistry}. Every meter name starts with
+ * {@code aiguard.}; {@code docs/metrics.md} lists them all.
+ *
+ * <p>Meters recorded once per stream are looked up in per-policy arrays built on first use, so
+ * recording allocates nothing and touches no registry map.
+ *
+ * <pre>{@code
+ * GuardMetrics metrics = new MicrometerGuardMetrics(meterRegistry);
+ * }</pre>
+ */
+public final class MicrometerGuardMetrics implements GuardMetrics {
+
+	private static final Priority[] PRIORITIES = Priority.values();
+	private static final Outcome[] OUTCOMES = Outcome.values();
+	private static final StallPhase[] PHASES = StallPhase.values();
+	private static final Source[] SOURCES = Source.values();
+
+	private final MeterRegistry registry;
+	private final ConcurrentHashMap<String, PolicyMeters> policies = new ConcurrentHashMap<>();
+
+	public MicrometerGuardMetrics(MeterRegistry registry) {
+		this.registry = Objects.requireNonNull(registry, "registry");
+	}
+
+	/** @return the registry meters are registered in. */
+	public MeterRegistry registry() {
+		return registry;
+	}
+
+	private PolicyMeters meters(String policy) {
+		PolicyMeters m = policies.get(policy);
+		return m != null ? m : policies.computeIfAbsent(policy, PolicyMeters::new);
+	}
+
+	@Override
+	public void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos,
+			long timeToFirstTokenNanos, long tokens) {
+		PolicyMeters m = meters(policy);
+		int p = priority.ordinal();
+		int o = outcome.ordinal();
+		m.streams[p][o].increment();
+		m.duration[p][o].record(durationNanos, TimeUnit.NANOSECONDS);
+		if (timeToFirstTokenNanos >= 0) {
+			m.ttft[p].record(timeToFirstTokenNanos, TimeUnit.NANOSECONDS);
+		}
+		if (tokens > 0) {
+			m.tokens[p].increment(tokens);
+		}
+	}
+
+	@Override
+	public void stalled(String policy, Priority priority, StallPhase phase) {
+		meters(policy).stalls[priority.ordinal()][phase.ordinal()].increment();
+	}
+
+	@Override
+	public void outputTruncated(String policy, Priority priority) {
+		meters(policy).outputTruncated[priority.ordinal()].increment();
+	}
+
+	@Override
+	public void breakerCreated(String breaker, Supplier<Enum<?>> state, DoubleSupplier failureRate,
+			DoubleSupplier slowCallRate) {
+		Object[] states = state.get().getDeclaringClass().getEnumConstants();
+		for (Object s : states) {
+			String name = ((Enum<?>) s).name();
+			Gauge.builder("aiguard.breaker.state", state, st -> st.get().name().equals(name) ? 1 : 0)
+					.description("1 for the breaker's current state, 0 for the others")
+					.tags("breaker", breaker, "state", name)
+					.register(registry);
+		}
+		Gauge.builder("aiguard.breaker.failure.rate", failureRate, DoubleSupplier::getAsDouble)
+				.description("Failure rate in the breaker's window, 0..1 (NaN below the minimum calls)")
+				.tags("breaker", breaker)
+				.register(registry);
+		Gauge.builder("aiguard.breaker.slow.rate", slowCallRate, DoubleSupplier::getAsDouble)
+				.description("Slow time-to-first-token rate in the breaker's window, 0..1")
+				.tags("breaker", breaker)
+				.register(registry);
+	}
+
+	@Override
+	public void breakerTransition(String breaker, Enum<?> from, Enum<?> to) {
+		Counter.builder("aiguard.breaker.transitions")
+				.description("Breaker state transitions")
+				.tags("breaker", breaker, "from", from.name(), "to", to.name())
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void breakerRejected(String breaker) {
+		Counter.builder("aiguard.breaker.rejected")
+				.description("Calls refused because the breaker was open")
+				.tags("breaker", breaker)
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void lanesCreated(String lanes, ToIntFunction<Priority> inFlightOwn,
+			ToIntFunction<Priority> inFlightBorrowed, ToIntFunction<Priority> queued) {
+		for (Priority p : PRIORITIES) {
+			Gauge.builder("aiguard.lane.inflight", () -> inFlightOwn.applyAsInt(p))
+					.description("Streams in flight per priority and kind of permit")
+					.tags("lanes", lanes, "priority", p.name(), "permit", "own")
+					.register(registry);
+			Gauge.builder("aiguard.lane.inflight", () -> inFlightBorrowed.applyAsInt(p))
+					.description("Streams in flight per priority and kind of permit")
+					.tags("lanes", lanes, "priority", p.name(), "permit", "borrowed")
+					.register(registry);
+			Gauge.builder("aiguard.lane.queued", () -> queued.applyAsInt(p))
+					.description("Requests waiting for a permit")
+					.tags("lanes", lanes, "priority", p.name())
+					.register(registry);
+		}
+	}
+
+	@Override
+	public void admissionWaited(String lanes, Priority priority, long nanos) {
+		Timer.builder("aiguard.lane.wait")
+				.description("Time waited in a lane's queue before admission")
+				.tags("lanes", lanes, "priority", priority.name())
+				.register(registry)
+				.record(nanos, TimeUnit.NANOSECONDS);
+	}
+
+	@Override
+	public void admissionRejected(String lanes, Priority priority, String reason) {
+		Counter.builder("aiguard.lane.rejected")
+				.description("Admissions refused, by reason")
+				.tags("lanes", lanes, "priority", priority.name(), "reason", reason)
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void preempted(String lanes, Priority priority) {
+		Counter.builder("aiguard.lane.preempted")
+				.description("Streams on borrowed permits preempted by a more urgent arrival")
+				.tags("lanes", lanes, "priority", priority.name())
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void retried(String policy, Priority priority, String reason) {
+		Counter.builder("aiguard.retries")
+				.description("Retry attempts, by the failure that caused them")
+				.tags("policy", policy, "priority", priority.name(), "reason", reason)
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void retryBudgetExhausted(String policy, Priority priority) {
+		Counter.builder("aiguard.retry.budget.exhausted")
+				.description("Retries not made because the retry budget was spent")
+				.tags("policy", policy, "priority", priority.name())
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void tokensWasted(String policy, Priority priority, long tokens) {
+		Counter.builder("aiguard.tokens.wasted")
+				.description("Tokens of failed attempts that no user saw")
+				.tags("policy", policy, "priority", priority.name())
+				.register(registry)
+				.increment(tokens);
+	}
+
+	@Override
+	public void promptTruncated(String policy, Priority priority, long tokensDropped) {
+		Counter.builder("aiguard.prompt.truncations")
+				.description("Prompts shrunk after a context-length error")
+				.tags("policy", policy, "priority", priority.name())
+				.register(registry)
+				.increment();
+		Counter.builder("aiguard.prompt.tokens.dropped")
+				.description("Prompt tokens removed by truncation")
+				.tags("policy", policy, "priority", priority.name())
+				.register(registry)
+				.increment(tokensDropped);
+	}
+
+	@Override
+	public void continued(String policy, Priority priority) {
+		Counter.builder("aiguard.continuations")
+				.description("Continuation requests after a mid-stream failure")
+				.tags("policy", policy, "priority", priority.name())
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void answered(String policy, Priority priority, Source source) {
+		meters(policy).answers[priority.ordinal()][source.ordinal()].increment();
+	}
+
+	@Override
+	public void fallbackStepFailed(String policy, Priority priority, Source source) {
+		Counter.builder("aiguard.fallback.failures")
+				.description("Fallback steps that failed, by source")
+				.tags("policy", policy, "priority", priority.name(), "source", source.name())
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void fallbackStepTime(String policy, Priority priority, Source source, long nanos) {
+		Timer.builder("aiguard.fallback.step")
+				.description("Time spent in a fallback step")
+				.tags("policy", policy, "priority", priority.name(), "source", source.name())
+				.register(registry)
+				.record(nanos, TimeUnit.NANOSECONDS);
+	}
+
+	@Override
+	public void cacheLookup(String policy, boolean hit) {
+		Counter.builder("aiguard.cache.lookups")
+				.description("Response-cache lookups, by result")
+				.tags("policy", policy, "result", hit ? "hit" : "miss")
+				.register(registry)
+				.increment();
+	}
+
+	/** The meters recorded once per stream or request, pre-registered per policy. */
+	private final class PolicyMeters {
+
+		final Counter[][] streams = new Counter[PRIORITIES.length][OUTCOMES.length];
+		final Timer[][] duration = new Timer[PRIORITIES.length][OUTCOMES.length];
+		final Timer[] ttft = new Timer[PRIORITIES.length];
+		final Counter[] tokens = new Counter[PRIORITIES.length];
+		final Counter[] outputTruncated = new Counter[PRIORITIES.length];
+		final Counter[][] stalls = new Counter[PRIORITIES.length][PHASES.length];
+		final Counter[][] answers = new Counter[PRIORITIES.length][SOURCES.length];
+
+		PolicyMeters(String policy) {
+			for (Priority p : PRIORITIES) {
+				int i = p.ordinal();
+				for (Outcome o : OUTCOMES) {
+					streams[i][o.ordinal()] = Counter.builder("aiguard.streams")
+							.description("Guarded stream attempts, by outcome")
+							.tags("policy", policy, "priority", p.name(), "outcome", o.name())
+							.register(registry);
+					duration[i][o.ordinal()] = Timer.builder("aiguard.stream.duration")
+							.description("Duration of a stream attempt, subscription to end")
+							.tags("policy", policy, "priority", p.name(), "outcome", o.name())
+							.register(registry);
+				}
+				ttft[i] = Timer.builder("aiguard.stream.ttft")
+						.description("Time from subscription to the first content chunk")
+						.tags("policy", policy, "priority", p.name())
+						.register(registry);
+				tokens[i] = Counter.builder("aiguard.tokens")
+						.description("Content chunks delivered to subscribers")
+						.tags("policy", policy, "priority", p.name())
+						.register(registry);
+				outputTruncated[i] = Counter.builder("aiguard.output.truncated")
+						.description("Answers cut by the output limit (finish reason length / max_tokens)")
+						.tags("policy", policy, "priority", p.name())
+						.register(registry);
+				for (StallPhase ph : PHASES) {
+					stalls[i][ph.ordinal()] = Counter.builder("aiguard.stalls")
+							.description("Streams that passed a deadline, by phase")
+							.tags("policy", policy, "priority", p.name(), "phase", ph.name())
+							.register(registry);
+				}
+				for (Source s : SOURCES) {
+					answers[i][s.ordinal()] = Counter.builder("aiguard.answers")
+							.description("Requests answered, by source")
+							.tags("policy", policy, "priority", p.name(), "source", s.name())
+							.register(registry);
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,6 @@
+/**
+ * Metrics SPI: {@link dev.aiguard.metrics.GuardMetrics} with a no-op default, and
+ * {@link dev.aiguard.metrics.MicrometerGuardMetrics} when Micrometer is on the classpath.
+ * Micrometer is an optional dependency: nothing outside {@code MicrometerGuardMetrics} touches it.
+ */
+package dev.aiguard.metrics;

@@ -1,0 +1,174 @@
+package dev.aiguard.stall;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Deadlines for a token stream. Immutable and copy-on-write: every setter returns a new spec, so a
+ * spec can be shared as a template.
+ *
+ * <pre>{@code
+ * StallSpec spec = StallSpec.defaults()
+ *     .firstTokenTimeout(Duration.ofSeconds(10))
+ *     .idleTimeout(Duration.ofSeconds(30))
+ *     .maxDuration(Duration.ofMinutes(5));
+ * }</pre>
+ *
+ * <ul>
+ * <li>{@code firstTokenTimeout}: from subscription to the first content chunk.</li>
+ * <li>{@code idleTimeout}: between content chunks once content has started (from subscription
+ * when no first-token timeout is set). Detected between {@code idleTimeout} and
+ * {@code idleTimeout * (1 + 1/idleChecks)} after the last chunk.</li>
+ * <li>{@code maxDuration}: the whole stream, backpressure included.</li>
+ * </ul>
+ * Each is optional ({@code null} = none). Heartbeats never count as content; whether they extend
+ * the idle deadline is {@link #heartbeatsExtendIdle(boolean)} (off by default).
+ */
+public final class StallSpec {
+
+	private static final StallSpec DEFAULTS = new StallSpec(null, null, null, false, true, 4, null);
+
+	private final Duration firstTokenTimeout;
+	private final Duration idleTimeout;
+	private final Duration maxDuration;
+	private final boolean heartbeatsExtendIdle;
+	private final boolean requireTerminal;
+	private final int idleChecks;
+	private final Scheduler scheduler;
+
+	private StallSpec(Duration firstTokenTimeout, Duration idleTimeout, Duration maxDuration,
+			boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks, Scheduler scheduler) {
+		this.firstTokenTimeout = firstTokenTimeout;
+		this.idleTimeout = idleTimeout;
+		this.maxDuration = maxDuration;
+		this.heartbeatsExtendIdle = heartbeatsExtendIdle;
+		this.requireTerminal = requireTerminal;
+		this.idleChecks = idleChecks;
+		this.scheduler = scheduler;
+	}
+
+	/** @return a spec with no deadlines, terminal marker required, parallel scheduler. */
+	public static StallSpec defaults() {
+		return DEFAULTS;
+	}
+
+	/**
+	 * @param timeout time allowed from subscription to the first content chunk, or {@code null} for none
+	 * @throws IllegalArgumentException when not positive
+	 */
+	public StallSpec firstTokenTimeout(Duration timeout) {
+		return new StallSpec(positive("firstTokenTimeout", timeout), idleTimeout, maxDuration, heartbeatsExtendIdle,
+				requireTerminal, idleChecks, scheduler);
+	}
+
+	/**
+	 * @param timeout longest silence allowed between content chunks, or {@code null} for none
+	 * @throws IllegalArgumentException when not positive
+	 */
+	public StallSpec idleTimeout(Duration timeout) {
+		return new StallSpec(firstTokenTimeout, positive("idleTimeout", timeout), maxDuration, heartbeatsExtendIdle,
+				requireTerminal, idleChecks, scheduler);
+	}
+
+	/**
+	 * @param duration longest time the whole stream may take, or {@code null} for none
+	 * @throws IllegalArgumentException when not positive
+	 */
+	public StallSpec maxDuration(Duration duration) {
+		return new StallSpec(firstTokenTimeout, idleTimeout, positive("maxDuration", duration), heartbeatsExtendIdle,
+				requireTerminal, idleChecks, scheduler);
+	}
+
+	/**
+	 * Whether heartbeats (pings, SSE comments) reset the idle deadline. Off by default: a server
+	 * whose generation hung may still ping. Turn it on for reasoning models that think for minutes
+	 * and send pings meanwhile; keep a {@code maxDuration} then.
+	 */
+	public StallSpec heartbeatsExtendIdle(boolean extend) {
+		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, extend, requireTerminal, idleChecks,
+				scheduler);
+	}
+
+	/**
+	 * Whether a stream that completes without a terminal chunk or finish reason fails with
+	 * {@link IncompleteStreamException}. On by default.
+	 */
+	public StallSpec requireTerminal(boolean require) {
+		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, require, idleChecks,
+				scheduler);
+	}
+
+	/**
+	 * How many checks the idle watch makes per {@code idleTimeout} (default 4): more checks, tighter
+	 * detection ({@code idleTimeout / idleChecks} late at most), more timer wake-ups per stream.
+	 *
+	 * @throws IllegalArgumentException when not between 1 and 1000
+	 */
+	public StallSpec idleChecks(int checks) {
+		if (checks < 1 || checks > 1000) {
+			throw new IllegalArgumentException("idleChecks must be between 1 and 1000, was " + checks);
+		}
+		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, requireTerminal, checks,
+				scheduler);
+	}
+
+	/**
+	 * The scheduler the deadlines run on and read time from (default {@link Schedulers#parallel()},
+	 * resolved at subscription so {@code StepVerifier.withVirtualTime} replaces it).
+	 */
+	public StallSpec scheduler(Scheduler timer) {
+		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, requireTerminal,
+				idleChecks, Objects.requireNonNull(timer, "scheduler"));
+	}
+
+	public Duration firstTokenTimeout() {
+		return firstTokenTimeout;
+	}
+
+	public Duration idleTimeout() {
+		return idleTimeout;
+	}
+
+	public Duration maxDuration() {
+		return maxDuration;
+	}
+
+	public boolean heartbeatsExtendIdle() {
+		return heartbeatsExtendIdle;
+	}
+
+	public boolean requireTerminal() {
+		return requireTerminal;
+	}
+
+	public int idleChecks() {
+		return idleChecks;
+	}
+
+	/** @return the injected scheduler, else {@link Schedulers#parallel()} as of now. */
+	public Scheduler scheduler() {
+		return scheduler != null ? scheduler : Schedulers.parallel();
+	}
+
+	/** @return whether any deadline is set. */
+	public boolean hasDeadlines() {
+		return firstTokenTimeout != null || idleTimeout != null || maxDuration != null;
+	}
+
+	private static Duration positive(String field, Duration value) {
+		if (value != null && (value.isNegative() || value.isZero())) {
+			throw new IllegalArgumentException(field + " must be > 0, was " + value);
+		}
+		return value;
+	}
+
+	@Override
+	public String toString() {
+		return "StallSpec{firstTokenTimeout=" + firstTokenTimeout + ", idleTimeout=" + idleTimeout + ", maxDuration="
+				+ maxDuration + ", heartbeatsExtendIdle=" + heartbeatsExtendIdle + ", requireTerminal=" + requireTerminal
+				+ ", idleChecks=" + idleChecks + '}';
+	}
+}
