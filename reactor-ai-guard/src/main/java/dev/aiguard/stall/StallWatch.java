@@ -423,6 +423,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return f < 0L ? -1L : f - startNanos;
 	}
 
+	/** @return the timer's clock reading at subscription, in nanoseconds */
+	public long startNanos() {
+		return startNanos;
+	}
+
 	/** @return nanoseconds from subscription to the end (valid once ended) */
 	public long durationNanos() {
 		return endNanos - startNanos;
