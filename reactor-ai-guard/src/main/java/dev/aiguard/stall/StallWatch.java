@@ -77,9 +77,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** How long a decided stall waits for a chunk that was already on its way (1 ms). */
 	public static final long CONFIRM_DELAY_NANOS = 1_000_000L;
 
-	static final int ACTIVE = 0;
-	static final int EMITTING = 1;
-	static final int DONE = 2;
+	/** {@link #state} once a terminal signal won; otherwise even (idle) or odd (slow-path delivery). */
+	static final int DONE = -1;
 
 	private static final Disposable CANCELLED_TIMER = () -> {
 	};
@@ -116,7 +115,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** Non-zero once the deadline task closed it (or the stream ended): chunks take the slow path. */
 	volatile int gate;
 
-	/** ACTIVE, EMITTING (a slow-path chunk is being delivered) or DONE (a terminal signal won). */
+	/**
+	 * {@link #DONE} once a terminal signal won; else a version number, odd while a slow-path chunk is
+	 * being delivered. The version moves on with every slow-path chunk, so a CAS from a value read
+	 * earlier fails if a chunk slipped in between.
+	 */
 	volatile int state;
 	static final AtomicIntegerFieldUpdater<StallWatch> STATE =
 			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "state");
@@ -260,7 +263,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	/** The gate is closed: a stall is being confirmed, or the stream has ended. */
 	private void slowNext(T t, long s) {
-		if (ended != 0 || !STATE.compareAndSet(this, ACTIVE, EMITTING)) {
+		int v = state;
+		if (ended != 0 || v < 0 || (v & 1) != 0 || !STATE.compareAndSet(this, v, v + 1)) {
 			SEQ.setRelease(this, s + 2L);
 			Operators.onNextDropped(t, actual.currentContext());
 			return;
@@ -270,13 +274,26 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			flagged(t, f);
 		}
 		actual.onNext(t);
-		STATE.set(this, ACTIVE);
+		STATE.set(this, v + 2 < 0 ? 0 : v + 2);
 		SEQ.setRelease(this, s + 2L);
+	}
+
+	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
+	private boolean win() {
+		for (;;) {
+			int v = state;
+			if (v < 0) {
+				return false;
+			}
+			if (STATE.compareAndSet(this, v, DONE)) {
+				return true;
+			}
+		}
 	}
 
 	@Override
 	public void onError(Throwable t) {
-		if (!STATE.compareAndSet(this, ACTIVE, DONE)) {
+		if (!win()) {
 			Operators.onErrorDropped(t, actual.currentContext());
 			return;
 		}
@@ -285,7 +302,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	@Override
 	public void onComplete() {
-		if (!STATE.compareAndSet(this, ACTIVE, DONE)) {
+		if (!win()) {
 			return;
 		}
 		if (completeSeen || !requireTerminal) {
@@ -353,8 +370,12 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	}
 
 	private void confirm(long now) {
+		int v = state;
+		if (v < 0) {
+			return;
+		}
 		long s = (long) SEQ.getVolatile(this);
-		if ((s & 1L) != 0L) {
+		if ((v & 1) != 0 || (s & 1L) != 0L) {
 			// a chunk is being delivered: look again once it is through
 			schedule(CONFIRM_DELAY_NANOS);
 			return;
@@ -372,9 +393,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			armNext(now);
 			return;
 		}
-		if (!STATE.compareAndSet(this, ACTIVE, DONE)) {
-			if (state == EMITTING) {
-				schedule(CONFIRM_DELAY_NANOS);
+		if (!STATE.compareAndSet(this, v, DONE)) {
+			if (state >= 0) {
+				// a chunk slipped in since we looked: decide again on fresh state
+				schedule(0L);
 			}
 			return;
 		}
@@ -463,7 +485,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		catch (Throwable rejected) {
 			GATE.setVolatile(this, 1);
-			if (STATE.compareAndSet(this, ACTIVE, DONE)) {
+			if (win()) {
 				Subscription up = upstream;
 				if (up != null) {
 					up.cancel();
