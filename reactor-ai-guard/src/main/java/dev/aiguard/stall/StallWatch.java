@@ -112,8 +112,20 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** Twice the chunks started, plus one while a chunk is being delivered. Written by onNext only. */
 	volatile long seq;
 
-	/** Non-zero once the deadline task closed it (or the stream ended): chunks take the slow path. */
+	/** Non-zero (bits {@link #GATE_STALL}, {@link #GATE_ABORT}, {@link #GATE_END}): chunks take the slow path. */
 	volatile int gate;
+
+	static final int GATE_STALL = 1;
+	static final int GATE_ABORT = 2;
+	static final int GATE_END = 4;
+
+	volatile Throwable abortCause;
+	static final AtomicReferenceFieldUpdater<StallWatch, Throwable> ABORT_CAUSE =
+			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Throwable.class, "abortCause");
+
+	volatile Disposable abortTask;
+	static final AtomicReferenceFieldUpdater<StallWatch, Disposable> ABORT_TASK =
+			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Disposable.class, "abortTask");
 
 	/**
 	 * {@link #DONE} once a terminal signal won; else a version number, odd while a slow-path chunk is
@@ -362,7 +374,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			armNext(now);
 			return;
 		}
-		GATE.setVolatile(this, 1);
+		GATE.getAndBitwiseOr(this, GATE_STALL);
 		pendingPhase = phase;
 		decidedAt = now;
 		pendingActivity = activitySeen();
@@ -386,7 +398,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			pendingPhase = null;
 			seenActivity = activitySeen();
 			silentChecks = 0;
-			GATE.setVolatile(this, 0);
+			GATE.getAndBitwiseAnd(this, ~GATE_STALL);
 			if (state == DONE || ended != 0) {
 				return;
 			}
@@ -405,6 +417,70 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			up.cancel();
 		}
 		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - startNanos)));
+	}
+
+	/**
+	 * Ends the attempt from outside (the guard uses it when a lane permit is preempted): cancels the
+	 * upstream and fails with {@code cause}, serialised with chunk delivery like a stall, so it
+	 * reaches the subscriber within about {@link #CONFIRM_DELAY_NANOS}. Only the first call counts;
+	 * does nothing once the attempt has ended.
+	 */
+	public void abort(Throwable cause) {
+		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause)) {
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_ABORT);
+		scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
+	}
+
+	void confirmAbort() {
+		int v = state;
+		if (v < 0 || ended != 0) {
+			return;
+		}
+		long s = (long) SEQ.getVolatile(this);
+		if ((v & 1) != 0 || (s & 1L) != 0L) {
+			scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
+			return;
+		}
+		if (!STATE.compareAndSet(this, v, DONE)) {
+			if (state >= 0) {
+				scheduleAbortConfirmation(0L);
+			}
+			return;
+		}
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.ERROR, abortCause);
+	}
+
+	private void scheduleAbortConfirmation(long delayNanos) {
+		Disposable next;
+		try {
+			next = timer.schedule(this::confirmAbort, delayNanos, TimeUnit.NANOSECONDS);
+		}
+		catch (Throwable rejected) {
+			if (win()) {
+				Subscription up = upstream;
+				if (up != null) {
+					up.cancel();
+				}
+				end(End.ERROR, abortCause);
+			}
+			return;
+		}
+		for (;;) {
+			Disposable current = abortTask;
+			if (current == CANCELLED_TIMER) {
+				next.dispose();
+				return;
+			}
+			if (ABORT_TASK.compareAndSet(this, current, next)) {
+				return;
+			}
+		}
 	}
 
 	/** Content chunks, plus heartbeats when they extend the idle deadline; read after reading seq. */
@@ -484,7 +560,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			next = timer.schedule(this, delayNanos, TimeUnit.NANOSECONDS);
 		}
 		catch (Throwable rejected) {
-			GATE.setVolatile(this, 1);
+			GATE.getAndBitwiseOr(this, GATE_END);
 			if (win()) {
 				Subscription up = upstream;
 				if (up != null) {
@@ -513,10 +589,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
-		GATE.setVolatile(this, 1);
+		GATE.getAndBitwiseOr(this, GATE_END);
 		Disposable t = TASK.getAndSet(this, CANCELLED_TIMER);
 		if (t != null) {
 			t.dispose();
+		}
+		Disposable a = ABORT_TASK.getAndSet(this, CANCELLED_TIMER);
+		if (a != null) {
+			a.dispose();
 		}
 		endNanos = timer.now(TimeUnit.NANOSECONDS);
 		terminal.onEnd(this, end, error);
