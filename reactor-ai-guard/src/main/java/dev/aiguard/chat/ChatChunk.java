@@ -18,11 +18,11 @@ import dev.aiguard.ChunkInspector;
  * @param finishReason why generation stopped ({@code stop}, {@code length}, {@code end_turn}...), or {@code null}
  * @param usage token usage, or {@code null}
  * @param toolCalls tool-call deltas (empty when none)
- * @param keepAlive whether this is a keep-alive (ping, comment) and not content
+ * @param heartbeat whether this is a keep-alive (ping, comment) and not content
  * @param terminal whether this is the stream's terminal marker
  */
 public record ChatChunk(String text, String role, String finishReason, Usage usage, List<ToolCallDelta> toolCalls,
-		boolean keepAlive, boolean terminal) {
+		boolean heartbeat, boolean terminal) {
 
 	private static final ChatChunk HEARTBEAT = new ChatChunk("", null, null, null, List.of(), true, false);
 	private static final ChatChunk DONE = new ChatChunk("", null, null, null, List.of(), false, true);
@@ -36,7 +36,7 @@ public record ChatChunk(String text, String role, String finishReason, Usage usa
 
 		@Override
 		public boolean isHeartbeat(ChatChunk chunk) {
-			return chunk.keepAlive;
+			return chunk.heartbeat;
 		}
 
 		@Override
