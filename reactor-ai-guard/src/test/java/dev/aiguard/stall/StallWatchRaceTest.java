@@ -19,8 +19,9 @@ import reactor.test.util.RaceTestUtils;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The deadline task races every other signal: exactly one terminal signal must reach the
- * subscriber, the end is reported once, and no chunk is delivered concurrently with an error.
+ * The confirmation of a decided stall races every other signal: exactly one terminal signal must
+ * reach the subscriber, the end is reported once, no chunk is delivered after a stall, and no
+ * stall is signalled after content that arrived during the confirmation.
  */
 class StallWatchRaceTest {
 
@@ -86,11 +87,14 @@ class StallWatchRaceTest {
 				ChunkInspector.chatChunks(), terminal, true);
 		w.onSubscribe(upstream);
 		clock.nanos = TimeUnit.SECONDS.toNanos(2);
+		// decide: the gate closes and a confirmation is due (the manual clock never runs it itself)
+		w.run();
+		assertThat(w.gate).isNotZero();
 		return w;
 	}
 
 	@RepeatedTest(200)
-	void deadlineVersusNext() {
+	void confirmationVersusNext() {
 		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 		CountingTerminal terminal = new CountingTerminal();
 		CountingSubscription up = new CountingSubscription();
@@ -113,7 +117,7 @@ class StallWatchRaceTest {
 	}
 
 	@RepeatedTest(200)
-	void deadlineVersusComplete() {
+	void confirmationVersusComplete() {
 		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 		CountingTerminal terminal = new CountingTerminal();
 		StallWatch<ChatChunk> w = overdue(ts, terminal, new CountingSubscription());
@@ -126,7 +130,7 @@ class StallWatchRaceTest {
 	}
 
 	@RepeatedTest(200)
-	void deadlineVersusErrorVersusCancel() {
+	void confirmationVersusErrorVersusCancel() {
 		AtomicInteger dropped = new AtomicInteger();
 		Hooks.onErrorDropped(e -> {
 			if ("x".equals(e.getMessage())) {
