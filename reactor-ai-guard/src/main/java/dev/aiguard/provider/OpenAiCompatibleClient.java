@@ -250,19 +250,24 @@ public final class OpenAiCompatibleClient {
 	/** Collects an error body up to a limit; the caller stops reading once {@link #add} says full. */
 	static final class BoundedBody {
 
-		private final byte[] bytes;
+		private final int limit;
+		private byte[] bytes = new byte[0];
 		private int length;
 
 		BoundedBody(int limit) {
-			this.bytes = new byte[limit];
+			this.limit = limit;
 		}
 
 		/** @return whether the limit is reached */
 		boolean add(ByteBuf buf) {
-			int n = Math.min(buf.readableBytes(), bytes.length - length);
+			int n = Math.min(buf.readableBytes(), limit - length);
+			if (length + n > bytes.length) {
+				// grow as the body arrives: most error bodies are a few hundred bytes
+				bytes = java.util.Arrays.copyOf(bytes, Math.min(limit, Math.max(length + n, bytes.length * 2)));
+			}
 			buf.getBytes(buf.readerIndex(), bytes, length, n);
 			length += n;
-			return length == bytes.length;
+			return length == limit;
 		}
 
 		String text() {
