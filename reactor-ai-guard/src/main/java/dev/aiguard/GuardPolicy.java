@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.stall.StallSpec;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
@@ -121,7 +122,7 @@ public final class GuardPolicy {
 		private final List<Consumer<? super GuardReport>> reportListeners = new ArrayList<>();
 		private Scheduler timer;
 		private Scheduler reportScheduler;
-		private Function<Throwable, Outcome> errorClassifier = ErrorOutcomes::classify;
+		private Function<Throwable, Outcome> errorClassifier = ProviderErrors::outcomeOf;
 
 		private Builder(String name) {
 			this.name = name;
@@ -168,8 +169,9 @@ public final class GuardPolicy {
 		}
 
 		/**
-		 * @param classifier maps an upstream error to an outcome; the default knows the library's
-		 *        provider exceptions and treats anything else as {@link Outcome#FAILURE}
+		 * @param classifier maps an upstream error to an outcome; the default,
+		 *        {@link ProviderErrors#outcomeOf}, knows the library's provider, stall, breaker and
+		 *        admission exceptions and treats anything else as {@link Outcome#FAILURE}
 		 */
 		public Builder errorClassifier(Function<Throwable, Outcome> classifier) {
 			this.errorClassifier = require("errorClassifier", classifier);

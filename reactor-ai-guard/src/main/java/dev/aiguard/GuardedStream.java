@@ -37,6 +37,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private final List<GuardReport.Attempt> attempts = new ArrayList<>(2);
 
 	private Priority priority;
+	private GuardSignals signals;
 	private long requestStart;
 	private long deliveredTokens;
 	private long firstTokenAt = -1L;
@@ -77,6 +78,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 
 	void start() {
 		requestStart = timer.now(TimeUnit.NANOSECONDS);
+		signals = GuardSignals.from(actual.currentContext());
 		try {
 			priority = Priority.from(actual.currentContext(), policy.defaultPriority());
 		}
@@ -87,6 +89,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		actual.onSubscribe(this);
+		if (signals != null) {
+			signals.sourceChosen(Source.REALTIME);
+		}
 		subscribeAttempt();
 	}
 
@@ -238,13 +243,19 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 				Operators.onErrorDropped(metricsFailure, actual.currentContext());
 			}
 		}
-		if (listeners.isEmpty()) {
+		if (listeners.isEmpty() && signals == null) {
 			return;
 		}
 		long now = timer.now(TimeUnit.NANOSECONDS);
 		GuardReport report = new GuardReport(policy.name(), priority, outcome, Source.REALTIME, attempts,
 				deliveredTokens, firstTokenAt < 0L ? null : Duration.ofNanos(firstTokenAt),
 				Duration.ofNanos(now - requestStart), finishReason, truncated, error);
+		if (signals != null) {
+			signals.ended(report);
+		}
+		if (listeners.isEmpty()) {
+			return;
+		}
 		Scheduler reportScheduler = policy.reportScheduler();
 		if (reportScheduler == null) {
 			deliver(listeners, report);

@@ -14,6 +14,7 @@ import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Hooks;
+import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 import reactor.test.publisher.TestPublisher;
 import reactor.util.context.Context;
@@ -238,5 +239,23 @@ class AiGuardTest {
 		assertThat(reports).isEmpty();
 		queued.forEach(Runnable::run);
 		assertThat(reports).hasSize(1);
+	}
+
+	@Test
+	void signalsTellTheSourceWhileStreamingAndTheReportAtTheEnd() {
+		GuardSignals signals = GuardSignals.create();
+		List<Object> seen = new CopyOnWriteArrayList<>();
+		Flux<ChatChunk> guarded = answer("a", "b").transform(AiGuard.of(policy().build()));
+		StepVerifier.create(Flux.concat(
+						signals.source().doOnNext(seen::add).then(Mono.<ChatChunk>empty()),
+						guarded.doOnNext(c -> seen.add(c.text())),
+						signals.report().doOnNext(seen::add).then(Mono.<ChatChunk>empty()))
+						.contextWrite(signals::into))
+				.expectNextCount(4)
+				.verifyComplete();
+		assertThat(seen).hasSize(6);
+		assertThat(seen.get(0)).isEqualTo(Source.REALTIME);
+		assertThat(seen.get(5)).isInstanceOfSatisfying(GuardReport.class,
+				r -> assertThat(r.tokens()).isEqualTo(2));
 	}
 }
