@@ -37,8 +37,8 @@ import java.util.Objects;
  * priority higher</td></tr>
  * <tr><td>{@code lendToLower}</td><td>0.0 (off)</td><td>fraction of this lane's permits that less urgent requests
  * may use while they are idle (work-conserving lending)</td></tr>
- * <tr><td>{@code preemptBorrowers}</td><td>false</td><td>an arrival of this lane that finds nothing free stops a
- * less urgent stream running on a lent permit ({@link PreemptedException})</td></tr>
+ * <tr><td>{@code preemptBorrowers}</td><td>false</td><td>lent permits of this lane can be taken back: an arrival
+ * that finds nothing free stops a less urgent stream running on one ({@link PreemptedException})</td></tr>
  * </table>
  *
  * Settings that have nothing to act on are accepted and ignored: borrowing on the least urgent
@@ -193,9 +193,11 @@ public final class LaneSpec {
 	}
 
 	/**
-	 * Whether an arrival of this lane that finds no permit free takes back a lent one, failing the
-	 * less urgent stream that ran on it with {@link PreemptedException}. Needs
-	 * {@link #lendToLower(double)} &gt; 0 (checked at {@link PriorityLanes.Builder#build()}).
+	 * Whether permits this lane lent to less urgent requests can be taken back. An arrival that
+	 * finds nothing free (its own lane full, no idle permit it may borrow) takes back a lent permit
+	 * of its own lane, else of a less urgent lane it may borrow from (so P0 can also reclaim a P1
+	 * permit lent to P2), and the stream that ran on it fails with {@link PreemptedException}.
+	 * Needs {@link #lendToLower(double)} &gt; 0 (checked at {@link PriorityLanes.Builder#build()}).
 	 */
 	public LaneSpec preemptBorrowers(boolean preempt) {
 		return new LaneSpec(concurrency, maxQueueSize, maxQueueWait, threadCap, queuedTaskCap, borrowFromLower,

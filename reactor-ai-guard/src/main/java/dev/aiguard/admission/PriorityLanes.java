@@ -285,7 +285,7 @@ public final class PriorityLanes implements Disposable {
 			grant(t, free, 0L);
 			return;
 		}
-		if (own.spec.preemptBorrowers() && preempt(t, own)) {
+		if (preempt(t)) {
 			return;
 		}
 		if (own.queueSize >= own.spec.maxQueueSize()) {
@@ -330,22 +330,36 @@ public final class PriorityLanes implements Disposable {
 		return lane.lentUp < lane.lendCap && lane.queueSize == 0;
 	}
 
-	private boolean preempt(LaneTicket t, Lane own) {
+	/**
+	 * Takes back a lent permit for an arrival that found nothing free: first one of its own lane,
+	 * then one of a less urgent lane it may borrow from. Only lanes with
+	 * {@link LaneSpec#preemptBorrowers(boolean)} give permits back this way.
+	 */
+	private boolean preempt(LaneTicket t) {
+		int p = t.priority.ordinal();
+		for (int l = p; l < lanes.length; l++) {
+			Lane lane = lanes[l];
+			if (lane.spec.preemptBorrowers() && lane.lentTail != null && (l == p || mayUse(p, lane))) {
+				preempt(t, lane);
+				return true;
+			}
+		}
+		return false;
+	}
+
+	private void preempt(LaneTicket t, Lane lane) {
 		LaneTicket victim = null;
-		for (LaneTicket c = own.lentTail; c != null; c = c.prev) {
+		for (LaneTicket c = lane.lentTail; c != null; c = c.prev) {
 			if (victim == null || c.priority.ordinal() > victim.priority.ordinal()) {
 				victim = c; // least urgent first, most recently admitted among those
 			}
 		}
-		if (victim == null) {
-			return false;
-		}
 		boolean taken = victim.claimForPreemption();
 		free(victim);
-		grant(t, own, 0L);
+		grant(t, lane, 0L);
 		if (taken) {
 			// otherwise the holder was releasing it already: it finished, nothing to stop
-			victim.firePreempted(new PreemptedException(victim.priority, own.priority));
+			victim.firePreempted(new PreemptedException(victim.priority, lane.priority));
 			try {
 				metrics.preempted(name, victim.priority);
 			}
@@ -353,7 +367,6 @@ public final class PriorityLanes implements Disposable {
 				dropped(e);
 			}
 		}
-		return true;
 	}
 
 	private void park(LaneTicket t, Lane lane) {

@@ -499,6 +499,38 @@ class PriorityLanesTest {
 	}
 
 	@Test
+	void urgentArrivalAlsoReclaimsAPermitThatALessUrgentLaneLent() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1).lendToLower(1.0).preemptBorrowers(true),
+				LaneSpec.of(0));
+		admitNow(lanes, P0);
+		LanePermit batch = admitNow(lanes, P2);
+		List<PreemptedException> stopped = new ArrayList<>();
+		batch.onPreempted(stopped::add);
+		assertThat(batch.lane()).isEqualTo(P1);
+
+		LanePermit chat = admitNow(lanes, P0);
+
+		assertThat(chat.lane()).as("P0 borrows the reclaimed P1 permit").isEqualTo(P1);
+		assertThat(stopped).singleElement().satisfies(e -> {
+			assertThat(e.priority()).isEqualTo(P2);
+			assertThat(e.lane()).isEqualTo(P1);
+		});
+	}
+
+	@Test
+	void lanesThatNeverBorrowNeverReclaimOtherLanesPermits() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1).borrowFromLower(false),
+				LaneSpec.of(1).lendToLower(1.0).preemptBorrowers(true), LaneSpec.of(0));
+		admitNow(lanes, P0);
+		LanePermit batch = admitNow(lanes, P2);
+		List<PreemptedException> stopped = new ArrayList<>();
+		batch.onPreempted(stopped::add);
+
+		assertWaiting(request(lanes, P0));
+		assertThat(stopped).isEmpty();
+	}
+
+	@Test
 	void actionRegisteredAfterPreemptionRunsAtOnceAndAfterReleaseNever() {
 		PriorityLanes lanes = lanes(LaneSpec.of(2).lendToLower(1.0).preemptBorrowers(true), LaneSpec.of(0),
 				LaneSpec.of(0));
