@@ -66,8 +66,10 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	/** The lane whose permit was granted; written before the state moves to DELIVERED. */
 	Priority grantedLane;
 
-	// ---- owned by the drain loop ----
+	/** The granted lane's state; written before GRANTED like {@link #grantedLane}. */
 	PriorityLanes.Lane lane;
+
+	// ---- owned by the drain loop ----
 	boolean linked;
 	boolean freed;
 	LaneTicket prev;
@@ -87,7 +89,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	@Override
 	public void request(long n) {
 		if (Operators.validate(n) && STATE.compareAndSet(this, NEW, PENDING)) {
-			lanes.signal(this, OP_SUBMIT);
+			lanes.submit(this);
 		}
 	}
 
@@ -147,7 +149,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	public void release() {
 		if (RELEASED.compareAndSet(this, 0, 1)) {
 			HOOKS.getAndSet(this, RELEASED_MARK);
-			lanes.signal(this, OP_RELEASE);
+			lanes.released(this);
 		}
 	}
 

@@ -82,8 +82,10 @@ public final class PriorityLanes implements Disposable {
 
 	// ---- owned by the drain loop ----
 	private long sequence;
-	private int totalQueued;
 	private boolean waitersFailed;
+
+	/** Waiters in all queues; written by the drain loop, read by the fast paths. */
+	private volatile int totalQueued;
 
 	private PriorityLanes(Builder builder) {
 		this.name = builder.name;
@@ -172,7 +174,7 @@ public final class PriorityLanes implements Disposable {
 
 	/** @return streams of {@code priority} running on their own lane's permits */
 	public int inFlight(Priority priority) {
-		return lanes[priority.ordinal()].ownInFlight;
+		return lanes[priority.ordinal()].ownInFlight();
 	}
 
 	/** @return streams of {@code priority} running on permits borrowed from other lanes */
@@ -218,10 +220,62 @@ public final class PriorityLanes implements Disposable {
 	public String toString() {
 		StringBuilder sb = new StringBuilder("PriorityLanes{name=").append(name);
 		for (Lane lane : lanes) {
-			sb.append(", ").append(lane.priority).append("={own=").append(lane.ownInFlight).append(", borrowed=")
+			sb.append(", ").append(lane.priority).append("={own=").append(lane.ownInFlight()).append(", borrowed=")
 					.append(lane.borrowedInFlight).append(", queued=").append(lane.queued).append('}');
 		}
 		return sb.append('}').toString();
+	}
+
+	// ---------------------------------------------------------------- fast paths
+
+	/*
+	 * The common case needs no drain loop: a request whose own lane has a free permit while nobody
+	 * waits anywhere takes it with one CAS on the lane's free count, and the holder of an own-lane
+	 * permit gives it back with one CAS. Everything that involves a queue, another lane's permit
+	 * (borrowing, lending, preemption) or disposal goes through the drain loop.
+	 *
+	 * A fast release racing a waiter being parked cannot lose the waiter: the release raises
+	 * 'available' then reads 'totalQueued'; parking raises 'totalQueued' then (dispatch) reads
+	 * 'available'. With volatile accesses one of the two sees the other, and either the releaser
+	 * runs the drain loop or the loop finds the permit.
+	 */
+
+	/** Called once per ticket when it is first requested. */
+	void submit(LaneTicket t) {
+		if (disposed == 0) {
+			Lane own = lanes[t.priority.ordinal()];
+			if (totalQueued == 0) {
+				if (own.tryTake()) {
+					if (!grant(t, own, 0L)) {
+						own.giveBack();
+						if (totalQueued != 0) {
+							drain();
+						}
+					}
+					return;
+				}
+			}
+			else if (own.queued >= own.spec.maxQueueSize() && own.spec.maxQueueSize() > 0) {
+				// refused without queueing work for the drain loop, so a flood stays cheap
+				reject(t, Reason.QUEUE_FULL);
+				return;
+			}
+		}
+		signal(t, LaneTicket.OP_SUBMIT);
+	}
+
+	/** The holder of {@code t} handed it back (exactly once, see {@link LaneTicket#release()}). */
+	void released(LaneTicket t) {
+		Lane lane = t.lane;
+		if (lane.priority == t.priority) {
+			lane.giveBack();
+			if (totalQueued != 0 || disposed == 1) {
+				drain();
+			}
+		}
+		else {
+			signal(t, LaneTicket.OP_RELEASE);
+		}
 	}
 
 	// ---------------------------------------------------------------- drain loop
@@ -256,10 +310,11 @@ public final class PriorityLanes implements Disposable {
 					leaveQueue(t);
 				}
 				if ((ops & LaneTicket.OP_RELEASE) != 0) {
-					free(t);
+					free(t, true);
 				}
 				dispatch();
 			}
+			dispatch(); // permits given back by the fast path
 			if (disposed == 1 && !waitersFailed) {
 				waitersFailed = true;
 				failAllWaiters();
@@ -280,9 +335,11 @@ public final class PriorityLanes implements Disposable {
 			reject(t, Reason.DISPOSED);
 			return;
 		}
-		Lane free = findFree(t.priority);
+		Lane free = takeFree(t.priority);
 		if (free != null) {
-			grant(t, free, 0L);
+			if (!grant(t, free, 0L)) {
+				free.giveBack(); // cancelled meanwhile
+			}
 			return;
 		}
 		if (preempt(t)) {
@@ -295,29 +352,32 @@ public final class PriorityLanes implements Disposable {
 		park(t, own);
 	}
 
-	/** Own lane first, then idle permits of less urgent lanes, then lent permits of more urgent ones. */
-	private Lane findFree(Priority p) {
+	/**
+	 * Takes a permit for priority {@code p}: own lane first, then idle permits of less urgent
+	 * lanes, then lent permits of more urgent ones, nearest first.
+	 */
+	private Lane takeFree(Priority p) {
 		int i = p.ordinal();
 		Lane own = lanes[i];
-		if (own.inUse < own.limit) {
+		if (own.tryTake()) {
 			return own;
 		}
 		if (own.spec.borrowFromLower()) {
 			for (int l = i + 1; l < lanes.length; l++) {
-				if (lanes[l].inUse < lanes[l].limit && mayUse(i, lanes[l])) {
+				if (mayUse(i, lanes[l]) && lanes[l].tryTake()) {
 					return lanes[l];
 				}
 			}
 		}
 		for (int l = i - 1; l >= 0; l--) {
-			if (lanes[l].inUse < lanes[l].limit && mayUse(i, lanes[l])) {
+			if (mayUse(i, lanes[l]) && lanes[l].tryTake()) {
 				return lanes[l];
 			}
 		}
 		return null;
 	}
 
-	/** Whether a request of priority ordinal {@code p} may take a (free) permit of {@code lane}. */
+	/** Whether a request of priority ordinal {@code p} may take a free permit of {@code lane}. */
 	private boolean mayUse(int p, Lane lane) {
 		int l = lane.priority.ordinal();
 		if (p == l) {
@@ -355,8 +415,10 @@ public final class PriorityLanes implements Disposable {
 			}
 		}
 		boolean taken = victim.claimForPreemption();
-		free(victim);
-		grant(t, lane, 0L);
+		free(victim, false); // the permit passes straight to the arrival
+		if (!grant(t, lane, 0L)) {
+			lane.giveBack(); // the arrival was cancelled meanwhile; dispatch hands the permit on
+		}
 		if (taken) {
 			// otherwise the holder was releasing it already: it finished, nothing to stop
 			victim.firePreempted(new PreemptedException(victim.priority, lane.priority));
@@ -385,7 +447,7 @@ public final class PriorityLanes implements Disposable {
 		t.linked = true;
 		lane.queueSize++;
 		lane.queued = lane.queueSize;
-		totalQueued++;
+		totalQueued = totalQueued + 1; // single writer: the drain loop
 		try {
 			t.timeout = clock.schedule(t, lane.maxWaitNanos, TimeUnit.NANOSECONDS);
 		}
@@ -426,7 +488,7 @@ public final class PriorityLanes implements Disposable {
 		t.linked = false;
 		lane.queueSize--;
 		lane.queued = lane.queueSize;
-		totalQueued--;
+		totalQueued = totalQueued - 1;
 		Disposable d = t.timeout;
 		if (d != null) {
 			t.timeout = null;
@@ -434,14 +496,14 @@ public final class PriorityLanes implements Disposable {
 		}
 	}
 
-	/** Hands freed permits to the most urgent waiters allowed to use them. */
+	/** Hands free permits to the most urgent waiters allowed to use them. */
 	private void dispatch() {
 		if (totalQueued == 0) {
 			return;
 		}
 		long now = Long.MIN_VALUE;
 		for (Lane lane : lanes) {
-			while (lane.inUse < lane.limit && totalQueued > 0) {
+			while (lane.available > 0 && totalQueued > 0) {
 				LaneTicket best = null;
 				int bestRank = Integer.MAX_VALUE;
 				for (Lane candidate : lanes) {
@@ -462,7 +524,7 @@ public final class PriorityLanes implements Disposable {
 						bestRank = rank;
 					}
 				}
-				if (best == null) {
+				if (best == null || !lane.tryTake()) {
 					break;
 				}
 				long enqueuedAt = best.enqueuedAtNanos;
@@ -470,31 +532,35 @@ public final class PriorityLanes implements Disposable {
 				if (now == Long.MIN_VALUE) {
 					now = timer().now(TimeUnit.NANOSECONDS);
 				}
-				grant(best, lane, Math.max(0L, now - enqueuedAt));
+				if (!grant(best, lane, Math.max(0L, now - enqueuedAt))) {
+					lane.giveBack(); // cancelled meanwhile: offer the permit to the next waiter
+				}
 			}
 		}
 	}
 
-	private void grant(LaneTicket t, Lane lane, long waitedNanos) {
+	/**
+	 * Gives {@code t} a permit of {@code lane} already taken from the lane's free count.
+	 *
+	 * @return false when the ticket was cancelled meanwhile: the caller gives the permit back
+	 */
+	private boolean grant(LaneTicket t, Lane lane, long waitedNanos) {
+		t.lane = lane;
+		t.grantedLane = lane.priority; // before GRANTED: a racing cancel() releases by it
 		if (!LaneTicket.STATE.compareAndSet(t, LaneTicket.PENDING, LaneTicket.GRANTED)) {
-			return; // cancelled meanwhile: the permit stays free for the next dispatch
+			return false;
 		}
-		Lane own = lanes[t.priority.ordinal()];
 		int p = t.priority.ordinal();
 		int l = lane.priority.ordinal();
-		t.lane = lane;
-		t.grantedLane = lane.priority;
-		lane.inUse++;
-		if (p == l) {
-			own.ownInFlight = own.ownInFlight + 1; // single writer: the drain loop
-		}
-		else {
+		if (p != l) {
+			// borrowed permits are only ever granted and freed by the drain loop
+			Lane own = lanes[p];
 			own.borrowedInFlight = own.borrowedInFlight + 1;
 			if (p < l) {
-				lane.lentDown++;
+				lane.lentDown = lane.lentDown + 1;
 			}
 			else {
-				lane.lentUp++;
+				lane.lentUp = lane.lentUp + 1;
 				linkLent(lane, t);
 			}
 		}
@@ -516,10 +582,16 @@ public final class PriorityLanes implements Disposable {
 			}
 		}
 		// else cancel() won between the two CASes and releases the permit itself
+		return true;
 	}
 
-	/** Bookkeeping for a permit handed back (release or preemption); idempotent. */
-	private void free(LaneTicket t) {
+	/**
+	 * Bookkeeping for a borrowed or lent permit handed back (release or preemption); idempotent.
+	 *
+	 * @param returnPermit whether the permit goes back to the lane's free count (not when it
+	 *        passes straight to a preempting arrival)
+	 */
+	private void free(LaneTicket t, boolean returnPermit) {
 		Lane lane = t.lane;
 		if (lane == null || t.freed) {
 			return;
@@ -528,19 +600,16 @@ public final class PriorityLanes implements Disposable {
 		Lane own = lanes[t.priority.ordinal()];
 		int p = t.priority.ordinal();
 		int l = lane.priority.ordinal();
-		lane.inUse--;
-		if (p == l) {
-			own.ownInFlight = own.ownInFlight - 1;
+		own.borrowedInFlight = own.borrowedInFlight - 1;
+		if (p < l) {
+			lane.lentDown = lane.lentDown - 1;
 		}
 		else {
-			own.borrowedInFlight = own.borrowedInFlight - 1;
-			if (p < l) {
-				lane.lentDown--;
-			}
-			else {
-				lane.lentUp--;
-				unlinkLent(lane, t);
-			}
+			lane.lentUp = lane.lentUp - 1;
+			unlinkLent(lane, t);
+		}
+		if (returnPermit) {
+			lane.giveBack();
 		}
 	}
 
@@ -628,7 +697,10 @@ public final class PriorityLanes implements Disposable {
 		Operators.onErrorDropped(e, Context.empty());
 	}
 
-	/** One priority's capacity and queue. Counters are written only by the drain loop. */
+	/**
+	 * One priority's capacity and queue. {@code available} is shared with the fast paths (CAS);
+	 * everything else is written only by the drain loop.
+	 */
 	static final class Lane {
 
 		final Priority priority;
@@ -640,31 +712,56 @@ public final class PriorityLanes implements Disposable {
 		final long maxWaitNanos;
 		final long agingNanos;
 
+		/** Free permits of this lane. */
+		volatile int available;
+		static final AtomicIntegerFieldUpdater<Lane> AVAILABLE =
+				AtomicIntegerFieldUpdater.newUpdater(Lane.class, "available");
+
+		// written by the drain loop only; volatile so that gauges may read them
+		volatile int lentDown; // permits used by more urgent requests
+		volatile int lentUp; // permits used by less urgent requests (work-conserving lending)
+		volatile int borrowedInFlight; // this priority's streams on other lanes' permits
+		volatile int queued;
+
 		// drain-only
-		int inUse;
-		int lentDown; // permits used by more urgent requests
-		int lentUp; // permits used by less urgent requests (work-conserving lending)
 		int queueSize;
 		LaneTicket queueHead;
 		LaneTicket queueTail;
 		LaneTicket lentHead;
 		LaneTicket lentTail;
 
-		// read by gauges from any thread
-		volatile int ownInFlight;
-		volatile int borrowedInFlight;
-		volatile int queued;
-
 		Lane(Priority priority, LaneSpec spec) {
 			this.priority = priority;
 			this.spec = spec;
 			this.limit = spec.concurrency();
+			this.available = limit;
 			this.borrowable = spec.concurrency() - spec.reservedForOwn();
 			this.lendCap = spec.lendCap();
 			this.maxWaitNanos = spec.maxQueueWait().toNanos();
 			this.agingNanos = spec.agingAfter() == null ? 0L : spec.agingAfter().toNanos();
 			this.scheduler = Schedulers.newBoundedElastic(spec.threadCap(), spec.queuedTaskCap(),
 					"aiguard-" + priority.name().toLowerCase(Locale.ROOT), 60, true);
+		}
+
+		boolean tryTake() {
+			for (;;) {
+				int a = available;
+				if (a <= 0) {
+					return false;
+				}
+				if (AVAILABLE.compareAndSet(this, a, a - 1)) {
+					return true;
+				}
+			}
+		}
+
+		void giveBack() {
+			AVAILABLE.incrementAndGet(this);
+		}
+
+		/** Streams of this priority on this lane's permits (a snapshot; exact when idle). */
+		int ownInFlight() {
+			return Math.max(0, limit - available - lentDown - lentUp);
 		}
 	}
 

@@ -99,6 +99,21 @@ class PriorityLanesRaceTest {
 	}
 
 	@Test
+	void releaseRacingAnArrivalThatFindsNoPermitNeverStrandsIt() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			LanePermit holder = request(lanes, P0).getReceivedOnNext().get(0);
+			TestSubscriber<LanePermit> arrival = TestSubscriber.create();
+
+			RaceTestUtils.race(holder::release, () -> lanes.acquire(P0).subscribe(arrival));
+
+			assertThat(arrival.getReceivedOnNext()).as("admitted whichever came first").hasSize(1);
+			releaseReceived(arrival);
+			assertIdleWithCapacity(lanes, P0, 1);
+		}
+	}
+
+	@Test
 	void grantRacingCancelNeverLeaksThePermit() {
 		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
 		for (int i = 0; i < ROUNDS; i++) {
