@@ -57,10 +57,12 @@ import reactor.util.context.Context;
  * {@link AdmissionRejectedException} with {@link Reason#QUEUE_FULL}, {@link Reason#WAIT_TIMEOUT}
  * or {@link Reason#DISPOSED}.
  *
- * <p>All bookkeeping runs in a drain loop (the reactor-core "work-in-progress" pattern): the
- * thread that finds the loop idle runs it, any other thread leaves its request in a lock-free
- * queue for it and returns. A permit can therefore be handed to a subscriber on the thread that
- * released the previous one.
+ * <p>When a request's own lane has a free permit and nobody waits, admission and release are one
+ * CAS each on the lane's free count. Everything else (queues, borrowing, lending, preemption,
+ * deadlines) runs in a drain loop (the reactor-core "work-in-progress" pattern): the thread that
+ * finds the loop idle runs it, any other thread leaves its request in a lock-free queue for it and
+ * returns. A waiter's permit is therefore handed over on the thread that released the previous
+ * one.
  */
 public final class PriorityLanes implements Disposable {
 
