@@ -149,13 +149,16 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 		/** Preemption: the lanes took the permit back. */
 		@Override
 		public void accept(PreemptedException e) {
+			if (done == 1) {
+				return; // the stream ended as the permit was taken back: nothing to report
+			}
 			super.cancel();
 			terminate(e);
 		}
 
 		private void terminate(Throwable error) {
 			if (!DONE.compareAndSet(this, 0, 1)) {
-				if (error != null) {
+				if (error != null && !(error instanceof PreemptedException)) {
 					Operators.onErrorDropped(error, actual.currentContext());
 				}
 				return;

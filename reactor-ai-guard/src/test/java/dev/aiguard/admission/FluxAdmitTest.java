@@ -322,6 +322,35 @@ class FluxAdmitTest {
 		}
 	}
 
+	@Test
+	void completionOrErrorRacingPreemptionEndsTheStreamOnceAndFreesThePermitOnce() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1).lendToLower(1.0).preemptBorrowers(true), LaneSpec.of(0),
+				LaneSpec.of(0));
+		for (int i = 0; i < 2_000; i++) {
+			Sinks.Empty<Integer> upstream = Sinks.empty();
+			SerialCheck<Integer> downstream = new SerialCheck<>();
+			upstream.asMono().flux().transform(lanes.admit(P2)).subscribe(downstream);
+			TestSubscriber<Object> chat = TestSubscriber.create();
+			boolean fail = (i & 1) == 0;
+
+			RaceTestUtils.race(() -> {
+				if (fail) {
+					upstream.tryEmitError(new IllegalStateException("upstream"));
+				}
+				else {
+					upstream.tryEmitEmpty();
+				}
+			}, () -> Flux.never().transform(lanes.admit(P0)).subscribe(chat));
+
+			assertThat(downstream.terminals.get()).isEqualTo(1);
+			assertThat(downstream.overlaps.get()).isZero();
+			assertThat(lanes.inFlight(P0)).as("the P0 arrival runs either way").isEqualTo(1);
+			assertThat(lanes.borrowedInFlight(P2)).isZero();
+			chat.cancel();
+			assertThat(inUse(lanes)).isZero();
+		}
+	}
+
 	/** Counts terminal signals and catches any two signals delivered at the same time. */
 	static final class SerialCheck<T> implements CoreSubscriber<T> {
 
