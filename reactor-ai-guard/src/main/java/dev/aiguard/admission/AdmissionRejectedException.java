@@ -2,7 +2,16 @@ package dev.aiguard.admission;
 
 import dev.aiguard.Priority;
 
-/** A request could not enter its lane. Cheap: no stack trace. */
+/**
+ * A request could not enter its lane. Cheap: no stack trace.
+ *
+ * <pre>{@code
+ * client.stream(request)
+ *     .transform(lanes.admit())
+ *     .onErrorResume(AdmissionRejectedException.class,
+ *         e -> e.reason() == Reason.QUEUE_FULL ? busyAnswer() : Flux.error(e));
+ * }</pre>
+ */
 public class AdmissionRejectedException extends RuntimeException {
 
 	private static final long serialVersionUID = 1L;

@@ -9,6 +9,15 @@ import reactor.core.scheduler.Scheduler;
  * One admitted stream's hold on lane capacity, granted by {@link PriorityLanes#acquire(Priority)}.
  * {@link #release()} hands it back; only the first call counts, so racing terminal paths may all
  * call it.
+ *
+ * <pre>{@code
+ * lanes.acquire(Priority.P2).flatMapMany(permit -> {
+ *     permit.onPreempted(e -> log.info("batch call preempted, will retry", e));
+ *     return client.stream(request)
+ *         .subscribeOn(permit.scheduler())          // a blocking SDK runs on the P2 lane's threads
+ *         .doFinally(signal -> permit.release());
+ * });
+ * }</pre>
  */
 public interface LanePermit {
 

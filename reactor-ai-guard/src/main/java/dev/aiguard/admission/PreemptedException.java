@@ -5,6 +5,12 @@ import dev.aiguard.Priority;
 /**
  * A stream running on a borrowed, more urgent lane's permit was stopped so that a more urgent
  * request could run. Retryable: the caller should try again later.
+ *
+ * <pre>{@code
+ * batchClient.stream(request)
+ *     .transform(lanes.admit(Priority.P2))
+ *     .retryWhen(Retry.backoff(5, Duration.ofSeconds(2)).filter(PreemptedException.class::isInstance));
+ * }</pre>
  */
 public class PreemptedException extends RuntimeException {
 
