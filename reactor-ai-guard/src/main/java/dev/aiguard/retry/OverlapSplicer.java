@@ -133,7 +133,17 @@ public final class OverlapSplicer {
 				longestComplete = complete;
 			}
 		}
-		return aliveCount == 0 ? decide() : "";
+		if (aliveCount > 0) {
+			return "";
+		}
+		if (start == 0 && longestComplete == 0) {
+			// decided on the first delta without an overlap: hand the delta on as it is
+			held = null;
+			decideNoOverlap();
+			String text = delta.toString();
+			return skippingWhitespace ? skipLeadingWhitespace(text) : text;
+		}
+		return decide();
 	}
 
 	/**
