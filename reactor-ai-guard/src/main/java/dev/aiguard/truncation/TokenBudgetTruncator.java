@@ -47,17 +47,31 @@ final class TokenBudgetTruncator implements PromptTruncator {
 			if (dropped[i] || current[i].role() == ChatMessage.Role.SYSTEM) {
 				continue;
 			}
-			size -= drop(i, current, sizes, dropped);
 			ChatMessage m = current[i];
-			if (!m.toolCalls().isEmpty()) {
-				Set<String> ids = new HashSet<>();
-				for (ToolCall call : m.toolCalls()) {
-					ids.add(call.id());
+			if (m.toolCalls().isEmpty()) {
+				size -= drop(i, sizes, dropped);
+				continue;
+			}
+			Set<String> ids = new HashSet<>();
+			for (ToolCall call : m.toolCalls()) {
+				ids.add(call.id());
+			}
+			List<Integer> results = new ArrayList<>();
+			boolean answeredInFinalTurn = false;
+			for (int j = i + 1; j < n; j++) {
+				if (current[j].role() == ChatMessage.Role.TOOL && ids.contains(current[j].toolCallId())) {
+					results.add(j);
+					answeredInFinalTurn |= j >= finalTurn;
 				}
-				for (int j = i + 1; j < finalTurn; j++) {
-					if (!dropped[j] && current[j].role() == ChatMessage.Role.TOOL && ids.contains(current[j].toolCallId())) {
-						size -= drop(j, current, sizes, dropped);
-					}
+			}
+			if (answeredInFinalTurn) {
+				// the turn in progress needs this call: keeping it is the only valid choice
+				continue;
+			}
+			size -= drop(i, sizes, dropped);
+			for (int j : results) {
+				if (!dropped[j]) {
+					size -= drop(j, sizes, dropped);
 				}
 			}
 		}
@@ -102,7 +116,7 @@ final class TokenBudgetTruncator implements PromptTruncator {
 		return request.withMessages(kept);
 	}
 
-	private static int drop(int i, ChatMessage[] current, int[] sizes, boolean[] dropped) {
+	private static int drop(int i, int[] sizes, boolean[] dropped) {
 		dropped[i] = true;
 		return sizes[i];
 	}

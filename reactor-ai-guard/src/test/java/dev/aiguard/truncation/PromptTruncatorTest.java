@@ -92,6 +92,19 @@ class PromptTruncatorTest {
 	}
 
 	@Test
+	void aToolCallAnsweredInTheTurnInProgressIsKept() {
+		ChatMessage call = ChatMessage.assistantToolCalls(List.of(new ToolCall("c9", "lookup", "{}")));
+		ChatRequest request = chat(ChatMessage.user(text("old question", 100)), call, ChatMessage.user("meanwhile: hurry"),
+				ChatMessage.tool("c9", text("result", 50)));
+		// dropping the old question is not enough; the call must stay, so its result is shortened instead
+		ChatRequest out = PromptTruncator.tokenBudget().truncate(request, 60, ESTIMATE);
+		assertThat(out.messages()).hasSize(3);
+		assertThat(out.messages().subList(0, 2)).containsExactly(call, request.messages().get(2));
+		assertThat(out.lastMessage().toolCallId()).isEqualTo("c9");
+		assertThat(out.lastMessage().content()).contains(PromptTruncator.ELISION_MARKER);
+	}
+
+	@Test
 	void anOrphanToolResultIsDroppedOnItsOwn() {
 		ChatRequest request = chat(ChatMessage.tool("gone", text("stale result", 100)),
 				ChatMessage.assistant(text("answer", 10)), ChatMessage.user("and now?"));
