@@ -6,6 +6,8 @@ import java.util.OptionalInt;
 
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.provider.ProviderErrors;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -64,6 +66,29 @@ class TruncationSpecTest {
 		assertThat(r.tokensDropped()).isEqualTo(r.tokensBefore() - r.tokensAfter());
 		// and not by throwing away far more than needed
 		assertThat(provider.count(r.request()) + 1024).isGreaterThan(8_192 * 9 / 10);
+	}
+
+	@Test
+	void theLimitsParsedFromRealProviderErrorsAreReachedInOneStep() {
+		TokenCounter estimate = TokenCounter.estimate();
+		Provider provider = new Provider(8_192, text -> (int) Math.ceil(estimate.count(text) * 1.3));
+		ChatRequest request = conversation(40);
+		int counted = provider.count(request);
+		String openAi = "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens. However, your "
+				+ "messages resulted in " + counted + " tokens. Please reduce the length of the messages.\","
+				+ "\"type\":\"invalid_request_error\",\"param\":\"messages\",\"code\":\"context_length_exceeded\"}}";
+		String anthropic = "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+				+ "\"message\":\"prompt is too long: " + counted + " tokens > 8192 maximum\"}}";
+		for (String body : List.of(openAi, anthropic)) {
+			ContextLengthExceededException e = (ContextLengthExceededException) ProviderErrors.fromHttp("p", 400,
+					header -> null, body);
+			assertThat(e.limit()).hasValue(8_192);
+			assertThat(e.actual()).hasValue(counted);
+
+			TruncationSpec.Result r = TruncationSpec.defaults().shrink(request, e.limit(), e.actual());
+
+			assertThat(provider.accepts(r.request(), 1024)).as("fits after one truncation: %s", body).isTrue();
+		}
 	}
 
 	@Test
