@@ -1,0 +1,17 @@
+/**
+ * Recovery for token streams without duplicates: {@link dev.aiguard.retry.RetrySpec} (which
+ * errors, how many tries, backoff with full jitter and {@code Retry-After}),
+ * {@link dev.aiguard.retry.RetryBudget} (a shared cap on retries as a fraction of traffic),
+ * {@link dev.aiguard.retry.MidStreamPolicy} (what happens after the first token: fail, notice or
+ * continue), {@link dev.aiguard.retry.ContinuationStrategy} and
+ * {@link dev.aiguard.retry.OverlapSplicer} (continuing a cut answer seamlessly).
+ *
+ * <pre>{@code
+ * RetrySpec retry = RetrySpec.defaults();                 // 3 tries, 0.5 s .. 8 s, full jitter
+ * RetryBudget budget = RetryBudget.create();               // one per service, shared
+ * MidStreamPolicy<ChatChunk> midStream = MidStreamPolicy.fail();
+ * }</pre>
+ *
+ * See {@code docs/retry-and-truncation.md}.
+ */
+package dev.aiguard.retry;
