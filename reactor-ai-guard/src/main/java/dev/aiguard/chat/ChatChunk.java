@@ -70,8 +70,8 @@ public record ChatChunk(String text, String role, String finishReason, Usage usa
 		return new ChatChunk("", null, null, usage, List.of(), false, false);
 	}
 
-	/** A keep-alive. */
-	public static ChatChunk heartbeat() {
+	/** A keep-alive (ping, SSE comment): not content. */
+	public static ChatChunk keepAlive() {
 		return HEARTBEAT;
 	}
 

@@ -86,15 +86,18 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 			Gauge.builder("aiguard.breaker.state", state, st -> st.get().name().equals(name) ? 1 : 0)
 					.description("1 for the breaker's current state, 0 for the others")
 					.tags("breaker", breaker, "state", name)
+					.strongReference(true)
 					.register(registry);
 		}
 		Gauge.builder("aiguard.breaker.failure.rate", failureRate, DoubleSupplier::getAsDouble)
 				.description("Failure rate in the breaker's window, 0..1 (NaN below the minimum calls)")
 				.tags("breaker", breaker)
+				.strongReference(true)
 				.register(registry);
 		Gauge.builder("aiguard.breaker.slow.rate", slowCallRate, DoubleSupplier::getAsDouble)
 				.description("Slow time-to-first-token rate in the breaker's window, 0..1")
 				.tags("breaker", breaker)
+				.strongReference(true)
 				.register(registry);
 	}
 

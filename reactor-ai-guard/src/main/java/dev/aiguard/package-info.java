@@ -1,0 +1,10 @@
+/**
+ * The composed guard for streaming LLM answers: {@link dev.aiguard.AiGuard},
+ * {@link dev.aiguard.GuardPolicy}, {@link dev.aiguard.Priority}, {@link dev.aiguard.Outcome},
+ * {@link dev.aiguard.GuardReport} and {@link dev.aiguard.ChunkInspector}.
+ *
+ * <pre>{@code
+ * Flux<ChatChunk> answer = client.stream(request).transform(AiGuard.of(policy));
+ * }</pre>
+ */
+package dev.aiguard;

@@ -1,0 +1,83 @@
+package dev.aiguard.stall;
+
+import java.util.Objects;
+import java.util.function.Function;
+
+import dev.aiguard.ChunkInspector;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.FluxOperator;
+
+/**
+ * Stall and completeness detection as an operator of its own.
+ *
+ * <pre>{@code
+ * Flux<ChatChunk> watched = client.stream(request)
+ *     .transform(Stall.detect(StallSpec.defaults()
+ *             .firstTokenTimeout(Duration.ofSeconds(10))
+ *             .idleTimeout(Duration.ofSeconds(30)),
+ *         ChunkInspector.chatChunks()));
+ * }</pre>
+ *
+ * A passed deadline cancels the upstream and fails with {@link StreamStalledException}; an
+ * upstream that completes without a terminal chunk or finish reason fails with
+ * {@link IncompleteStreamException} (unless {@link StallSpec#requireTerminal(boolean)} is off).
+ * {@code AiGuard} includes this; use it alone when you need nothing else.
+ */
+public final class Stall {
+
+	private Stall() {
+	}
+
+	/**
+	 * @param spec the deadlines
+	 * @param inspector tells content from heartbeats and terminal chunks
+	 * @return an operator for {@code transform} / {@code transformDeferred}
+	 */
+	public static <T> Function<Flux<T>, Flux<T>> detect(StallSpec spec, ChunkInspector<T> inspector) {
+		Objects.requireNonNull(spec, "spec");
+		Objects.requireNonNull(inspector, "inspector");
+		return source -> new FluxStallDetect<>(source, spec, inspector);
+	}
+
+	static final class FluxStallDetect<T> extends FluxOperator<T, T> {
+
+		private final StallSpec spec;
+		private final ChunkInspector<T> inspector;
+
+		FluxStallDetect(Flux<? extends T> source, StallSpec spec, ChunkInspector<T> inspector) {
+			super(source);
+			this.spec = spec;
+			this.inspector = inspector;
+		}
+
+		@Override
+		public void subscribe(CoreSubscriber<? super T> actual) {
+			source.subscribe(new StallWatch<T>(actual, spec, spec.scheduler(), inspector, Standalone.instance(), true));
+		}
+	}
+
+	/** Passes the end of a standalone watch straight to its subscriber. */
+	static final class Standalone<T> implements StallWatch.Terminal<T> {
+
+		private static final Standalone<?> INSTANCE = new Standalone<>();
+
+		@SuppressWarnings("unchecked")
+		static <T> Standalone<T> instance() {
+			return (Standalone<T>) INSTANCE;
+		}
+
+		@Override
+		public void onEnd(StallWatch<T> watch, StallWatch.End end, Throwable error) {
+			switch (end) {
+				case COMPLETED:
+					watch.actual.onComplete();
+					break;
+				case CANCELLED:
+					break;
+				default:
+					watch.actual.onError(error);
+			}
+		}
+	}
+}

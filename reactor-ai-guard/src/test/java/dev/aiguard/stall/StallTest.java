@@ -1,0 +1,305 @@
+package dev.aiguard.stall;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import dev.aiguard.ChunkInspector;
+import dev.aiguard.chat.ChatChunk;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.test.StepVerifier;
+import reactor.test.publisher.TestPublisher;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class StallTest {
+
+	static final ChunkInspector<ChatChunk> CHAT = ChunkInspector.chatChunks();
+
+	static StallSpec spec() {
+		return StallSpec.defaults();
+	}
+
+	static Flux<ChatChunk> tokens(int n, Duration every) {
+		return Flux.range(0, n).delayElements(every).map(i -> ChatChunk.token("t" + i));
+	}
+
+	@Test
+	void firstTokenDeadlineFailsSilentStream() {
+		StepVerifier.withVirtualTime(() -> Flux.<ChatChunk>never()
+						.transform(Stall.detect(spec().firstTokenTimeout(Duration.ofSeconds(10)), CHAT)))
+				.expectSubscription()
+				.expectNoEvent(Duration.ofMillis(9_999))
+				.thenAwait(Duration.ofMillis(1))
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(StreamStalledException.class);
+					StreamStalledException s = (StreamStalledException) e;
+					assertThat(s.phase()).isEqualTo(StallPhase.FIRST_TOKEN);
+					assertThat(s.tokensReceived()).isZero();
+					assertThat(s.elapsed()).isEqualTo(Duration.ofSeconds(10));
+				})
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void heartbeatsAreNotTokens() {
+		StepVerifier.withVirtualTime(() -> Flux.interval(Duration.ofSeconds(1)).map(i -> ChatChunk.keepAlive())
+						.transform(Stall.detect(spec().firstTokenTimeout(Duration.ofSeconds(5)), CHAT)))
+				.expectSubscription()
+				.thenAwait(Duration.ofSeconds(5))
+				// the deadline was armed before the fifth ping, so it fires first
+				.expectNextCount(4)
+				.expectErrorSatisfies(e -> assertThat(((StreamStalledException) e).phase())
+						.isEqualTo(StallPhase.FIRST_TOKEN))
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void idleDeadlineFailsStreamThatStopsPartway() {
+		StepVerifier.withVirtualTime(() -> tokens(3, Duration.ofSeconds(1)).concatWith(Flux.never())
+						.transform(Stall.detect(spec().firstTokenTimeout(Duration.ofSeconds(5))
+								.idleTimeout(Duration.ofSeconds(4)), CHAT)))
+				.expectSubscription()
+				.thenAwait(Duration.ofSeconds(3))
+				.expectNextCount(3)
+				// last token at t=3s: never before 7s, at the latest 4s + 1s (one check period) later
+				.expectNoEvent(Duration.ofSeconds(4).minusMillis(1))
+				.thenAwait(Duration.ofSeconds(1).plusMillis(1))
+				.expectErrorSatisfies(e -> {
+					StreamStalledException s = (StreamStalledException) e;
+					assertThat(s.phase()).isEqualTo(StallPhase.IDLE);
+					assertThat(s.tokensReceived()).isEqualTo(3);
+					assertThat(s.elapsed()).isBetween(Duration.ofSeconds(7), Duration.ofSeconds(8));
+				})
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void steadyTokensNeverTripTheIdleDeadline() {
+		StepVerifier.withVirtualTime(() -> tokens(100, Duration.ofSeconds(3)).concatWith(Flux.just(ChatChunk.done()))
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(4)), CHAT)))
+				.expectSubscription()
+				.thenAwait(Duration.ofSeconds(300))
+				.expectNextCount(101)
+				.verifyComplete();
+	}
+
+	@Test
+	void idleAppliesFromSubscriptionWhenNoFirstTokenDeadline() {
+		StepVerifier.withVirtualTime(() -> Flux.<ChatChunk>never()
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(4)), CHAT)))
+				.expectSubscription()
+				.expectNoEvent(Duration.ofSeconds(4).minusMillis(1))
+				.thenAwait(Duration.ofSeconds(1).plusMillis(1))
+				.expectErrorSatisfies(e -> assertThat(((StreamStalledException) e).phase()).isEqualTo(StallPhase.IDLE))
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void heartbeatsDoNotExtendIdleByDefault() {
+		StepVerifier.withVirtualTime(() -> Flux.just(ChatChunk.token("a"))
+						.concatWith(Flux.interval(Duration.ofSeconds(1)).map(i -> ChatChunk.keepAlive()))
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(4)), CHAT)))
+				.expectSubscription()
+				.expectNext(ChatChunk.token("a"))
+				.thenAwait(Duration.ofSeconds(6))
+				.thenConsumeWhile(ChatChunk::heartbeat)
+				.expectError(StreamStalledException.class)
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void heartbeatsExtendIdleWhenSwitchedOn() {
+		StepVerifier.withVirtualTime(() -> Flux.just(ChatChunk.token("a"))
+						.concatWith(Flux.interval(Duration.ofSeconds(1)).map(i -> ChatChunk.keepAlive()).take(60))
+						.concatWith(Flux.just(ChatChunk.token("b"), ChatChunk.done()))
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(4)).heartbeatsExtendIdle(true),
+								CHAT)))
+				.expectSubscription()
+				.thenAwait(Duration.ofSeconds(61))
+				.expectNextCount(63)
+				.verifyComplete();
+	}
+
+	@Test
+	void noDemandIsNotAStall() {
+		StepVerifier.withVirtualTime(() -> Flux.range(0, 5).map(i -> ChatChunk.token("t" + i))
+						.concatWith(Flux.just(ChatChunk.done()))
+						.transform(Stall.detect(spec().firstTokenTimeout(Duration.ofSeconds(2))
+								.idleTimeout(Duration.ofSeconds(2)), CHAT)), 0)
+				.expectSubscription()
+				.expectNoEvent(Duration.ofMinutes(10))
+				.thenRequest(1)
+				.expectNext(ChatChunk.token("t0"))
+				.expectNoEvent(Duration.ofMinutes(10))
+				.thenRequest(5)
+				.expectNextCount(5)
+				.verifyComplete();
+	}
+
+	@Test
+	void maxDurationBoundsAStreamThatKeepsTalking() {
+		StepVerifier.withVirtualTime(() -> Flux.interval(Duration.ofSeconds(1)).map(i -> ChatChunk.token("t"))
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(4))
+								.maxDuration(Duration.ofSeconds(30)), CHAT)))
+				.expectSubscription()
+				.thenAwait(Duration.ofSeconds(30))
+				.expectNextCount(29)
+				.expectErrorSatisfies(e -> {
+					StreamStalledException s = (StreamStalledException) e;
+					assertThat(s.phase()).isEqualTo(StallPhase.MAX_DURATION);
+					assertThat(s.elapsed()).isEqualTo(Duration.ofSeconds(30));
+				})
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void stallCancelsUpstreamAndDisposesTheTimer() {
+		TrackingScheduler timer = new TrackingScheduler();
+		TestPublisher<ChatChunk> upstream = TestPublisher.create();
+		StepVerifier.create(upstream.flux().transform(Stall.detect(spec().scheduler(timer)
+						.firstTokenTimeout(Duration.ofSeconds(1)).idleTimeout(Duration.ofSeconds(1))
+						.maxDuration(Duration.ofSeconds(10)), CHAT)))
+				.expectSubscription()
+				.then(() -> upstream.next(ChatChunk.token("x")))
+				.expectNextCount(1)
+				.then(() -> timer.advance(Duration.ofSeconds(3)))
+				.expectError(StreamStalledException.class)
+				.verify(Duration.ofSeconds(5));
+		upstream.assertWasCancelled();
+		assertThat(timer.pending()).isZero();
+	}
+
+	@Test
+	void timerIsDisposedOnCompleteErrorAndCancel() {
+		StallSpec base = spec().firstTokenTimeout(Duration.ofSeconds(1)).idleTimeout(Duration.ofSeconds(1))
+				.maxDuration(Duration.ofSeconds(10));
+
+		TrackingScheduler t1 = new TrackingScheduler();
+		StepVerifier.create(Flux.just(ChatChunk.token("a"), ChatChunk.done())
+						.transform(Stall.detect(base.scheduler(t1), CHAT)))
+				.expectNextCount(2)
+				.verifyComplete();
+		assertThat(t1.pending()).isZero();
+
+		TrackingScheduler t2 = new TrackingScheduler();
+		StepVerifier.create(Flux.<ChatChunk>error(new IllegalStateException("boom"))
+						.transform(Stall.detect(base.scheduler(t2), CHAT)))
+				.verifyErrorMessage("boom");
+		assertThat(t2.pending()).isZero();
+
+		TrackingScheduler t3 = new TrackingScheduler();
+		TestPublisher<ChatChunk> upstream = TestPublisher.create();
+		StepVerifier.create(upstream.flux().transform(Stall.detect(base.scheduler(t3), CHAT)))
+				.expectSubscription()
+				.thenCancel()
+				.verify(Duration.ofSeconds(5));
+		upstream.assertWasCancelled();
+		assertThat(t3.pending()).isZero();
+	}
+
+	@Test
+	void timerWakesAFewTimesPerIdleTimeoutNotPerToken() {
+		TrackingScheduler timer = new TrackingScheduler();
+		StepVerifier.create(Flux.interval(Duration.ofMillis(10), timer.virtualTime()).take(1000)
+						.map(i -> ChatChunk.token("t"))
+						.concatWith(Flux.just(ChatChunk.done()))
+						.transform(Stall.detect(spec().scheduler(timer).idleTimeout(Duration.ofSeconds(4)), CHAT)))
+				.expectSubscription()
+				.then(() -> timer.advance(Duration.ofSeconds(11)))
+				.expectNextCount(1001)
+				.verifyComplete();
+		// 10 s of streaming with a check every second: about ten wake-ups, not a thousand
+		assertThat(timer.scheduled()).isBetween(10, 13);
+		assertThat(timer.pending()).isZero();
+	}
+
+	@Test
+	void completionWithoutTerminalMarkerIsIncomplete() {
+		StepVerifier.create(Flux.just(ChatChunk.token("a"), ChatChunk.token("b"))
+						.transform(Stall.detect(spec(), CHAT)))
+				.expectNextCount(2)
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(IncompleteStreamException.class);
+					assertThat(((IncompleteStreamException) e).tokensReceived()).isEqualTo(2);
+				})
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void finishReasonCountsAsComplete() {
+		StepVerifier.create(Flux.just(ChatChunk.token("a"), ChatChunk.finish("stop"))
+						.transform(Stall.detect(spec(), CHAT)))
+				.expectNextCount(2)
+				.verifyComplete();
+	}
+
+	@Test
+	void terminalCheckCanBeSwitchedOff() {
+		StepVerifier.create(Flux.just(ChatChunk.token("a")).transform(Stall.detect(spec().requireTerminal(false), CHAT)))
+				.expectNextCount(1)
+				.verifyComplete();
+	}
+
+	@Test
+	void honoursZeroDemandAndPartialRequests() {
+		StepVerifier.create(Flux.range(0, 10).map(i -> ChatChunk.token("t" + i)).concatWith(Flux.just(ChatChunk.done()))
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(30)), CHAT)), 0)
+				.expectSubscription()
+				.expectNoEvent(Duration.ofMillis(10))
+				.thenRequest(3)
+				.expectNextCount(3)
+				.thenRequest(Long.MAX_VALUE)
+				.expectNextCount(8)
+				.verifyComplete();
+	}
+
+	@Test
+	void upstreamErrorsPassThroughUntouched() {
+		IllegalStateException boom = new IllegalStateException("boom");
+		StepVerifier.create(Flux.just(ChatChunk.token("a")).concatWith(Flux.error(boom))
+						.transform(Stall.detect(spec().idleTimeout(Duration.ofSeconds(1)), CHAT)))
+				.expectNextCount(1)
+				.expectErrorSatisfies(e -> assertThat(e).isSameAs(boom))
+				.verify(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void oneOperatorInstanceServesManySubscriptions() {
+		AtomicBoolean first = new AtomicBoolean(true);
+		Flux<ChatChunk> guarded = Flux.defer(() -> first.getAndSet(false)
+						? Flux.just(ChatChunk.token("a"))
+						: Flux.just(ChatChunk.token("b"), ChatChunk.done()))
+				.transform(Stall.detect(spec(), CHAT));
+		StepVerifier.create(guarded).expectNextCount(1).expectError(IncompleteStreamException.class).verify();
+		StepVerifier.create(guarded).expectNextCount(2).verifyComplete();
+	}
+
+	@Test
+	void specRejectsNonPositiveDurations() {
+		assertThatThrownBy(() -> spec().firstTokenTimeout(Duration.ZERO))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("firstTokenTimeout")
+				.hasMessageContaining("PT0S");
+		assertThatThrownBy(() -> spec().idleTimeout(Duration.ofSeconds(-1)))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("idleTimeout");
+		assertThatThrownBy(() -> spec().maxDuration(Duration.ofMillis(-5)))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("maxDuration");
+		assertThatThrownBy(() -> spec().idleChecks(0))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("idleChecks")
+				.hasMessageContaining("0");
+	}
+
+	@Test
+	void specIsCopyOnWrite() {
+		StallSpec template = spec().idleTimeout(Duration.ofSeconds(4));
+		StallSpec derived = template.maxDuration(Duration.ofMinutes(1));
+		assertThat(template.maxDuration()).isNull();
+		assertThat(derived.idleTimeout()).isEqualTo(Duration.ofSeconds(4));
+		assertThat(derived.maxDuration()).isEqualTo(Duration.ofMinutes(1));
+	}
+}

@@ -1,0 +1,150 @@
+package dev.aiguard.stall;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.aiguard.ChunkInspector;
+import dev.aiguard.chat.ChatChunk;
+import org.junit.jupiter.api.RepeatedTest;
+import org.reactivestreams.Subscription;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
+import reactor.core.publisher.Hooks;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.test.subscriber.TestSubscriber;
+import reactor.test.util.RaceTestUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The deadline task races every other signal: exactly one terminal signal must reach the
+ * subscriber, the end is reported once, and no chunk is delivered concurrently with an error.
+ */
+class StallWatchRaceTest {
+
+	static final class CountingTerminal implements StallWatch.Terminal<ChatChunk> {
+
+		final AtomicInteger ends = new AtomicInteger();
+		volatile StallWatch.End end;
+
+		@Override
+		public void onEnd(StallWatch<ChatChunk> watch, StallWatch.End e, Throwable error) {
+			ends.incrementAndGet();
+			end = e;
+			Stall.Standalone.<ChatChunk>instance().onEnd(watch, e, error);
+		}
+	}
+
+	static final class CountingSubscription implements Subscription {
+
+		final AtomicInteger cancels = new AtomicInteger();
+
+		@Override
+		public void request(long n) {
+		}
+
+		@Override
+		public void cancel() {
+			cancels.incrementAndGet();
+		}
+	}
+
+	/** A clock the test moves by hand; scheduled tasks never run by themselves. */
+	static final class ManualClock implements Scheduler {
+
+		volatile long nanos;
+
+		@Override
+		public Disposable schedule(Runnable task) {
+			return Disposables.single();
+		}
+
+		@Override
+		public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
+			return Disposables.single();
+		}
+
+		@Override
+		public long now(TimeUnit unit) {
+			return unit.convert(nanos, TimeUnit.NANOSECONDS);
+		}
+
+		@Override
+		public Worker createWorker() {
+			throw new UnsupportedOperationException("the watch only schedules directly");
+		}
+	}
+
+	/** A watch whose first-token deadline has already passed, so {@code run()} wants to stall it. */
+	static StallWatch<ChatChunk> overdue(TestSubscriber<ChatChunk> ts, CountingTerminal terminal,
+			Subscription upstream) {
+		ManualClock clock = new ManualClock();
+		StallWatch<ChatChunk> w = new StallWatch<>(ts,
+				StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(1)).requireTerminal(false), clock,
+				ChunkInspector.chatChunks(), terminal, true);
+		w.onSubscribe(upstream);
+		clock.nanos = TimeUnit.SECONDS.toNanos(2);
+		return w;
+	}
+
+	@RepeatedTest(200)
+	void deadlineVersusNext() {
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		CountingSubscription up = new CountingSubscription();
+		StallWatch<ChatChunk> w = overdue(ts, terminal, up);
+
+		RaceTestUtils.race(Schedulers.boundedElastic(), w::run, () -> w.onNext(ChatChunk.token("a")));
+		w.onComplete();
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(ts.getProtocolErrors()).isEmpty();
+		if (terminal.end == StallWatch.End.STALLED) {
+			assertThat(ts.getReceivedOnNext()).isEmpty();
+			assertThat(up.cancels).hasValue(1);
+			assertThat(ts.expectTerminalError()).isInstanceOf(StreamStalledException.class);
+		}
+		else {
+			assertThat(ts.getReceivedOnNext()).hasSize(1);
+			assertThat(ts.isTerminatedComplete()).isTrue();
+		}
+	}
+
+	@RepeatedTest(200)
+	void deadlineVersusComplete() {
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		StallWatch<ChatChunk> w = overdue(ts, terminal, new CountingSubscription());
+
+		RaceTestUtils.race(Schedulers.boundedElastic(), w::run, w::onComplete);
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(ts.getProtocolErrors()).isEmpty();
+		assertThat(ts.isTerminated()).isTrue();
+	}
+
+	@RepeatedTest(200)
+	void deadlineVersusErrorVersusCancel() {
+		AtomicInteger dropped = new AtomicInteger();
+		Hooks.onErrorDropped(e -> {
+			if ("x".equals(e.getMessage())) {
+				dropped.incrementAndGet();
+			}
+		});
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		StallWatch<ChatChunk> w = overdue(ts, terminal, new CountingSubscription());
+
+		RaceTestUtils.race(Schedulers.boundedElastic(), w::run, () -> w.onError(new IllegalStateException("x")),
+				w::cancel);
+		Hooks.resetOnErrorDropped();
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(ts.getProtocolErrors()).isEmpty();
+		// the upstream error is either delivered or dropped, never lost silently and never both
+		boolean delivered = ts.isTerminatedError() && "x".equals(ts.expectTerminalError().getMessage());
+		assertThat(delivered ? 1 : 0).isEqualTo(1 - dropped.get());
+	}
+}
