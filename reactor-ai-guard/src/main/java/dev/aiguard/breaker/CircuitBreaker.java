@@ -43,7 +43,8 @@ import dev.aiguard.metrics.GuardMetrics;
  * until its wait has passed; the next {@link #tryAcquire()} then moves it to HALF_OPEN — lazily, no
  * timer. HALF_OPEN lets probes through (a count or a share of traffic); it closes once
  * {@link BreakerConfig#successesToClose()} probes were healthy and the probes' pressure is below
- * {@code 1 - hysteresis} (and the dwell has passed), and re-opens when the probes' pressure reaches 1,
+ * {@code 1 - hysteresis} (and the dwell has passed) — with counted probes, only once that holds even if
+ * every outstanding probe failed — and re-opens when the probes' pressure reaches 1,
  * when every counted probe was used without closing, or after
  * {@link BreakerConfig#maxTimeInHalfOpen()}. Each consecutive re-open multiplies the wait (capped,
  * with jitter); a breaker that stays closed at least as long as its last wait earns the short wait
@@ -88,9 +89,10 @@ public final class CircuitBreaker {
 		this.wallClock = b.wallClock;
 		this.metrics = b.metrics;
 		this.jitterSeed = ThreadLocalRandom.current().nextLong();
-		this.settings = new Settings(b.config, SlidingWindow.of(b.config), b.config.tripPolicy().newEvaluator());
+		long now = clock.nanoTime();
+		this.settings = new Settings(b.config, SlidingWindow.of(b.config, now), b.config.tripPolicy().newEvaluator());
 		this.listeners = b.listeners.isEmpty() ? NO_LISTENERS : b.listeners.toArray(NO_LISTENERS);
-		this.phase = Phase.closed(0, clock.nanoTime(), 0, 0, 0);
+		this.phase = Phase.closed(0, now, now, 0, 0);
 	}
 
 	/** @return a breaker with {@code config}, the system clock, no metrics and no listeners */
@@ -296,7 +298,13 @@ public final class CircuitBreaker {
 		int slow = p.probeSlow;
 		int healthy = p.probeHealthy;
 		double pressure = FailureRatePolicy.ratePressure(calls, failures, slow, c);
-		if (healthy >= c.successesToClose() && pressure < 1 - c.hysteresis()) {
+		// with counted probes, close only once the result cannot change: judge as if every probe still
+		// to come failed slowly, so a lucky first few cannot close a breaker hovering at its threshold
+		int probes = c.halfOpenProbes();
+		int outstanding = probes > 0 ? Math.max(0, probes - calls) : 0;
+		double worst = outstanding == 0 ? pressure
+				: FailureRatePolicy.ratePressure(calls + outstanding, failures + outstanding, slow + outstanding, c);
+		if (healthy >= c.successesToClose() && worst < 1 - c.hysteresis()) {
 			if (now - p.dwellUntil >= 0) {
 				close(p, s, now, healthy + " of " + calls + " probes healthy, probe pressure " + round(pressure)
 						+ " < " + round(1 - c.hysteresis()));
@@ -431,7 +439,8 @@ public final class CircuitBreaker {
 		Settings next;
 		do {
 			old = settings;
-			SlidingWindow window = old.window.sameShape(config) ? old.window : SlidingWindow.of(config);
+			SlidingWindow window = old.window.sameShape(config) ? old.window
+					: SlidingWindow.of(config, clock.nanoTime());
 			TripPolicy.Evaluator evaluator = old.config.tripPolicy().equals(config.tripPolicy()) ? old.evaluator
 					: config.tripPolicy().newEvaluator();
 			next = new Settings(config, window, evaluator);

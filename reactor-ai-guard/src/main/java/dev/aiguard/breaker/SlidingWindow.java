@@ -5,9 +5,9 @@ import java.lang.invoke.VarHandle;
 
 /**
  * The counters behind a breaker: a ring of slots plus running totals, so reading the window is
- * O(1). Recording is lock-free: one atomic add per counter touched, on the slot and on the total.
- * Whatever leaves a slot (eviction, reset) is subtracted from the totals by the thread that took
- * it out, so slots and totals always agree once writers are quiet.
+ * O(1). Recording is lock-free: one CAS per counter touched on its slot, one atomic add on its
+ * total. Whatever leaves a slot (eviction, reset) is subtracted from the totals by the thread whose
+ * CAS took it out, so slots and totals always agree once writers are quiet.
  */
 abstract class SlidingWindow implements WindowCounts {
 
@@ -51,9 +51,9 @@ abstract class SlidingWindow implements WindowCounts {
 	/** @return whether a window built from {@code config} would have the same shape as this one */
 	abstract boolean sameShape(BreakerConfig config);
 
-	static SlidingWindow of(BreakerConfig config) {
+	static SlidingWindow of(BreakerConfig config, long nowNanos) {
 		return config.windowType() == BreakerConfig.WindowType.TIME_BASED
-				? new TimeWindow(config.windowSize(), config.bucketLength().toNanos())
+				? new TimeWindow(config.windowSize(), config.bucketLength().toNanos(), nowNanos)
 				: new CountWindow(config.windowSize());
 	}
 

@@ -4,19 +4,23 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * A ring of {@code size} time buckets of {@code bucketNanos} each. Slot {@code i} holds epoch
- * {@code e} (= time / bucketNanos) when {@code e mod size == i}; its tag says which epoch it holds.
+ * A ring of {@code size} time buckets of {@code bucketNanos} each; epoch {@code e} (= time /
+ * bucketNanos) lives in slot {@code e mod size}.
  *
- * <p>A record for epoch {@code e} lands in its own slot when that slot holds {@code e}; a stale slot
- * is claimed by emptying it and then moving its tag forward by CAS (tags only grow). A record older
- * than the window, or whose slot already moved to a newer epoch, is dropped: that is how a clock
- * that steps backwards is absorbed without corrupting anything. One rare race is accepted: a record
- * landing in a slot at the instant a second claimer, descheduled mid-claim, empties it is dropped
- * with the evicted counts (slots and totals still agree).
+ * <p>Every counter cell carries its own epoch: {@code (epoch - origin) << 24 | count}. A record CASes
+ * the cell from its epoch's value to value + 1, or, when the cell still holds an older epoch, from
+ * that stale value straight to {@code (epoch, 1)}; whoever wins a CAS that drops counts subtracts
+ * exactly those counts from the running total. So eviction and recording cannot lose each other's
+ * work, and totals always equal the sum of the cells. A record whose cell already moved to a newer
+ * epoch, or whose epoch is older than the window (a clock that stepped back, a thread descheduled
+ * for a whole window), is dropped. Counts saturate at 16 777 215 per cell.
  */
 final class TimeWindow extends SlidingWindow {
 
-	private static final long EMPTY = Long.MIN_VALUE;
+	private static final int COUNT_BITS = 24;
+	private static final long COUNT_MASK = (1L << COUNT_BITS) - 1;
+	private static final long MAX_RELATIVE_EPOCH = (1L << (63 - COUNT_BITS)) - 1;
+	private static final long NONE = Long.MIN_VALUE;
 	private static final VarHandle HEAD;
 
 	static {
@@ -30,23 +34,23 @@ final class TimeWindow extends SlidingWindow {
 
 	private final int size;
 	private final long bucketNanos;
-	private final long[] counts;
-	private final long[] tags;
+	/** Epochs before this one are dropped; relative epochs start at 0 here. */
+	private final long origin;
+	private final long[] cells;
 
-	/** The newest epoch seen; buckets older than {@code head - size + 1} are out of the window. */
-	private volatile long head = EMPTY;
+	/** The newest epoch recorded or read; older than {@code head - size + 1} is out of the window. */
+	private volatile long head = NONE;
 
-	TimeWindow(int size, long bucketNanos) {
+	TimeWindow(int size, long bucketNanos, long nowNanos) {
 		this.size = size;
 		this.bucketNanos = bucketNanos;
-		this.counts = new long[size * WIDTH];
-		this.tags = new long[size];
-		java.util.Arrays.fill(tags, EMPTY);
+		this.origin = Math.floorDiv(nowNanos, bucketNanos) - size;
+		this.cells = new long[size * WIDTH];
 	}
 
 	private long epochOf(long nowNanos, long h) {
 		// fast path: most records fall in the newest bucket, no division needed
-		if (h != EMPTY) {
+		if (h != NONE) {
 			long offset = nowNanos - h * bucketNanos;
 			if (offset >= 0 && offset < bucketNanos) {
 				return h;
@@ -59,47 +63,69 @@ final class TimeWindow extends SlidingWindow {
 	boolean record(long nowNanos, int flags) {
 		long h = head;
 		long e = epochOf(nowNanos, h);
+		long relative = e - origin;
+		if (relative < 0 || relative > MAX_RELATIVE_EPOCH) {
+			return false;
+		}
 		if (e > h) {
 			advance(h, e);
 		}
 		else if (e <= h - size) {
 			return false;
 		}
-		int slot = Math.floorMod(e, size);
-		for (;;) {
-			long tag = (long) LONGS.getAcquire(tags, slot);
-			if (tag == e) {
-				add(slot, flags);
-				return true;
-			}
-			if (tag > e) {
-				return false;
-			}
-			claim(slot, tag, e);
-		}
-	}
-
-	private void add(int slot, int flags) {
-		int base = slot * WIDTH;
+		int base = Math.floorMod(e, size) * WIDTH;
+		boolean counted = false;
 		for (int k = 0; k < WIDTH; k++) {
 			if ((flags & (1 << k)) != 0) {
-				LONGS.getAndAdd(counts, base + k, 1L);
-				addTotal(k, 1L);
+				counted |= increment(base + k, k, relative);
+			}
+		}
+		return counted;
+	}
+
+	private boolean increment(int cell, int counter, long relative) {
+		long tagged = relative << COUNT_BITS;
+		for (;;) {
+			long v = (long) LONGS.getVolatile(cells, cell);
+			long tag = v >>> COUNT_BITS;
+			if (tag == relative) {
+				if ((v & COUNT_MASK) == COUNT_MASK) {
+					return false; // saturated
+				}
+				if (LONGS.compareAndSet(cells, cell, v, v + 1)) {
+					addTotal(counter, 1);
+					return true;
+				}
+			}
+			else if (tag < relative) {
+				if (LONGS.compareAndSet(cells, cell, v, tagged | 1)) {
+					addTotal(counter, 1 - (v & COUNT_MASK));
+					return true;
+				}
+			}
+			else {
+				return false; // the cell already holds a newer epoch: this record is late
 			}
 		}
 	}
 
-	private void claim(int slot, long tag, long epoch) {
-		evict(slot);
-		LONGS.compareAndSet(tags, slot, tag, epoch);
-	}
-
-	private void evict(int slot) {
+	/** Moves every cell of {@code slot} to {@code relative} if it holds an older epoch. */
+	private void evict(int slot, long relative) {
+		long tagged = relative << COUNT_BITS;
 		int base = slot * WIDTH;
 		for (int k = 0; k < WIDTH; k++) {
-			long v = (long) LONGS.getAndSet(counts, base + k, 0L);
-			if (v != 0) {
-				addTotal(k, -v);
+			for (;;) {
+				long v = (long) LONGS.getVolatile(cells, base + k);
+				if ((v >>> COUNT_BITS) >= relative) {
+					break;
+				}
+				if (LONGS.compareAndSet(cells, base + k, v, tagged)) {
+					long dropped = v & COUNT_MASK;
+					if (dropped != 0) {
+						addTotal(k, -dropped);
+					}
+					break;
+				}
 			}
 		}
 	}
@@ -111,13 +137,12 @@ final class TimeWindow extends SlidingWindow {
 				return;
 			}
 		}
-		// this thread moved head from h to e: it empties the slots of the epochs in between
-		long from = (h == EMPTY || e - h >= size) ? e - size + 1 : h + 1;
+		// this thread moved head from h to e: it retires the buckets those epochs replace
+		long from = (h == NONE || e - h >= size) ? e - size + 1 : h + 1;
 		for (long epoch = from; epoch <= e; epoch++) {
-			int slot = Math.floorMod(epoch, size);
-			long tag = (long) LONGS.getAcquire(tags, slot);
-			if (tag < epoch) {
-				claim(slot, tag, epoch);
+			long relative = epoch - origin;
+			if (relative >= 0) {
+				evict(Math.floorMod(epoch, size), relative);
 			}
 		}
 	}
@@ -125,19 +150,26 @@ final class TimeWindow extends SlidingWindow {
 	@Override
 	void advanceTo(long nowNanos) {
 		long h = head;
-		if (h == EMPTY) {
-			return;
-		}
 		long e = epochOf(nowNanos, h);
-		if (e > h) {
+		if (e > h && e - origin <= MAX_RELATIVE_EPOCH) {
 			advance(h, e);
 		}
 	}
 
 	@Override
 	void reset() {
-		for (int slot = 0; slot < size; slot++) {
-			evict(slot);
+		for (int cell = 0; cell < cells.length; cell++) {
+			for (;;) {
+				long v = (long) LONGS.getVolatile(cells, cell);
+				long count = v & COUNT_MASK;
+				if (count == 0) {
+					break;
+				}
+				if (LONGS.compareAndSet(cells, cell, v, v & ~COUNT_MASK)) {
+					addTotal(cell % WIDTH, -count);
+					break;
+				}
+			}
 		}
 	}
 
@@ -156,7 +188,7 @@ final class TimeWindow extends SlidingWindow {
 	long slotSum(int counter) {
 		long sum = 0;
 		for (int slot = 0; slot < size; slot++) {
-			sum += (long) LONGS.getVolatile(counts, slot * WIDTH + counter);
+			sum += (long) LONGS.getVolatile(cells, slot * WIDTH + counter) & COUNT_MASK;
 		}
 		return sum;
 	}

@@ -250,16 +250,17 @@ class CircuitBreakerTest {
 	@Test
 	void halfOpenClosesAfterEnoughHealthyProbesWithAFreshWindow() {
 		CircuitBreaker breaker = halfOpen(base().build());
-		record(breaker, Outcome.SUCCESS, 1);
+		record(breaker, Outcome.SUCCESS, 2);
+		// 2 of 4 healthy is enough successes, but 2 more failures would make 0.5: not decided yet
 		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
-		record(breaker, Outcome.SUCCESS, 1);
+		record(breaker, Outcome.SUCCESS, 1); // even a failing 4th probe leaves 0.25 < 0.375
 
 		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
 		assertThat(breaker.snapshot().calls()).isZero();
 		BreakerEvent.StateTransition close = transitions().get(transitions().size() - 1);
 		assertThat(close.from()).isEqualTo(BreakerState.HALF_OPEN);
-		assertThat(close.reason()).contains("2 of 2 probes healthy");
-		assertThat(close.window().calls()).as("the event shows the window before the reset").isEqualTo(6);
+		assertThat(close.reason()).contains("3 of 3 probes healthy");
+		assertThat(close.window().calls()).as("the event shows the window before the reset").isEqualTo(7);
 	}
 
 	@Test
@@ -294,7 +295,9 @@ class CircuitBreakerTest {
 		for (Outcome o : probes) {
 			breaker.tryAcquire().record(o, o == Outcome.SUCCESS ? FAST : -1);
 		}
-		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED); // 2 / 7 = 0.286
+		assertThat(breaker.state()).as("a failing 8th probe would make 3 / 8").isEqualTo(BreakerState.HALF_OPEN);
+		breaker.tryAcquire().record(Outcome.SUCCESS, FAST);
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED); // 2 / 8 = 0.25
 	}
 
 	@Test
@@ -307,7 +310,9 @@ class CircuitBreakerTest {
 		}
 		// 3 / 8 = 0.375: not healthy enough to close, not bad enough to re-open, probes left
 		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
-		breaker.tryAcquire().record(Outcome.SUCCESS, FAST); // 3 / 9 = 0.33
+		breaker.tryAcquire().record(Outcome.SUCCESS, FAST); // 3 / 9, but a failing 10th would make 0.4
+		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
+		breaker.tryAcquire().record(Outcome.SUCCESS, FAST); // 3 / 10 = 0.3
 		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
 	}
 
@@ -340,15 +345,14 @@ class CircuitBreakerTest {
 	@Test
 	void aTripSoonAfterReclosingContinuesTheStreakButALongHealthyStayEndsIt() {
 		CircuitBreaker breaker = halfOpen(base().build());
-		record(breaker, Outcome.SUCCESS, 2); // closed after a 10 s wait
+		record(breaker, Outcome.SUCCESS, 3); // closed after a 10 s wait
 		clock.advance(Duration.ofSeconds(9));
 		record(breaker, Outcome.FAILURE, 4); // closed 9 s < 10 s: consecutive
 		assertThat(breaker.phase().openUntil - breaker.phase().enteredAt)
 				.isEqualTo(Duration.ofSeconds(20).toNanos());
 
 		clock.advance(Duration.ofSeconds(20));
-		breaker.tryAcquire().record(Outcome.SUCCESS, FAST);
-		breaker.tryAcquire().record(Outcome.SUCCESS, FAST); // closed after a 20 s wait
+		record(breaker, Outcome.SUCCESS, 3); // closed after a 20 s wait
 		clock.advance(Duration.ofSeconds(20));
 		record(breaker, Outcome.FAILURE, 4); // closed 20 s: earned the short wait back
 		assertThat(breaker.phase().openUntil - breaker.phase().enteredAt)
@@ -373,6 +377,15 @@ class CircuitBreakerTest {
 
 		hanging.record(Outcome.SUCCESS, FAST); // a probe of the old stay settles late: decides nothing
 		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
+	}
+
+	@Test
+	void countedProbesCloseEarlyOnceNoOutstandingProbeCouldChangeTheResult() {
+		CircuitBreaker breaker = halfOpen(base().halfOpenProbes(10).successesToClose(2).build());
+		record(breaker, Outcome.SUCCESS, 6);
+		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN); // 4 failures to come would make 0.4
+		record(breaker, Outcome.SUCCESS, 1); // 3 to come: at worst 0.3
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
 	}
 
 	@Test
@@ -410,7 +423,7 @@ class CircuitBreakerTest {
 	@Test
 	void reclosedBreakerCannotTripWithinTheMinimumDwell() {
 		CircuitBreaker breaker = halfOpen(base().minimumDwell(Duration.ofSeconds(5)).build());
-		record(breaker, Outcome.SUCCESS, 2);
+		record(breaker, Outcome.SUCCESS, 4);
 		clock.advance(Duration.ofSeconds(5));
 		breaker.tryAcquire().record(Outcome.CANCELLED, -1);
 		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
