@@ -234,7 +234,9 @@ public final class CircuitBreaker {
 		if (slow) {
 			flags |= SlidingWindow.SLOW_BIT;
 		}
-		long now = clock.nanoTime();
+		// a count window judged by the classic rule needs no time for a call that cannot trip it
+		long now = s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
+				? clock.nanoTime() : 0;
 		s.window.record(now, flags);
 		boolean judge;
 		try {
@@ -588,10 +590,14 @@ public final class CircuitBreaker {
 		final SlidingWindow window;
 		final TripPolicy.Evaluator evaluator;
 
+		/** Whether every recorded call needs a clock reading (false only for stateless count-based judging). */
+		final boolean callsNeedTime;
+
 		Settings(BreakerConfig config, SlidingWindow window, TripPolicy.Evaluator evaluator) {
 			this.config = config;
 			this.window = window;
 			this.evaluator = evaluator;
+			this.callsNeedTime = window.timeBased() || !FailureRatePolicy.isClassic(evaluator);
 		}
 	}
 

@@ -35,6 +35,11 @@ public final class FailureRatePolicy implements TripPolicy {
 	private FailureRatePolicy() {
 	}
 
+	/** @return whether {@code evaluator} is this policy's (stateless, needs no time per call) */
+	static boolean isClassic(Evaluator evaluator) {
+		return evaluator == EVALUATOR;
+	}
+
 	/** The classic pressure of a set of counts (also how the breaker judges its HALF_OPEN probes). */
 	static double classicPressure(long calls, long failures, long slow, BreakerConfig config) {
 		if (calls < config.minimumCalls() || calls == 0) {

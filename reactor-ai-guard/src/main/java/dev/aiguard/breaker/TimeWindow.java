@@ -4,8 +4,9 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * A ring of {@code size} time buckets of {@code bucketNanos} each; epoch {@code e} (= time /
- * bucketNanos) lives in slot {@code e mod size}.
+ * The last {@code size} time buckets of {@code bucketNanos} each, in a ring of the next power of two
+ * slots so that epoch {@code e} (= time / bucketNanos) lives in slot {@code e & mask} (no division on
+ * the record path). When the head moves on, the buckets leaving the window are emptied.
  *
  * <p>Every counter cell carries its own epoch: {@code (epoch - origin) << 24 | count}. A record CASes
  * the cell from its epoch's value to value + 1, or, when the cell still holds an older epoch, from
@@ -33,6 +34,7 @@ final class TimeWindow extends SlidingWindow {
 	}
 
 	private final int size;
+	private final int mask;
 	private final long bucketNanos;
 	/** Epochs before this one are dropped; relative epochs start at 0 here. */
 	private final long origin;
@@ -43,9 +45,11 @@ final class TimeWindow extends SlidingWindow {
 
 	TimeWindow(int size, long bucketNanos, long nowNanos) {
 		this.size = size;
+		int ring = Integer.highestOneBit(Math.max(1, size - 1)) << 1;
+		this.mask = ring - 1;
 		this.bucketNanos = bucketNanos;
 		this.origin = Math.floorDiv(nowNanos, bucketNanos) - size;
-		this.cells = new long[size * WIDTH];
+		this.cells = new long[ring * WIDTH];
 	}
 
 	private long epochOf(long nowNanos, long h) {
@@ -73,7 +77,7 @@ final class TimeWindow extends SlidingWindow {
 		else if (e <= h - size) {
 			return false;
 		}
-		int base = Math.floorMod(e, size) * WIDTH;
+		int base = ((int) e & mask) * WIDTH;
 		boolean counted = false;
 		for (int k = 0; k < WIDTH; k++) {
 			if ((flags & (1 << k)) != 0) {
@@ -109,21 +113,18 @@ final class TimeWindow extends SlidingWindow {
 		}
 	}
 
-	/** Moves every cell of {@code slot} to {@code relative} if it holds an older epoch. */
-	private void evict(int slot, long relative) {
-		long tagged = relative << COUNT_BITS;
+	/** Empties the cells of {@code slot} that hold epoch {@code relative} or an older one. */
+	private void evictUpTo(int slot, long relative) {
 		int base = slot * WIDTH;
 		for (int k = 0; k < WIDTH; k++) {
 			for (;;) {
 				long v = (long) LONGS.getVolatile(cells, base + k);
-				if ((v >>> COUNT_BITS) >= relative) {
+				long count = v & COUNT_MASK;
+				if (count == 0 || (v >>> COUNT_BITS) > relative) {
 					break;
 				}
-				if (LONGS.compareAndSet(cells, base + k, v, tagged)) {
-					long dropped = v & COUNT_MASK;
-					if (dropped != 0) {
-						addTotal(k, -dropped);
-					}
+				if (LONGS.compareAndSet(cells, base + k, v, v & ~COUNT_MASK)) {
+					addTotal(k, -count);
 					break;
 				}
 			}
@@ -137,12 +138,21 @@ final class TimeWindow extends SlidingWindow {
 				return;
 			}
 		}
-		// this thread moved head from h to e: it retires the buckets those epochs replace
-		long from = (h == NONE || e - h >= size) ? e - size + 1 : h + 1;
-		for (long epoch = from; epoch <= e; epoch++) {
+		// this thread moved head from h to e: it empties the buckets that left the window
+		long newest = e - size; // the newest epoch now out of the window
+		if (h == NONE || e - h >= mask + 1) {
+			long relative = newest - origin;
+			if (relative >= 0) {
+				for (int slot = 0; slot <= mask; slot++) {
+					evictUpTo(slot, relative);
+				}
+			}
+			return;
+		}
+		for (long epoch = h - size + 1; epoch <= newest; epoch++) {
 			long relative = epoch - origin;
 			if (relative >= 0) {
-				evict(Math.floorMod(epoch, size), relative);
+				evictUpTo((int) epoch & mask, relative);
 			}
 		}
 	}
@@ -187,7 +197,7 @@ final class TimeWindow extends SlidingWindow {
 	@Override
 	long slotSum(int counter) {
 		long sum = 0;
-		for (int slot = 0; slot < size; slot++) {
+		for (int slot = 0; slot <= mask; slot++) {
 			sum += (long) LONGS.getVolatile(cells, slot * WIDTH + counter) & COUNT_MASK;
 		}
 		return sum;
