@@ -22,6 +22,15 @@ import dev.aiguard.chat.ChatChunk;
  */
 public interface ChunkInspector<T> {
 
+	/** Bit of {@link #flags}: the chunk is content. */
+	int CONTENT = 1;
+	/** Bit of {@link #flags}: the chunk is a heartbeat. */
+	int HEARTBEAT = 2;
+	/** Bit of {@link #flags}: the chunk is terminal. */
+	int TERMINAL = 4;
+	/** Bit of {@link #flags}: the chunk carries a finish reason. */
+	int FINISH = 8;
+
 	/** @return whether the chunk carries content the user sees (a token, a tool-call delta). */
 	boolean isContent(T chunk);
 
@@ -33,6 +42,28 @@ public interface ChunkInspector<T> {
 
 	/** @return the finish reason the chunk carries, or {@code null}. */
 	String finishReason(T chunk);
+
+	/**
+	 * All four answers at once, as bits {@link #CONTENT}, {@link #HEARTBEAT}, {@link #TERMINAL} and
+	 * {@link #FINISH}. The guard calls only this on the per-token path; override it when the
+	 * answers can be precomputed (as {@link ChatChunk} does).
+	 */
+	default int flags(T chunk) {
+		int f = 0;
+		if (isContent(chunk)) {
+			f |= CONTENT;
+		}
+		else if (isHeartbeat(chunk)) {
+			f |= HEARTBEAT;
+		}
+		if (isTerminal(chunk)) {
+			f |= TERMINAL;
+		}
+		if (finishReason(chunk) != null) {
+			f |= FINISH;
+		}
+		return f;
+	}
 
 	/** @return the inspector for the library's own {@link ChatChunk}. */
 	static ChunkInspector<ChatChunk> chatChunks() {

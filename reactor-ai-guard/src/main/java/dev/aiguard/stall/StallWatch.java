@@ -1,7 +1,10 @@
 package dev.aiguard.stall;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
@@ -21,20 +24,26 @@ import reactor.util.context.Context;
  * applications use those and never create one directly.
  *
  * <h2>Cost per chunk</h2>
- * One uncontended CAS, a release store, and a few plain counter updates. No timer is scheduled
- * and no clock is read per chunk (except once, for the first token). A single re-armed one-shot
- * task per subscription watches all three deadlines: it wakes at the first-token deadline, every
+ * Two ordered stores and one ordered load of this object's own fields, one call to
+ * {@link ChunkInspector#flags}, one counter increment: no atomic read-modify-write instruction,
+ * no timer and no clock read (except once, for the first token). A single re-armed one-shot task
+ * per subscription watches all three deadlines: it wakes at the first-token deadline, every
  * {@code idleTimeout / idleChecks} once idle watching applies, and at the max-duration deadline,
- * and on each wake-up compares the content counter with the one it saw last. An idle stall is
- * therefore signalled between {@code idleTimeout} and {@code idleTimeout + idleTimeout/idleChecks}
- * after the last content chunk, never earlier.
+ * and compares the content counter with the one it saw last. An idle stall is therefore
+ * signalled between {@code idleTimeout} and {@code idleTimeout + idleTimeout/idleChecks} after
+ * the last content chunk, never earlier; every stall is confirmed {@link #CONFIRM_DELAY_NANOS}
+ * after it is decided.
  *
- * <h2>Serialisation</h2>
- * {@link #state} is an even sequence number while idle, odd while {@code onNext} is delivering,
- * and {@link #DONE} once a terminal signal won. {@code onNext} moves it even→odd with a CAS and
- * back to the next even value with a release store; the deadline task ends the stream only by a
- * CAS from the even value it inspected, so it can never signal while a chunk is being delivered,
- * and never after a chunk arrived that it did not see.
+ * <h2>Serialisation without a per-chunk CAS</h2>
+ * {@code onNext} marks {@link #seq} odd before delivering and even after, and reads
+ * {@link #gate}. The deadline task that decides a stall first closes the gate (a volatile write),
+ * then waits {@link #CONFIRM_DELAY_NANOS} before confirming: every chunk that starts after the
+ * gate closed takes the slow path, which claims {@link #state} with a CAS, so the task's own CAS
+ * on {@link #state} excludes it; a chunk that started before can only be missed if its first
+ * store stayed invisible for the whole confirmation delay, a million times longer than a store
+ * buffer takes to drain. The confirmation gives up if content arrived meanwhile, and waits while
+ * a chunk is being delivered. Upstream terminal signals are serial with {@code onNext} and win
+ * or lose against the task by a CAS on {@link #state}: never two terminal signals.
  *
  * @param <T> the chunk type
  */
@@ -65,10 +74,28 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		void onEnd(StallWatch<T> watch, End end, @Nullable Throwable error);
 	}
 
-	static final long DONE = -1L;
+	/** How long a decided stall waits for a chunk that was already on its way (1 ms). */
+	public static final long CONFIRM_DELAY_NANOS = 1_000_000L;
+
+	/** {@link #state} once a terminal signal won; otherwise even (idle) or odd (slow-path delivery). */
+	static final int DONE = -1;
 
 	private static final Disposable CANCELLED_TIMER = () -> {
 	};
+
+	private static final VarHandle SEQ;
+	private static final VarHandle GATE;
+
+	static {
+		try {
+			MethodHandles.Lookup lookup = MethodHandles.lookup();
+			SEQ = lookup.findVarHandle(StallWatch.class, "seq", long.class);
+			GATE = lookup.findVarHandle(StallWatch.class, "gate", int.class);
+		}
+		catch (ReflectiveOperationException e) {
+			throw new ExceptionInInitializerError(e);
+		}
+	}
 
 	final CoreSubscriber<? super T> actual;
 	private final ChunkInspector<T> inspector;
@@ -78,13 +105,36 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private final boolean requireTerminal;
 	private final boolean heartbeatsExtendIdle;
 	private final long firstTokenTimeoutNanos;
-	private final long idleTimeoutNanos;
 	private final long idleTickNanos;
 	private final int idleChecks;
 	private final long maxDurationNanos;
 
-	volatile long state;
-	static final AtomicLongFieldUpdater<StallWatch> STATE = AtomicLongFieldUpdater.newUpdater(StallWatch.class, "state");
+	/** Twice the chunks started, plus one while a chunk is being delivered. Written by onNext only. */
+	volatile long seq;
+
+	/** Non-zero (bits {@link #GATE_STALL}, {@link #GATE_ABORT}, {@link #GATE_END}): chunks take the slow path. */
+	volatile int gate;
+
+	static final int GATE_STALL = 1;
+	static final int GATE_ABORT = 2;
+	static final int GATE_END = 4;
+
+	volatile Throwable abortCause;
+	static final AtomicReferenceFieldUpdater<StallWatch, Throwable> ABORT_CAUSE =
+			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Throwable.class, "abortCause");
+
+	volatile Disposable abortTask;
+	static final AtomicReferenceFieldUpdater<StallWatch, Disposable> ABORT_TASK =
+			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Disposable.class, "abortTask");
+
+	/**
+	 * {@link #DONE} once a terminal signal won; else a version number, odd while a slow-path chunk is
+	 * being delivered. The version moves on with every slow-path chunk, so a CAS from a value read
+	 * earlier fails if a chunk slipped in between.
+	 */
+	volatile int state;
+	static final AtomicIntegerFieldUpdater<StallWatch> STATE =
+			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "state");
 
 	volatile long requested;
 	static final AtomicLongFieldUpdater<StallWatch> REQUESTED =
@@ -101,22 +151,24 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Disposable.class, "task");
 
 	volatile int ended;
-	static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<StallWatch> ENDED =
-			java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "ended");
+	static final AtomicIntegerFieldUpdater<StallWatch> ENDED =
+			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "ended");
 
-	// Written by onNext before the release store of state; read by the deadline task after reading state.
+	// Written by onNext before its release store of seq; read by the deadline task after reading seq.
 	long tokens;
-	long activity;
-	long emitted;
+	long heartbeats;
 	boolean completeSeen;
 	String finishReason;
 	long firstTokenAt = -1L;
 
-	// Touched only by the deadline task (one at a time: each run schedules at most the next one).
+	// Touched only by the deadline task (one run at a time: each run schedules at most the next).
 	private long seenActivity;
 	private int silentChecks;
 	private boolean idleStarted;
 	private long firstTokenDeadline;
+	private StallPhase pendingPhase;
+	private long pendingActivity;
+	private long decidedAt;
 
 	long startNanos;
 	long endNanos;
@@ -131,7 +183,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		this.requireTerminal = spec.requireTerminal();
 		this.heartbeatsExtendIdle = spec.heartbeatsExtendIdle();
 		this.firstTokenTimeoutNanos = nanos(spec.firstTokenTimeout());
-		this.idleTimeoutNanos = nanos(spec.idleTimeout());
+		long idleTimeoutNanos = nanos(spec.idleTimeout());
 		this.idleChecks = spec.idleChecks();
 		this.idleTickNanos = idleTimeoutNanos > 0 ? Math.max(1L, idleTimeoutNanos / idleChecks) : 0L;
 		this.maxDurationNanos = nanos(spec.maxDuration());
@@ -176,32 +228,79 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	@Override
 	public void onNext(T t) {
-		long s = state;
-		if (s < 0L || (s & 1L) != 0L || !STATE.compareAndSet(this, s, s + 1L)) {
+		long s = (long) SEQ.get(this);
+		SEQ.setOpaque(this, s + 1L);
+		if ((int) GATE.getOpaque(this) != 0) {
+			slowNext(t, s);
+			return;
+		}
+		int f = inspector.flags(t);
+		if (f == ChunkInspector.CONTENT) {
+			if (tokens++ == 0L) {
+				firstToken();
+			}
+		}
+		else if (f != 0) {
+			flagged(t, f);
+		}
+		actual.onNext(t);
+		SEQ.setRelease(this, s + 2L);
+	}
+
+	private void firstToken() {
+		firstTokenAt = timer.now(TimeUnit.NANOSECONDS);
+	}
+
+	/** The rare kinds of chunk: heartbeats, finish reasons, terminal markers, content carrying those. */
+	private void flagged(T t, int f) {
+		if ((f & ChunkInspector.CONTENT) != 0) {
+			if (tokens++ == 0L) {
+				firstToken();
+			}
+		}
+		else if ((f & ChunkInspector.HEARTBEAT) != 0 && heartbeatsExtendIdle) {
+			heartbeats++;
+		}
+		if ((f & ChunkInspector.FINISH) != 0) {
+			String reason = inspector.finishReason(t);
+			if (reason != null) {
+				finishReason = reason;
+			}
+			completeSeen = true;
+		}
+		if ((f & ChunkInspector.TERMINAL) != 0) {
+			completeSeen = true;
+		}
+	}
+
+	/** The gate is closed: a stall is being confirmed, or the stream has ended. */
+	private void slowNext(T t, long s) {
+		int v = state;
+		if (ended != 0 || v < 0 || (v & 1) != 0 || !STATE.compareAndSet(this, v, v + 1)) {
+			SEQ.setRelease(this, s + 2L);
 			Operators.onNextDropped(t, actual.currentContext());
 			return;
 		}
-		emitted++;
-		ChunkInspector<T> in = inspector;
-		if (in.isContent(t)) {
-			if (tokens++ == 0L) {
-				firstTokenAt = timer.now(TimeUnit.NANOSECONDS);
-			}
-			activity++;
-		}
-		else if (heartbeatsExtendIdle && in.isHeartbeat(t)) {
-			activity++;
-		}
-		String reason = in.finishReason(t);
-		if (reason != null) {
-			finishReason = reason;
-			completeSeen = true;
-		}
-		if (in.isTerminal(t)) {
-			completeSeen = true;
+		int f = inspector.flags(t);
+		if (f != 0) {
+			flagged(t, f);
 		}
 		actual.onNext(t);
-		STATE.lazySet(this, s + 2L);
+		STATE.set(this, v + 2 < 0 ? 0 : v + 2);
+		SEQ.setRelease(this, s + 2L);
+	}
+
+	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
+	private boolean win() {
+		for (;;) {
+			int v = state;
+			if (v < 0) {
+				return false;
+			}
+			if (STATE.compareAndSet(this, v, DONE)) {
+				return true;
+			}
+		}
 	}
 
 	@Override
@@ -223,19 +322,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		else {
 			end(End.INCOMPLETE, new IncompleteStreamException(tokens));
-		}
-	}
-
-	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
-	private boolean win() {
-		for (;;) {
-			long s = state;
-			if (s < 0L) {
-				return false;
-			}
-			if (STATE.compareAndSet(this, s, DONE)) {
-				return true;
-			}
 		}
 	}
 
@@ -262,7 +348,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	@Override
 	public void cancel() {
-		if (ENDED.get(this) != 0) {
+		if (ended != 0) {
 			return;
 		}
 		Subscription s = upstream;
@@ -272,35 +358,134 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		end(End.CANCELLED, null);
 	}
 
-	/** The deadline task: re-evaluates, then re-arms itself or ends the stream. */
+	/** The deadline task: decides a stall, confirms it, or re-arms itself. */
 	@Override
 	public void run() {
-		for (;;) {
-			long s = state;
-			if (s < 0L || ended != 0) {
+		if (state == DONE || ended != 0) {
+			return;
+		}
+		long now = timer.now(TimeUnit.NANOSECONDS);
+		if (pendingPhase != null) {
+			confirm(now);
+			return;
+		}
+		StallPhase phase = evaluate(now);
+		if (phase == null) {
+			armNext(now);
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_STALL);
+		pendingPhase = phase;
+		decidedAt = now;
+		pendingActivity = activitySeen();
+		schedule(CONFIRM_DELAY_NANOS);
+	}
+
+	private void confirm(long now) {
+		int v = state;
+		if (v < 0) {
+			return;
+		}
+		long s = (long) SEQ.getVolatile(this);
+		if ((v & 1) != 0 || (s & 1L) != 0L) {
+			// a chunk is being delivered: look again once it is through
+			schedule(CONFIRM_DELAY_NANOS);
+			return;
+		}
+		StallPhase phase = pendingPhase;
+		if (phase != StallPhase.MAX_DURATION && activitySeen() != pendingActivity) {
+			// content arrived after all: not a stall
+			pendingPhase = null;
+			seenActivity = activitySeen();
+			silentChecks = 0;
+			GATE.getAndBitwiseAnd(this, ~GATE_STALL);
+			if (state == DONE || ended != 0) {
 				return;
 			}
-			long now = timer.now(TimeUnit.NANOSECONDS);
-			if ((s & 1L) != 0L) {
-				// a chunk is being delivered right now: that is activity, look again later
-				armNext(now);
-				return;
+			armNext(now);
+			return;
+		}
+		if (!STATE.compareAndSet(this, v, DONE)) {
+			if (state >= 0) {
+				// a chunk slipped in since we looked: decide again on fresh state
+				schedule(0L);
 			}
-			StallPhase phase = evaluate(now);
-			if (phase == null) {
-				armNext(now);
-				return;
+			return;
+		}
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - startNanos)));
+	}
+
+	/**
+	 * Ends the attempt from outside (the guard uses it when a lane permit is preempted): cancels the
+	 * upstream and fails with {@code cause}, serialised with chunk delivery like a stall, so it
+	 * reaches the subscriber within about {@link #CONFIRM_DELAY_NANOS}. Only the first call counts;
+	 * does nothing once the attempt has ended.
+	 */
+	public void abort(Throwable cause) {
+		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause)) {
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_ABORT);
+		scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
+	}
+
+	void confirmAbort() {
+		int v = state;
+		if (v < 0 || ended != 0) {
+			return;
+		}
+		long s = (long) SEQ.getVolatile(this);
+		if ((v & 1) != 0 || (s & 1L) != 0L) {
+			scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
+			return;
+		}
+		if (!STATE.compareAndSet(this, v, DONE)) {
+			if (state >= 0) {
+				scheduleAbortConfirmation(0L);
 			}
-			if (STATE.compareAndSet(this, s, DONE)) {
+			return;
+		}
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.ERROR, abortCause);
+	}
+
+	private void scheduleAbortConfirmation(long delayNanos) {
+		Disposable next;
+		try {
+			next = timer.schedule(this::confirmAbort, delayNanos, TimeUnit.NANOSECONDS);
+		}
+		catch (Throwable rejected) {
+			if (win()) {
 				Subscription up = upstream;
 				if (up != null) {
 					up.cancel();
 				}
-				end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(now - startNanos)));
+				end(End.ERROR, abortCause);
+			}
+			return;
+		}
+		for (;;) {
+			Disposable current = abortTask;
+			if (current == CANCELLED_TIMER) {
+				next.dispose();
 				return;
 			}
-			// a chunk or a terminal signal won meanwhile: decide again on fresh state
+			if (ABORT_TASK.compareAndSet(this, current, next)) {
+				return;
+			}
 		}
+	}
+
+	/** Content chunks, plus heartbeats when they extend the idle deadline; read after reading seq. */
+	private long activitySeen() {
+		return tokens + heartbeats;
 	}
 
 	/** @return the deadline passed, or {@code null}; updates the idle bookkeeping. */
@@ -309,7 +494,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (maxDurationNanos > 0L && now - startNanos >= maxDurationNanos) {
 			return StallPhase.MAX_DURATION;
 		}
-		boolean demand = hasDemand();
+		long s = (long) SEQ.getVolatile(this);
+		boolean demand = hasDemand(s);
+		long activity = activitySeen();
 		if (tokens == 0L && firstTokenDeadline != 0L) {
 			if (now - firstTokenDeadline >= 0L) {
 				if (!demand) {
@@ -330,9 +517,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			silentChecks = 0;
 			return null;
 		}
-		long a = activity;
-		if (a != seenActivity || !demand) {
-			seenActivity = a;
+		if (activity != seenActivity || !demand || (s & 1L) != 0L) {
+			seenActivity = activity;
 			silentChecks = 0;
 			return null;
 		}
@@ -342,9 +528,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return null;
 	}
 
-	private boolean hasDemand() {
+	private boolean hasDemand(long s) {
 		long r = requested;
-		return r == Long.MAX_VALUE || r - emitted > 0L;
+		return r == Long.MAX_VALUE || r - (s >>> 1) > 0L;
 	}
 
 	/** Schedules the next wake-up of the deadline task, if any deadline remains. */
@@ -363,15 +549,19 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		else if (idleTickNanos > 0L) {
 			delay = Math.min(delay, idleTickNanos);
 		}
-		if (delay == Long.MAX_VALUE) {
-			return;
+		if (delay != Long.MAX_VALUE) {
+			schedule(delay);
 		}
+	}
+
+	private void schedule(long delayNanos) {
 		Disposable next;
 		try {
-			next = timer.schedule(this, delay, TimeUnit.NANOSECONDS);
+			next = timer.schedule(this, delayNanos, TimeUnit.NANOSECONDS);
 		}
 		catch (Throwable rejected) {
-			if (STATE.getAndSet(this, DONE) >= 0L) {
+			GATE.getAndBitwiseOr(this, GATE_END);
+			if (win()) {
 				Subscription up = upstream;
 				if (up != null) {
 					up.cancel();
@@ -399,9 +589,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
+		GATE.getAndBitwiseOr(this, GATE_END);
 		Disposable t = TASK.getAndSet(this, CANCELLED_TIMER);
 		if (t != null) {
 			t.dispose();
+		}
+		Disposable a = ABORT_TASK.getAndSet(this, CANCELLED_TIMER);
+		if (a != null) {
+			a.dispose();
 		}
 		endNanos = timer.now(TimeUnit.NANOSECONDS);
 		terminal.onEnd(this, end, error);
@@ -412,9 +607,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return tokens;
 	}
 
-	/** @return chunks of any kind passed downstream */
+	/** @return chunks of any kind passed downstream (final once ended) */
 	public long emitted() {
-		return emitted;
+		return ((long) SEQ.getVolatile(this) + 1L) >>> 1;
 	}
 
 	/** @return nanoseconds from subscription to the first content chunk, or -1 when none arrived */
@@ -449,10 +644,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			return actual;
 		}
 		if (key == Attr.TERMINATED) {
-			return state < 0L;
+			return state == DONE;
 		}
 		if (key == Attr.CANCELLED) {
-			return ended != 0 && state >= 0L;
+			return ended != 0 && state != DONE;
 		}
 		if (key == Attr.REQUESTED_FROM_DOWNSTREAM) {
 			return requested;

@@ -19,8 +19,9 @@ import reactor.test.util.RaceTestUtils;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The deadline task races every other signal: exactly one terminal signal must reach the
- * subscriber, the end is reported once, and no chunk is delivered concurrently with an error.
+ * The confirmation of a decided stall races every other signal: exactly one terminal signal must
+ * reach the subscriber, the end is reported once, no chunk is delivered after a stall, and no
+ * stall is signalled after content that arrived during the confirmation.
  */
 class StallWatchRaceTest {
 
@@ -86,11 +87,14 @@ class StallWatchRaceTest {
 				ChunkInspector.chatChunks(), terminal, true);
 		w.onSubscribe(upstream);
 		clock.nanos = TimeUnit.SECONDS.toNanos(2);
+		// decide: the gate closes and a confirmation is due (the manual clock never runs it itself)
+		w.run();
+		assertThat(w.gate).isNotZero();
 		return w;
 	}
 
 	@RepeatedTest(200)
-	void deadlineVersusNext() {
+	void confirmationVersusNext() {
 		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 		CountingTerminal terminal = new CountingTerminal();
 		CountingSubscription up = new CountingSubscription();
@@ -113,7 +117,7 @@ class StallWatchRaceTest {
 	}
 
 	@RepeatedTest(200)
-	void deadlineVersusComplete() {
+	void confirmationVersusComplete() {
 		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 		CountingTerminal terminal = new CountingTerminal();
 		StallWatch<ChatChunk> w = overdue(ts, terminal, new CountingSubscription());
@@ -126,7 +130,7 @@ class StallWatchRaceTest {
 	}
 
 	@RepeatedTest(200)
-	void deadlineVersusErrorVersusCancel() {
+	void confirmationVersusErrorVersusCancel() {
 		AtomicInteger dropped = new AtomicInteger();
 		Hooks.onErrorDropped(e -> {
 			if ("x".equals(e.getMessage())) {
@@ -146,5 +150,30 @@ class StallWatchRaceTest {
 		// the upstream error is either delivered or dropped, never lost silently and never both
 		boolean delivered = ts.isTerminatedError() && "x".equals(ts.expectTerminalError().getMessage());
 		assertThat(delivered ? 1 : 0).isEqualTo(1 - dropped.get());
+	}
+
+	@RepeatedTest(100)
+	void abortVersusNextDeliversOneErrorAndNoChunkAfterIt() {
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		CountingSubscription up = new CountingSubscription();
+		ManualClock clock = new ManualClock();
+		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), clock, ChunkInspector.chatChunks(),
+				terminal, true);
+		w.onSubscribe(up);
+		IllegalStateException preempted = new IllegalStateException("preempted");
+		w.abort(preempted);
+		RaceTestUtils.race(Schedulers.boundedElastic(), w::confirmAbort, () -> w.onNext(ChatChunk.token("a")));
+		// the manual clock does not run rescheduled confirmations: confirm again until it wins
+		while (terminal.ends.get() == 0) {
+			w.confirmAbort();
+		}
+		w.onNext(ChatChunk.token("late"));
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(ts.getProtocolErrors()).isEmpty();
+		assertThat(ts.expectTerminalError()).isSameAs(preempted);
+		assertThat(ts.getReceivedOnNext()).extracting(ChatChunk::text).doesNotContain("late");
+		assertThat(up.cancels).hasValue(1);
 	}
 }

@@ -1,0 +1,120 @@
+package dev.aiguard.benchmarks;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.stall.StallSpec;
+import io.github.resilience4j.bulkhead.Bulkhead;
+import io.github.resilience4j.bulkhead.BulkheadConfig;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
+import io.github.resilience4j.reactor.bulkhead.operator.BulkheadOperator;
+import io.github.resilience4j.reactor.circuitbreaker.operator.CircuitBreakerOperator;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Flux;
+
+/**
+ * What the guard costs per streamed answer, against a plain pass-through, Reactor's per-element
+ * {@code timeout}, and a resilience4j stack, on the same pre-built chunks.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+public class GuardOverheadBenchmark {
+
+	@Param("1000")
+	public int tokens;
+
+	ChatChunk[] chunks;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> guard;
+	CircuitBreaker r4jBreaker;
+	Bulkhead r4jBulkhead;
+
+	@Setup
+	public void setup() {
+		chunks = new ChatChunk[tokens + 1];
+		for (int i = 0; i < tokens; i++) {
+			chunks[i] = ChatChunk.token("tok" + i);
+		}
+		chunks[tokens] = ChatChunk.done();
+		guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(new SimpleMeterRegistry())));
+		r4jBreaker = CircuitBreaker.of("bench", CircuitBreakerConfig.ofDefaults());
+		r4jBulkhead = Bulkhead.of("bench", BulkheadConfig.custom().maxConcurrentCalls(1000).build());
+	}
+
+	@Benchmark
+	public void passThrough(Blackhole bh) {
+		Flux.fromArray(chunks).map(Function.identity()).subscribe(new Sink(bh));
+	}
+
+	@Benchmark
+	public void guarded(Blackhole bh) {
+		Flux.fromArray(chunks).transform(guard).subscribe(new Sink(bh));
+	}
+
+	@Benchmark
+	public void fluxTimeout(Blackhole bh) {
+		Flux.fromArray(chunks).timeout(Duration.ofSeconds(30)).subscribe(new Sink(bh));
+	}
+
+	@Benchmark
+	public void resilience4jStack(Blackhole bh) {
+		Flux.fromArray(chunks)
+				.timeout(Duration.ofSeconds(30))
+				.transformDeferred(CircuitBreakerOperator.of(r4jBreaker))
+				.transformDeferred(BulkheadOperator.of(r4jBulkhead))
+				.subscribe(new Sink(bh));
+	}
+
+	/** Requests everything and feeds each chunk to the Blackhole. */
+	static final class Sink implements CoreSubscriber<ChatChunk> {
+
+		private final Blackhole bh;
+
+		Sink(Blackhole bh) {
+			this.bh = bh;
+		}
+
+		@Override
+		public void onSubscribe(Subscription s) {
+			s.request(Long.MAX_VALUE);
+		}
+
+		@Override
+		public void onNext(ChatChunk chunk) {
+			bh.consume(chunk);
+		}
+
+		@Override
+		public void onError(Throwable t) {
+			bh.consume(t);
+		}
+
+		@Override
+		public void onComplete() {
+			bh.consume(true);
+		}
+	}
+}
