@@ -1,0 +1,257 @@
+package dev.aiguard.breaker;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import dev.aiguard.Outcome;
+
+/**
+ * Trips on latency without a fixed number to guess: it learns the healthy p95 time to first token
+ * and trips when the current p95 reaches {@code multiplier ×} that baseline.
+ *
+ * <p>Time is cut into periods ({@link #period()}, 10 s by default). The current p95 is read from
+ * the current and the previous period, once they hold {@link #minSamples()} first tokens. When a
+ * period closes with enough samples, its p95 teaches the baseline: the first such period sets it,
+ * later ones move it by {@link #learningRate()} (an exponential average) if they were healthy
+ * ({@code p95 ≤ multiplier × baseline}). A stream that stalls before its first token counts as the
+ * slowest possible first token. Until a baseline exists the policy never trips: pair it with
+ * {@link TripPolicy#failureRate()} through {@link TripPolicy#anyOf(TripPolicy...)}, since it judges
+ * latency only.
+ *
+ * <p>Immutable, copy-on-write: every setter returns a new policy.
+ *
+ * <pre>{@code
+ * TripPolicy policy = TripPolicy.anyOf(
+ *     TripPolicy.failureRate(),
+ *     TripPolicy.adaptiveTtft().multiplier(3).minSamples(50));
+ * }</pre>
+ */
+public final class AdaptiveTtftPolicy implements TripPolicy {
+
+	static final AdaptiveTtftPolicy DEFAULTS = new AdaptiveTtftPolicy(2.0, Duration.ofSeconds(10), 20, 0.05);
+
+	private final double multiplier;
+	private final Duration period;
+	private final int minSamples;
+	private final double learningRate;
+
+	private AdaptiveTtftPolicy(double multiplier, Duration period, int minSamples, double learningRate) {
+		this.multiplier = multiplier;
+		this.period = period;
+		this.minSamples = minSamples;
+		this.learningRate = learningRate;
+	}
+
+	/** @param k the current p95 trips at more than k × the baseline p95; in (1, 100] */
+	public AdaptiveTtftPolicy multiplier(double k) {
+		if (!(k > 1 && k <= 100)) {
+			throw new IllegalArgumentException("multiplier must be in (1, 100], was " + k);
+		}
+		return new AdaptiveTtftPolicy(k, period, minSamples, learningRate);
+	}
+
+	/** @param period length of one measuring period, between 10 ms and 1 hour */
+	public AdaptiveTtftPolicy period(Duration period) {
+		Objects.requireNonNull(period, "period");
+		if (period.compareTo(Duration.ofMillis(10)) < 0 || period.compareTo(Duration.ofHours(1)) > 0) {
+			throw new IllegalArgumentException("period must be between 10 ms and 1 hour, was " + period);
+		}
+		return new AdaptiveTtftPolicy(multiplier, period, minSamples, learningRate);
+	}
+
+	/** @param samples first tokens needed to read a p95, between 1 and 1 000 000 */
+	public AdaptiveTtftPolicy minSamples(int samples) {
+		if (samples < 1 || samples > 1_000_000) {
+			throw new IllegalArgumentException("minSamples must be between 1 and 1000000, was " + samples);
+		}
+		return new AdaptiveTtftPolicy(multiplier, period, samples, learningRate);
+	}
+
+	/** @param rate share of a healthy period's p95 blended into the baseline, in (0, 1] */
+	public AdaptiveTtftPolicy learningRate(double rate) {
+		if (!(rate > 0 && rate <= 1)) {
+			throw new IllegalArgumentException("learningRate must be in (0, 1], was " + rate);
+		}
+		return new AdaptiveTtftPolicy(multiplier, period, minSamples, rate);
+	}
+
+	public double multiplier() {
+		return multiplier;
+	}
+
+	public Duration period() {
+		return period;
+	}
+
+	public int minSamples() {
+		return minSamples;
+	}
+
+	public double learningRate() {
+		return learningRate;
+	}
+
+	@Override
+	public Evaluator newEvaluator() {
+		return new AdaptiveEvaluator(this);
+	}
+
+	@Override
+	public boolean equals(Object o) {
+		if (!(o instanceof AdaptiveTtftPolicy)) {
+			return false;
+		}
+		AdaptiveTtftPolicy p = (AdaptiveTtftPolicy) o;
+		return multiplier == p.multiplier && period.equals(p.period) && minSamples == p.minSamples
+				&& learningRate == p.learningRate;
+	}
+
+	@Override
+	public int hashCode() {
+		return Objects.hash(multiplier, period, minSamples, learningRate);
+	}
+
+	@Override
+	public String toString() {
+		return "adaptiveTtft{multiplier=" + multiplier + ", period=" + period + ", minSamples=" + minSamples
+				+ ", learningRate=" + learningRate + "}";
+	}
+
+	/**
+	 * Two period histograms in a ring (current and previous), claimed by CAS on their tags like the
+	 * time window's buckets; the thread that claims a new period teaches the baseline from the one that
+	 * just closed.
+	 */
+	static final class AdaptiveEvaluator implements Evaluator {
+
+		private static final long NONE = Long.MIN_VALUE;
+
+		private final AdaptiveTtftPolicy policy;
+		private final long periodNanos;
+		private final long[] counts = new long[2 * TtftHistogram.BINS];
+		private final long[] tags = { NONE, NONE };
+		/** Learned p95 in nanoseconds as double bits; 0 = not learned yet. */
+		private volatile long baselineBits;
+
+		AdaptiveEvaluator(AdaptiveTtftPolicy policy) {
+			this.policy = policy;
+			this.periodNanos = policy.period.toNanos();
+		}
+
+		@Override
+		public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos, boolean slow,
+				long nowNanos) {
+			int bin;
+			if (timeToFirstTokenNanos >= 0) {
+				bin = TtftHistogram.bin(timeToFirstTokenNanos);
+			}
+			else if (outcome == Outcome.STALLED) {
+				bin = TtftHistogram.LAST;
+			}
+			else {
+				return false;
+			}
+			long period = Math.floorDiv(nowNanos, periodNanos);
+			int slot = (int) (period & 1);
+			for (;;) {
+				long tag = (long) SlidingWindow.LONGS.getAcquire(tags, slot);
+				if (tag == period) {
+					SlidingWindow.LONGS.getAndAdd(counts, slot * TtftHistogram.BINS + bin, 1L);
+					break;
+				}
+				if (tag > period) {
+					return false; // too late for its period
+				}
+				clear(slot);
+				if (SlidingWindow.LONGS.compareAndSet(tags, slot, tag, period)) {
+					learnFrom(1 - slot, period - 1);
+				}
+			}
+			double baseline = baseline();
+			return baseline > 0 && TtftHistogram.upperNanos(bin) >= policy.multiplier * baseline;
+		}
+
+		private void clear(int slot) {
+			int base = slot * TtftHistogram.BINS;
+			for (int b = 0; b < TtftHistogram.BINS; b++) {
+				SlidingWindow.LONGS.setRelease(counts, base + b, 0L);
+			}
+		}
+
+		private void learnFrom(int slot, long period) {
+			if ((long) SlidingWindow.LONGS.getAcquire(tags, slot) != period) {
+				return; // no calls in the period that just closed
+			}
+			long p95 = TtftHistogram.quantile(counts, new int[] { slot }, 1, 0.95, policy.minSamples);
+			if (p95 < 0) {
+				return;
+			}
+			for (;;) {
+				long bits = baselineBits;
+				double baseline = Double.longBitsToDouble(bits);
+				double next;
+				if (baseline <= 0) {
+					next = p95;
+				}
+				else if (p95 <= policy.multiplier * baseline) {
+					next = baseline + policy.learningRate * (p95 - baseline);
+				}
+				else {
+					return; // an unhealthy period teaches nothing
+				}
+				if (BASELINE.compareAndSet(this, bits, Double.doubleToRawLongBits(next))) {
+					return;
+				}
+			}
+		}
+
+		/** @return the learned healthy p95 in nanoseconds, 0 before the first full period */
+		double baseline() {
+			return Double.longBitsToDouble(baselineBits);
+		}
+
+		/** @return the p95 of the current and previous period in nanoseconds, or -1 with too few samples */
+		long currentP95(long nowNanos) {
+			long period = Math.floorDiv(nowNanos, periodNanos);
+			int[] live = new int[2];
+			int used = 0;
+			for (int slot = 0; slot < 2; slot++) {
+				long tag = (long) SlidingWindow.LONGS.getAcquire(tags, slot);
+				if (tag == period || tag == period - 1) {
+					live[used++] = slot;
+				}
+			}
+			return used == 0 ? -1 : TtftHistogram.quantile(counts, live, used, 0.95, policy.minSamples);
+		}
+
+		@Override
+		public double pressure(WindowCounts window, BreakerConfig config, long nowNanos) {
+			double baseline = baseline();
+			if (baseline <= 0) {
+				return 0;
+			}
+			long p95 = currentP95(nowNanos);
+			return p95 < 0 ? 0 : p95 / (policy.multiplier * baseline);
+		}
+
+		@Override
+		public void reset(long nowNanos) {
+			// forget the current evidence, keep the learned baseline
+			for (int slot = 0; slot < 2; slot++) {
+				clear(slot);
+			}
+		}
+
+		private static final java.lang.invoke.VarHandle BASELINE;
+
+		static {
+			try {
+				BASELINE = java.lang.invoke.MethodHandles.lookup().findVarHandle(AdaptiveEvaluator.class,
+						"baselineBits", long.class);
+			}
+			catch (ReflectiveOperationException e) {
+				throw new ExceptionInInitializerError(e);
+			}
+		}
+	}
+}

@@ -1,0 +1,774 @@
+package dev.aiguard.breaker;
+
+import java.lang.System.Logger.Level;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import java.util.concurrent.atomic.LongAdder;
+
+import dev.aiguard.Outcome;
+import dev.aiguard.metrics.GuardMetrics;
+
+/**
+ * A circuit breaker that judges token streams: each attempt takes a {@link BreakerPermit} and settles
+ * it once with its {@link Outcome}; "slow" means a slow <em>first token</em>; stalls and truncated
+ * streams are failures; client errors are ignored unless configured; a cancelled attempt hands its
+ * permission back without counting (a HALF_OPEN probe slot comes back with it).
+ *
+ * <pre>{@code
+ * CircuitBreaker breaker = CircuitBreaker.builder("openai")
+ *     .config(BreakerConfig.custom().failureRateThreshold(0.5).build())
+ *     .metrics(new MicrometerGuardMetrics(registry))
+ *     .listener(event -> log.info("{}", event))
+ *     .build();
+ *
+ * BreakerPermit permit = breaker.tryAcquire();
+ * if (permit == null) {
+ *     throw new BreakerOpenException(breaker.name(), breaker.state());
+ * }
+ * // ... stream the answer, then exactly once:
+ * permit.record(Outcome.SUCCESS, timeToFirstTokenNanos);
+ * }</pre>
+ *
+ * <h2>States</h2>
+ * CLOSED lets calls through and trips to OPEN when its {@link TripPolicy} reports a pressure of 1 or
+ * more (after {@link BreakerConfig#minimumDwell()} when it was just re-closed). OPEN refuses calls
+ * until its wait has passed; the next {@link #tryAcquire()} then moves it to HALF_OPEN — lazily, no
+ * timer. HALF_OPEN lets probes through (a count or a share of traffic); it closes once
+ * {@link BreakerConfig#successesToClose()} probes were healthy and the probes' pressure is below
+ * {@code 1 - hysteresis} (and the dwell has passed) — with counted probes, only once that holds even if
+ * every outstanding probe failed — and re-opens when the probes' pressure reaches 1,
+ * when every counted probe was used without closing, or after
+ * {@link BreakerConfig#maxTimeInHalfOpen()}. Each consecutive re-open multiplies the wait (capped,
+ * with jitter); a breaker that stays closed at least as long as its last wait earns the short wait
+ * back. FORCED_OPEN and DISABLED are left only through the operator methods.
+ *
+ * <h2>Threads</h2>
+ * Lock-free: the state is one immutable phase object swapped by CAS (one CAS decides each
+ * transition), the window is counted with atomic adds. Transitions, rejections and reconfigurations
+ * are reported to listeners and to {@link GuardMetrics} on the calling thread; a throwing listener or
+ * metrics implementation is logged and ignored.
+ */
+public final class CircuitBreaker {
+
+	private static final System.Logger LOG = System.getLogger(CircuitBreaker.class.getName());
+	private static final BreakerListener[] NO_LISTENERS = {};
+
+	private static final AtomicReferenceFieldUpdater<CircuitBreaker, Phase> PHASE = AtomicReferenceFieldUpdater
+			.newUpdater(CircuitBreaker.class, Phase.class, "phase");
+	private static final AtomicReferenceFieldUpdater<CircuitBreaker, Settings> SETTINGS = AtomicReferenceFieldUpdater
+			.newUpdater(CircuitBreaker.class, Settings.class, "settings");
+	private static final AtomicReferenceFieldUpdater<CircuitBreaker, BreakerListener[]> LISTENERS =
+			AtomicReferenceFieldUpdater.newUpdater(CircuitBreaker.class, BreakerListener[].class, "listeners");
+
+	/** Handed out while DISABLED: settles to nothing. */
+	private static final BreakerPermit DISABLED_PERMIT = (outcome, ttft) -> {
+	};
+
+	private final String name;
+	private final BreakerClock clock;
+	private final Clock wallClock;
+	private final GuardMetrics metrics;
+	private final long jitterSeed;
+	private final LongAdder rejected = new LongAdder();
+
+	private volatile Settings settings;
+	private volatile Phase phase;
+	private volatile BreakerListener[] listeners;
+
+	private CircuitBreaker(Builder b) {
+		this.name = b.name;
+		this.clock = b.clock;
+		this.wallClock = b.wallClock;
+		this.metrics = b.metrics;
+		this.jitterSeed = ThreadLocalRandom.current().nextLong();
+		long now = clock.nanoTime();
+		this.settings = new Settings(b.config, SlidingWindow.of(b.config, now), b.config.tripPolicy().newEvaluator());
+		this.listeners = b.listeners.isEmpty() ? NO_LISTENERS : b.listeners.toArray(NO_LISTENERS);
+		this.phase = Phase.closed(0, now, now, 0, 0);
+	}
+
+	/** @return a breaker with {@code config}, the system clock, no metrics and no listeners */
+	public static CircuitBreaker of(String name, BreakerConfig config) {
+		return builder(name).config(config).build();
+	}
+
+	/** @return a builder for a breaker named {@code name} */
+	public static Builder builder(String name) {
+		return new Builder(name);
+	}
+
+	// ---------------------------------------------------------------- permission
+
+	/**
+	 * Asks to make one call (one attempt of a stream).
+	 *
+	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses (the refusal is
+	 * already counted, reported to metrics and to listeners)
+	 */
+	public BreakerPermit tryAcquire() {
+		for (;;) {
+			Phase p = phase;
+			switch (p.state) {
+				case CLOSED:
+					return new Permit(this, p, Permit.CALL);
+				case DISABLED:
+					return DISABLED_PERMIT;
+				case FORCED_OPEN:
+					return reject(p);
+				case OPEN: {
+					long now = clock.nanoTime();
+					if (now - p.openUntil < 0) {
+						return reject(p);
+					}
+					transition(p, Phase.halfOpen(p, now, settings.config), "open wait elapsed");
+					break; // read the new phase
+				}
+				case HALF_OPEN: {
+					BreakerPermit permit = acquireProbe(p);
+					if (permit != RETRY) {
+						return permit;
+					}
+					break;
+				}
+				default:
+					throw new IllegalStateException(p.state.name());
+			}
+		}
+	}
+
+	/** Marks "the phase moved on, look again" inside {@link #tryAcquire()}. */
+	private static final BreakerPermit RETRY = (outcome, ttft) -> {
+	};
+
+	private BreakerPermit acquireProbe(Phase p) {
+		Settings s = settings;
+		BreakerConfig c = s.config;
+		long now = clock.nanoTime();
+		if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
+			reopen(p, s, now, "no decision within maxTimeInHalfOpen " + c.maxTimeInHalfOpen());
+			return RETRY;
+		}
+		if (p.closeReady && now - p.dwellUntil >= 0) {
+			decideHalfOpen(p, s, now);
+			if (phase != p) {
+				return RETRY;
+			}
+		}
+		int probes = c.halfOpenProbes();
+		if (probes > 0) {
+			for (;;) {
+				int granted = p.granted;
+				if (granted >= probes) {
+					return reject(p);
+				}
+				if (Phase.GRANTED.compareAndSet(p, granted, granted + 1)) {
+					return new Permit(this, p, Permit.PROBE_SLOT);
+				}
+			}
+		}
+		double ratio = c.halfOpenProbeRatio();
+		long k = Phase.OFFERED.getAndIncrement(p);
+		// deterministic share: the 1st offered call, then each time k × ratio crosses an integer
+		if (Math.ceil((k + 1) * ratio) > Math.ceil(k * ratio)) {
+			return new Permit(this, p, Permit.PROBE);
+		}
+		return reject(p);
+	}
+
+	private BreakerPermit reject(Phase p) {
+		rejected.increment();
+		try {
+			metrics.breakerRejected(name);
+		}
+		catch (Throwable t) {
+			dropped(t, "metrics.breakerRejected");
+		}
+		BreakerListener[] ls = listeners;
+		if (ls.length != 0) {
+			emit(ls, new BreakerEvent.CallRejected(name, clock.nanoTime(), p.state));
+		}
+		return null;
+	}
+
+	// ---------------------------------------------------------------- settlement
+
+	void settle(Permit permit, Outcome outcome, long ttftNanos) {
+		Settings s = settings;
+		BreakerConfig c = s.config;
+		Outcome counted = outcome;
+		int flags;
+		switch (outcome) {
+			case SUCCESS:
+				flags = SlidingWindow.CALL_BIT;
+				break;
+			case FAILURE:
+				flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT;
+				break;
+			case STALLED:
+				flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT | SlidingWindow.STALL_BIT;
+				break;
+			case INCOMPLETE:
+				flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT | SlidingWindow.INCOMPLETE_BIT;
+				break;
+			case CLIENT_ERROR:
+				if (c.recordClientErrors()) {
+					flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT;
+					counted = Outcome.FAILURE;
+					break;
+				}
+				release(permit);
+				return;
+			default: // CANCELLED, REJECTED: not a call
+				release(permit);
+				return;
+		}
+		boolean slow = ttftNanos >= 0 && ttftNanos >= c.slowNanos;
+		if (slow) {
+			flags |= SlidingWindow.SLOW_BIT;
+		}
+		// a count window judged by the classic rule needs no time for a call that cannot trip it
+		long now = s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
+				? clock.nanoTime() : 0;
+		s.window.record(now, flags);
+		boolean judge;
+		try {
+			judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
+		}
+		catch (Throwable t) {
+			dropped(t, "tripPolicy.onCall");
+			judge = false;
+		}
+		Phase p = permit.phase;
+		if (p != phase) {
+			return; // granted in an earlier phase: counted in the window, decides nothing
+		}
+		if (p.state == BreakerState.CLOSED) {
+			if (judge && now - p.dwellUntil >= 0) {
+				judgeClosed(p, s, now);
+			}
+		}
+		else if (p.state == BreakerState.HALF_OPEN) {
+			Phase.PROBE_CALLS.incrementAndGet(p);
+			if ((flags & SlidingWindow.FAILURE_BIT) != 0) {
+				Phase.PROBE_FAILURES.incrementAndGet(p);
+			}
+			if (slow) {
+				Phase.PROBE_SLOW.incrementAndGet(p);
+			}
+			if (!slow && (flags & SlidingWindow.FAILURE_BIT) == 0) {
+				Phase.PROBE_HEALTHY.incrementAndGet(p);
+			}
+			decideHalfOpen(p, s, now);
+		}
+	}
+
+	private void release(Permit permit) {
+		if (permit.kind == Permit.PROBE_SLOT) {
+			Phase.GRANTED.decrementAndGet(permit.phase);
+		}
+	}
+
+	private void judgeClosed(Phase p, Settings s, long now) {
+		double pressure;
+		try {
+			pressure = s.evaluator.pressure(s.window, s.config, now);
+		}
+		catch (Throwable t) {
+			dropped(t, "tripPolicy.pressure");
+			return;
+		}
+		if (pressure >= 1) {
+			// a trip soon after a re-close continues the streak of re-opens
+			int streak = p.lastOpenWait > 0 && now - p.enteredAt < p.lastOpenWait ? p.streak + 1 : 0;
+			open(p, s, now, streak, "trip policy pressure " + round(pressure) + " >= 1 (failure rate "
+					+ round(s.window.failureRate()) + ", slow-call rate " + round(s.window.slowCallRate()) + ")");
+		}
+	}
+
+	private void decideHalfOpen(Phase p, Settings s, long now) {
+		BreakerConfig c = s.config;
+		int calls = p.probeCalls;
+		int failures = p.probeFailures;
+		int slow = p.probeSlow;
+		int healthy = p.probeHealthy;
+		double pressure = FailureRatePolicy.ratePressure(calls, failures, slow, c);
+		// with counted probes, close only once the result cannot change: judge as if every probe still
+		// to come failed slowly, so a lucky first few cannot close a breaker hovering at its threshold
+		int probes = c.halfOpenProbes();
+		int outstanding = probes > 0 ? Math.max(0, probes - calls) : 0;
+		double worst = outstanding == 0 ? pressure
+				: FailureRatePolicy.ratePressure(calls + outstanding, failures + outstanding, slow + outstanding, c);
+		if (healthy >= c.successesToClose() && worst < 1 - c.hysteresis()) {
+			if (now - p.dwellUntil >= 0) {
+				close(p, s, now, healthy + " of " + calls + " probes healthy, probe pressure " + round(pressure)
+						+ " < " + round(1 - c.hysteresis()));
+			}
+			else {
+				p.closeReady = true;
+			}
+			return;
+		}
+		p.closeReady = false;
+		if (calls >= c.successesToClose() && pressure >= 1) {
+			reopen(p, s, now, "probe pressure " + round(pressure) + " >= 1 after " + calls + " probes");
+		}
+		else if (c.halfOpenProbes() > 0 && calls >= c.halfOpenProbes()) {
+			reopen(p, s, now, "all " + calls + " probes used without reaching probe pressure < "
+					+ round(1 - c.hysteresis()));
+		}
+		else if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
+			reopen(p, s, now, "no decision within maxTimeInHalfOpen " + c.maxTimeInHalfOpen());
+		}
+	}
+
+	private void open(Phase from, Settings s, long now, int streak, String reason) {
+		long wait = openWaitNanos(s.config, streak, from.seq + 1);
+		transition(from, Phase.open(from.seq + 1, now, wait, streak), reason);
+	}
+
+	private void reopen(Phase from, Settings s, long now, String reason) {
+		open(from, s, now, from.streak + 1, reason);
+	}
+
+	private void close(Phase from, Settings s, long now, String reason) {
+		Phase closed = Phase.closed(from.seq + 1, now, now + s.config.minimumDwellNanos, from.streak,
+				from.lastOpenWait);
+		if (transition(from, closed, reason)) {
+			freshWindow(s, now);
+		}
+	}
+
+	private void freshWindow(Settings s, long now) {
+		s.window.reset();
+		try {
+			s.evaluator.reset(now);
+		}
+		catch (Throwable t) {
+			dropped(t, "tripPolicy.reset");
+		}
+	}
+
+	/** The wait of the {@code streak}-th consecutive open: grown, capped, then lengthened by jitter. */
+	long openWaitNanos(BreakerConfig c, int streak, long seq) {
+		double grown = c.openWaitNanos * Math.pow(c.openWaitMultiplier(), streak);
+		double capped = Math.min(grown, c.maxOpenWaitNanos);
+		double jittered = capped + capped * c.openWaitJitter() * unitRandom(jitterSeed + seq);
+		return (long) Math.min(jittered, (double) (Long.MAX_VALUE / 4));
+	}
+
+	/** A well-mixed value in [0, 1) from a seed (SplitMix64's finaliser). */
+	private static double unitRandom(long seed) {
+		long z = seed * 0x9E3779B97F4A7C15L;
+		z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+		z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+		z = z ^ (z >>> 31);
+		return (z >>> 11) * 0x1.0p-53;
+	}
+
+	private boolean transition(Phase from, Phase to, String reason) {
+		if (!PHASE.compareAndSet(this, from, to)) {
+			return false;
+		}
+		try {
+			metrics.breakerTransition(name, from.state, to.state);
+		}
+		catch (Throwable t) {
+			dropped(t, "metrics.breakerTransition");
+		}
+		BreakerListener[] ls = listeners;
+		if (ls.length != 0) {
+			emit(ls, new BreakerEvent.StateTransition(name, to.enteredAt, from.state, to.state, reason, snapshot()));
+		}
+		return true;
+	}
+
+	// ---------------------------------------------------------------- operator controls
+
+	/** Refuses every call until another operator transition. */
+	public void transitionToForcedOpen() {
+		operatorTransition(BreakerState.FORCED_OPEN);
+	}
+
+	/** Permits every call and records nothing until another operator transition. */
+	public void transitionToDisabled() {
+		operatorTransition(BreakerState.DISABLED);
+	}
+
+	/** Closes the breaker with an empty window and no re-open streak. */
+	public void transitionToClosed() {
+		operatorTransition(BreakerState.CLOSED);
+	}
+
+	private void operatorTransition(BreakerState target) {
+		for (;;) {
+			Phase p = phase;
+			if (p.state == target) {
+				return;
+			}
+			long now = clock.nanoTime();
+			Phase next = target == BreakerState.CLOSED ? Phase.closed(p.seq + 1, now, now, 0, 0)
+					: Phase.simple(target, p.seq + 1, now);
+			if (transition(p, next, "operator")) {
+				if (target == BreakerState.CLOSED) {
+					freshWindow(settings, now);
+				}
+				return;
+			}
+		}
+	}
+
+	/**
+	 * Replaces the config at runtime, atomically. The window is kept when its shape (type, size, bucket
+	 * length) is unchanged, else a fresh one starts; the trip policy keeps its evaluator (and what it
+	 * learned) when the new policy is equal to the old. New thresholds apply from the next recorded call.
+	 * Emits a {@link BreakerEvent.ConfigChanged}.
+	 *
+	 * @param config the new config
+	 * @param reason why, for the audit trail
+	 */
+	public void reconfigure(BreakerConfig config, String reason) {
+		Objects.requireNonNull(config, "config");
+		Objects.requireNonNull(reason, "reason");
+		Settings old;
+		Settings next;
+		do {
+			old = settings;
+			SlidingWindow window = old.window.sameShape(config) ? old.window
+					: SlidingWindow.of(config, clock.nanoTime());
+			TripPolicy.Evaluator evaluator = old.config.tripPolicy().equals(config.tripPolicy()) ? old.evaluator
+					: config.tripPolicy().newEvaluator();
+			next = new Settings(config, window, evaluator);
+		}
+		while (!SETTINGS.compareAndSet(this, old, next));
+		BreakerListener[] ls = listeners;
+		if (ls.length != 0) {
+			emit(ls, new BreakerEvent.ConfigChanged(name, clock.nanoTime(), Instant.now(wallClock), old.config,
+					config, reason));
+		}
+	}
+
+	// ---------------------------------------------------------------- reading
+
+	/** @return the breaker's name */
+	public String name() {
+		return name;
+	}
+
+	/**
+	 * @return the current state. Transitions out of OPEN happen lazily on the next
+	 * {@link #tryAcquire()}, so an OPEN breaker whose wait has passed still reports OPEN until then.
+	 */
+	public BreakerState state() {
+		return phase.state;
+	}
+
+	/** @return the current config */
+	public BreakerConfig config() {
+		return settings.config;
+	}
+
+	/** @return the window's failure rate now, a fraction in [0, 1] */
+	public double failureRate() {
+		return current().failureRate();
+	}
+
+	/** @return the window's slow-call rate now, a fraction in [0, 1] */
+	public double slowCallRate() {
+		return current().slowCallRate();
+	}
+
+	/** @return a copy of the window now */
+	public BreakerSnapshot snapshot() {
+		return BreakerSnapshot.of(current());
+	}
+
+	/** @return calls refused since the breaker was created */
+	public long rejectedCalls() {
+		return rejected.sum();
+	}
+
+	private SlidingWindow current() {
+		SlidingWindow window = settings.window;
+		if (window.timeBased()) {
+			window.advanceTo(clock.nanoTime());
+		}
+		return window;
+	}
+
+	/** The live window (tests compare its slots with its totals). */
+	SlidingWindow window() {
+		return settings.window;
+	}
+
+	/** The trip policy's evaluator (tests read what it learned). */
+	TripPolicy.Evaluator evaluator() {
+		return settings.evaluator;
+	}
+
+	/** The current phase (tests read probe accounting). */
+	Phase phase() {
+		return phase;
+	}
+
+	// ---------------------------------------------------------------- listeners
+
+	/** Adds a listener; it must not block (see {@link BreakerListener}). */
+	public void addListener(BreakerListener listener) {
+		Objects.requireNonNull(listener, "listener");
+		for (;;) {
+			BreakerListener[] old = listeners;
+			BreakerListener[] next = Arrays.copyOf(old, old.length + 1);
+			next[old.length] = listener;
+			if (LISTENERS.compareAndSet(this, old, next)) {
+				return;
+			}
+		}
+	}
+
+	/** @return whether {@code listener} was registered and is now removed */
+	public boolean removeListener(BreakerListener listener) {
+		for (;;) {
+			BreakerListener[] old = listeners;
+			int i = Arrays.asList(old).indexOf(listener);
+			if (i < 0) {
+				return false;
+			}
+			BreakerListener[] next = new BreakerListener[old.length - 1];
+			System.arraycopy(old, 0, next, 0, i);
+			System.arraycopy(old, i + 1, next, i, old.length - i - 1);
+			if (LISTENERS.compareAndSet(this, old, next.length == 0 ? NO_LISTENERS : next)) {
+				return true;
+			}
+		}
+	}
+
+	private void emit(BreakerListener[] ls, BreakerEvent event) {
+		for (BreakerListener l : ls) {
+			try {
+				l.onEvent(event);
+			}
+			catch (Throwable t) {
+				dropped(t, "listener");
+			}
+		}
+	}
+
+	private void dropped(Throwable t, String where) {
+		if (t instanceof VirtualMachineError) {
+			throw (VirtualMachineError) t;
+		}
+		try {
+			LOG.log(Level.WARNING, "circuit breaker '" + name + "': " + where + " threw; ignored", t);
+		}
+		catch (Throwable ignored) {
+			// logging must not break the breaker either
+		}
+	}
+
+	private static String round(double v) {
+		return String.valueOf(Math.round(v * 1000) / 1000.0);
+	}
+
+	@Override
+	public String toString() {
+		return "CircuitBreaker{" + name + ", " + phase.state + "}";
+	}
+
+	// ---------------------------------------------------------------- internals
+
+	/** Config, window and evaluator swapped together by {@link #reconfigure}. */
+	private static final class Settings {
+		final BreakerConfig config;
+		final SlidingWindow window;
+		final TripPolicy.Evaluator evaluator;
+
+		/** Whether every recorded call needs a clock reading (false only for stateless count-based judging). */
+		final boolean callsNeedTime;
+
+		Settings(BreakerConfig config, SlidingWindow window, TripPolicy.Evaluator evaluator) {
+			this.config = config;
+			this.window = window;
+			this.evaluator = evaluator;
+			this.callsNeedTime = window.timeBased() || !FailureRatePolicy.isClassic(evaluator);
+		}
+	}
+
+	/**
+	 * One stay in one state. Immutable but for the HALF_OPEN probe accounting; a transition replaces
+	 * the whole object, so permits know which stay granted them.
+	 */
+	static final class Phase {
+
+		static final AtomicIntegerFieldUpdater<Phase> GRANTED = AtomicIntegerFieldUpdater.newUpdater(Phase.class,
+				"granted");
+		static final AtomicLongFieldUpdater<Phase> OFFERED = AtomicLongFieldUpdater.newUpdater(Phase.class,
+				"offered");
+		static final AtomicIntegerFieldUpdater<Phase> PROBE_CALLS = AtomicIntegerFieldUpdater
+				.newUpdater(Phase.class, "probeCalls");
+		static final AtomicIntegerFieldUpdater<Phase> PROBE_FAILURES = AtomicIntegerFieldUpdater
+				.newUpdater(Phase.class, "probeFailures");
+		static final AtomicIntegerFieldUpdater<Phase> PROBE_SLOW = AtomicIntegerFieldUpdater
+				.newUpdater(Phase.class, "probeSlow");
+		static final AtomicIntegerFieldUpdater<Phase> PROBE_HEALTHY = AtomicIntegerFieldUpdater
+				.newUpdater(Phase.class, "probeHealthy");
+
+		final BreakerState state;
+		/** Transition number, also the jitter's seed offset. */
+		final long seq;
+		final long enteredAt;
+		/** Automatic transitions out (trip, close) wait until this time. */
+		final long dwellUntil;
+		/** OPEN: when probing may start. */
+		final long openUntil;
+		/** Consecutive re-opens that led to this stay. */
+		final int streak;
+		/** The wait of the latest OPEN stay, 0 when none. */
+		final long lastOpenWait;
+
+		volatile int granted;
+		volatile long offered;
+		volatile int probeCalls;
+		volatile int probeFailures;
+		volatile int probeSlow;
+		volatile int probeHealthy;
+		volatile boolean closeReady;
+
+		private Phase(BreakerState state, long seq, long enteredAt, long dwellUntil, long openUntil, int streak,
+				long lastOpenWait) {
+			this.state = state;
+			this.seq = seq;
+			this.enteredAt = enteredAt;
+			this.dwellUntil = dwellUntil;
+			this.openUntil = openUntil;
+			this.streak = streak;
+			this.lastOpenWait = lastOpenWait;
+		}
+
+		static Phase closed(long seq, long now, long dwellUntil, int streak, long lastOpenWait) {
+			return new Phase(BreakerState.CLOSED, seq, now, dwellUntil, 0, streak, lastOpenWait);
+		}
+
+		static Phase open(long seq, long now, long wait, int streak) {
+			return new Phase(BreakerState.OPEN, seq, now, now, now + wait, streak, wait);
+		}
+
+		static Phase halfOpen(Phase open, long now, BreakerConfig config) {
+			return new Phase(BreakerState.HALF_OPEN, open.seq + 1, now, now + config.minimumDwellNanos, 0, open.streak,
+					open.lastOpenWait);
+		}
+
+		static Phase simple(BreakerState state, long seq, long now) {
+			return new Phase(state, seq, now, now, 0, 0, 0);
+		}
+	}
+
+	/** A permission; the first {@link #record} wins, later ones are ignored. */
+	static final class Permit implements BreakerPermit {
+
+		static final int CALL = 0;
+		static final int PROBE_SLOT = 1;
+		static final int PROBE = 2;
+
+		private static final AtomicIntegerFieldUpdater<Permit> SETTLED = AtomicIntegerFieldUpdater
+				.newUpdater(Permit.class, "settled");
+
+		final CircuitBreaker breaker;
+		final Phase phase;
+		final int kind;
+		volatile int settled;
+
+		Permit(CircuitBreaker breaker, Phase phase, int kind) {
+			this.breaker = breaker;
+			this.phase = phase;
+			this.kind = kind;
+		}
+
+		@Override
+		public void record(Outcome outcome, long timeToFirstTokenNanos) {
+			Objects.requireNonNull(outcome, "outcome");
+			if (SETTLED.compareAndSet(this, 0, 1)) {
+				breaker.settle(this, outcome, timeToFirstTokenNanos);
+			}
+		}
+	}
+
+	/**
+	 * Builds a {@link CircuitBreaker}.
+	 *
+	 * <pre>{@code
+	 * CircuitBreaker breaker = CircuitBreaker.builder("anthropic")
+	 *     .config(config)
+	 *     .clock(() -> scheduler.now(TimeUnit.NANOSECONDS))
+	 *     .metrics(metrics)
+	 *     .build();
+	 * }</pre>
+	 */
+	public static final class Builder {
+
+		private final String name;
+		private BreakerConfig config = BreakerConfig.defaults();
+		private BreakerClock clock = BreakerClock.system();
+		private Clock wallClock = Clock.systemUTC();
+		private GuardMetrics metrics = GuardMetrics.noop();
+		private final List<BreakerListener> listeners = new ArrayList<>();
+
+		private Builder(String name) {
+			Objects.requireNonNull(name, "name");
+			if (name.isBlank()) {
+				throw new IllegalArgumentException("name must not be blank, was '" + name + "'");
+			}
+			this.name = name;
+		}
+
+		/** @param config the config (default {@link BreakerConfig#defaults()}) */
+		public Builder config(BreakerConfig config) {
+			this.config = Objects.requireNonNull(config, "config");
+			return this;
+		}
+
+		/** @param clock the monotonic clock all waits and windows use (default {@link BreakerClock#system()}) */
+		public Builder clock(BreakerClock clock) {
+			this.clock = Objects.requireNonNull(clock, "clock");
+			return this;
+		}
+
+		/** @param wallClock the clock that stamps {@link BreakerEvent.ConfigChanged#at()} (default UTC) */
+		public Builder wallClock(Clock wallClock) {
+			this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+			return this;
+		}
+
+		/** @param metrics where the state gauge, transitions, rejections and rates go (default no-op) */
+		public Builder metrics(GuardMetrics metrics) {
+			this.metrics = Objects.requireNonNull(metrics, "metrics");
+			return this;
+		}
+
+		/** @param listener a listener to register from the start (repeatable) */
+		public Builder listener(BreakerListener listener) {
+			listeners.add(Objects.requireNonNull(listener, "listener"));
+			return this;
+		}
+
+		/** @return the breaker, CLOSED, announced to the metrics */
+		public CircuitBreaker build() {
+			CircuitBreaker breaker = new CircuitBreaker(this);
+			try {
+				breaker.metrics.breakerCreated(breaker.name, breaker::state, breaker::failureRate,
+						breaker::slowCallRate);
+			}
+			catch (Throwable t) {
+				breaker.dropped(t, "metrics.breakerCreated");
+			}
+			return breaker;
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package dev.aiguard.breaker;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The counters behind a breaker: a ring of slots plus running totals, so reading the window is
+ * O(1). Recording is lock-free: one CAS per counter touched on its slot, one atomic add on its
+ * total. Whatever leaves a slot (eviction, reset) is subtracted from the totals by the thread whose
+ * CAS took it out, so slots and totals always agree once writers are quiet.
+ */
+abstract class SlidingWindow implements WindowCounts {
+
+	static final int CALLS = 0;
+	static final int FAILURES = 1;
+	static final int SLOW = 2;
+	static final int STALLS = 3;
+	static final int INCOMPLETE = 4;
+	/** Counters per slot. */
+	static final int WIDTH = 5;
+
+	static final int CALL_BIT = 1 << CALLS;
+	static final int FAILURE_BIT = 1 << FAILURES;
+	static final int SLOW_BIT = 1 << SLOW;
+	static final int STALL_BIT = 1 << STALLS;
+	static final int INCOMPLETE_BIT = 1 << INCOMPLETE;
+
+	static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
+
+	/** Running totals, one per counter. */
+	final long[] totals = new long[WIDTH];
+
+	/**
+	 * Records one call.
+	 *
+	 * @param nowNanos the breaker clock's reading (ignored by count-based windows)
+	 * @param flags {@link #CALL_BIT} plus the bits of the counters to increment
+	 * @return whether the call was counted; {@code false} for a record too late for the window
+	 */
+	abstract boolean record(long nowNanos, int flags);
+
+	/** Drops buckets that have slid out of the window by {@code nowNanos}. */
+	abstract void advanceTo(long nowNanos);
+
+	/** Empties the window (on re-closing: the probes proved the old evidence stale). */
+	abstract void reset();
+
+	/** @return whether this window reads time; count-based ones do not */
+	abstract boolean timeBased();
+
+	/** @return whether a window built from {@code config} would have the same shape as this one */
+	abstract boolean sameShape(BreakerConfig config);
+
+	static SlidingWindow of(BreakerConfig config, long nowNanos) {
+		return config.windowType() == BreakerConfig.WindowType.TIME_BASED
+				? new TimeWindow(config.windowSize(), config.bucketLength().toNanos(), nowNanos)
+				: new CountWindow(config.windowSize());
+	}
+
+	final long total(int counter) {
+		long v = (long) LONGS.getVolatile(totals, counter);
+		// a reader may see a slot's eviction before the matching increment of a racing writer
+		return v < 0 ? 0 : v;
+	}
+
+	final void addTotal(int counter, long delta) {
+		LONGS.getAndAdd(totals, counter, delta);
+	}
+
+	@Override
+	public final long calls() {
+		return total(CALLS);
+	}
+
+	@Override
+	public final long failures() {
+		return Math.min(total(FAILURES), calls());
+	}
+
+	@Override
+	public final long slowCalls() {
+		return Math.min(total(SLOW), calls());
+	}
+
+	@Override
+	public final long stalls() {
+		return Math.min(total(STALLS), calls());
+	}
+
+	@Override
+	public final long incomplete() {
+		return Math.min(total(INCOMPLETE), calls());
+	}
+
+	/** Sum of one counter over all slots (tests compare it with the running total). */
+	abstract long slotSum(int counter);
+}

@@ -1,0 +1,63 @@
+package dev.aiguard.breaker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class CountWindowTest {
+
+	private static final int FAIL = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT;
+	private static final int OK = SlidingWindow.CALL_BIT;
+
+	private static void assertConsistent(SlidingWindow w) {
+		for (int k = 0; k < SlidingWindow.WIDTH; k++) {
+			assertThat(w.slotSum(k)).as("counter %d", k).isEqualTo(w.total(k));
+		}
+	}
+
+	@Test
+	void keepsTheLastNCallsWhateverTheirAge() {
+		CountWindow w = new CountWindow(4);
+		w.record(0, FAIL);
+		w.record(0, FAIL);
+		w.record(0, OK);
+		w.record(0, OK);
+		assertThat(w.failureRate()).isEqualTo(0.5);
+
+		w.record(Long.MAX_VALUE, OK); // time means nothing; the oldest failure goes
+		assertThat(w.calls()).isEqualTo(4);
+		assertThat(w.failures()).isEqualTo(1);
+		w.record(0, OK | SlidingWindow.SLOW_BIT);
+		assertThat(w.failures()).isZero();
+		assertThat(w.slowCalls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	@Test
+	void stallsAndIncompleteAreCountedAndReplaced() {
+		CountWindow w = new CountWindow(2);
+		w.record(0, FAIL | SlidingWindow.STALL_BIT);
+		w.record(0, FAIL | SlidingWindow.INCOMPLETE_BIT);
+		assertThat(w.stalls()).isEqualTo(1);
+		assertThat(w.incomplete()).isEqualTo(1);
+		w.record(0, OK);
+		w.record(0, OK);
+		assertThat(w.stalls()).isZero();
+		assertThat(w.incomplete()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void resetEmptiesTheWindowAndNewCallsRefillIt() {
+		CountWindow w = new CountWindow(3);
+		w.record(0, FAIL);
+		w.record(0, FAIL);
+		w.reset();
+		assertThat(w.calls()).isZero();
+		for (int i = 0; i < 5; i++) {
+			w.record(0, OK);
+		}
+		assertThat(w.calls()).isEqualTo(3);
+		assertConsistent(w);
+	}
+}

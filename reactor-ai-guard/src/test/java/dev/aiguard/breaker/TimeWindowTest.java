@@ -1,0 +1,161 @@
+package dev.aiguard.breaker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class TimeWindowTest {
+
+	private static final long SECOND = 1_000_000_000L;
+	private static final int FAIL = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT;
+	private static final int OK = SlidingWindow.CALL_BIT;
+
+	private static void assertConsistent(SlidingWindow w) {
+		for (int k = 0; k < SlidingWindow.WIDTH; k++) {
+			assertThat(w.slotSum(k)).as("counter %d", k).isEqualTo(w.total(k));
+		}
+	}
+
+	@Test
+	void countsEveryKindInItsOwnCounter() {
+		TimeWindow w = new TimeWindow(60, SECOND, 0);
+		w.record(0, OK);
+		w.record(1, OK | SlidingWindow.SLOW_BIT);
+		w.record(2, FAIL | SlidingWindow.STALL_BIT);
+		w.record(3, FAIL | SlidingWindow.INCOMPLETE_BIT);
+
+		assertThat(w.calls()).isEqualTo(4);
+		assertThat(w.failures()).isEqualTo(2);
+		assertThat(w.slowCalls()).isEqualTo(1);
+		assertThat(w.stalls()).isEqualTo(1);
+		assertThat(w.incomplete()).isEqualTo(1);
+		assertThat(w.failureRate()).isEqualTo(0.5);
+		assertConsistent(w);
+	}
+
+	@Test
+	void bucketsSlideOutAndAreSubtractedFromTheTotals() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(0, FAIL);                  // epoch 0
+		w.record(SECOND, OK);               // epoch 1
+		w.record(2 * SECOND + 5, OK);       // epoch 2
+		assertThat(w.calls()).isEqualTo(3);
+
+		w.record(3 * SECOND, OK);           // epoch 3 evicts epoch 0 (the failure)
+		assertThat(w.calls()).isEqualTo(3);
+		assertThat(w.failures()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void readingAfterALongSilenceShowsAnEmptyWindow() {
+		TimeWindow w = new TimeWindow(60, SECOND, 0);
+		w.record(0, FAIL);
+		w.record(SECOND, FAIL);
+		w.advanceTo(59 * SECOND);
+		assertThat(w.calls()).isEqualTo(2);
+		w.advanceTo(60 * SECOND);
+		assertThat(w.calls()).isEqualTo(1);
+		w.advanceTo(1000 * SECOND);
+		assertThat(w.calls()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void aJumpFarAheadEmptiesEveryBucketOnce() {
+		TimeWindow w = new TimeWindow(4, SECOND, 0);
+		for (int i = 0; i < 4; i++) {
+			w.record(i * SECOND, FAIL);
+		}
+		w.record(1_000_000 * SECOND, OK);
+		assertThat(w.calls()).isEqualTo(1);
+		assertThat(w.failures()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void lateRecordsInsideTheWindowLandInTheirOwnBucket() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(2 * SECOND, OK);
+		w.record(SECOND, FAIL); // a thread that read the clock a second ago
+		assertThat(w.failures()).isEqualTo(1);
+
+		w.record(4 * SECOND, OK); // epoch 1 slides out with its failure
+		assertThat(w.failures()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void recordsOlderThanTheWindowAreDropped() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(10 * SECOND, OK);
+		assertThat(w.record(7 * SECOND, FAIL)).isFalse();
+		assertThat(w.record(8 * SECOND, FAIL)).isTrue();
+		assertThat(w.calls()).isEqualTo(2);
+		assertConsistent(w);
+	}
+
+	@Test
+	void aClockSteppingBackwardsNeverCorruptsTheCounts() {
+		TimeWindow w = new TimeWindow(5, SECOND, 0);
+		long[] times = { 100, 101, 50, 102, 99, 3, 104, 200, 150, 199, 201, -7, 205 };
+		long accepted = 0;
+		for (long t : times) {
+			if (w.record(t * SECOND, FAIL)) {
+				accepted++;
+			}
+			assertConsistent(w);
+			assertThat(w.calls()).isBetween(0L, accepted);
+			assertThat(w.failures()).isEqualTo(w.calls());
+		}
+		// the window ends at epoch 205: epochs 201 and 205 are inside, 200 and older are not
+		assertThat(w.calls()).isEqualTo(2);
+	}
+
+	@Test
+	void negativeClockOriginsWork() {
+		long start = Long.MIN_VALUE / 2;
+		TimeWindow w = new TimeWindow(3, SECOND, start);
+		w.record(start, FAIL);
+		w.record(start + SECOND, OK);
+		w.record(start + 3 * SECOND, OK);
+		assertThat(w.calls()).isEqualTo(2);
+		assertThat(w.failures()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void recordsFromBeforeTheWindowWasMadeAreDropped() {
+		TimeWindow w = new TimeWindow(3, SECOND, 100 * SECOND);
+		assertThat(w.record(97 * SECOND, FAIL)).isTrue();
+		assertThat(w.record(96 * SECOND, FAIL)).isFalse();
+		assertThat(w.calls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	@Test
+	void countsSaturateInsteadOfOverflowingIntoTheEpoch() {
+		TimeWindow w = new TimeWindow(1, SECOND, 0);
+		int max = (1 << 24) - 1;
+		for (int i = 0; i < max; i++) {
+			w.record(0, OK);
+		}
+		assertThat(w.record(0, OK)).isFalse();
+		assertThat(w.calls()).isEqualTo(max);
+		w.record(SECOND, OK);
+		assertThat(w.calls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	@Test
+	void resetEmptiesTheWindowButKeepsCounting() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(0, FAIL);
+		w.record(SECOND, FAIL);
+		w.reset();
+		assertThat(w.calls()).isZero();
+		w.record(SECOND, OK);
+		assertThat(w.calls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+}
