@@ -187,7 +187,14 @@ public final class FallbackChain<T> {
 		 * @throws IllegalArgumentException when {@code null}, empty or holding {@code null}
 		 */
 		public Builder<T> triggers(Set<FallbackTrigger> enteredBy) {
-			if (enteredBy == null || enteredBy.isEmpty() || enteredBy.contains(null)) {
+			boolean valid = enteredBy != null && !enteredBy.isEmpty();
+			if (valid) {
+				// not contains(null): immutable sets throw on that
+				for (FallbackTrigger t : enteredBy) {
+					valid &= t != null;
+				}
+			}
+			if (!valid) {
 				throw new IllegalArgumentException("triggers must name at least one trigger and no null, was " + enteredBy);
 			}
 			this.triggers = EnumSet.copyOf(enteredBy);
