@@ -77,9 +77,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** How long a decided stall waits for a chunk that was already on its way (1 ms). */
 	public static final long CONFIRM_DELAY_NANOS = 1_000_000L;
 
-	static final int ACTIVE = 0;
-	static final int EMITTING = 1;
-	static final int DONE = 2;
+	/** {@link #state} once a terminal signal won; otherwise even (idle) or odd (slow-path delivery). */
+	static final int DONE = -1;
 
 	private static final Disposable CANCELLED_TIMER = () -> {
 	};
@@ -113,10 +112,26 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** Twice the chunks started, plus one while a chunk is being delivered. Written by onNext only. */
 	volatile long seq;
 
-	/** Non-zero once the deadline task closed it (or the stream ended): chunks take the slow path. */
+	/** Non-zero (bits {@link #GATE_STALL}, {@link #GATE_ABORT}, {@link #GATE_END}): chunks take the slow path. */
 	volatile int gate;
 
-	/** ACTIVE, EMITTING (a slow-path chunk is being delivered) or DONE (a terminal signal won). */
+	static final int GATE_STALL = 1;
+	static final int GATE_ABORT = 2;
+	static final int GATE_END = 4;
+
+	volatile Throwable abortCause;
+	static final AtomicReferenceFieldUpdater<StallWatch, Throwable> ABORT_CAUSE =
+			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Throwable.class, "abortCause");
+
+	volatile Disposable abortTask;
+	static final AtomicReferenceFieldUpdater<StallWatch, Disposable> ABORT_TASK =
+			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Disposable.class, "abortTask");
+
+	/**
+	 * {@link #DONE} once a terminal signal won; else a version number, odd while a slow-path chunk is
+	 * being delivered. The version moves on with every slow-path chunk, so a CAS from a value read
+	 * earlier fails if a chunk slipped in between.
+	 */
 	volatile int state;
 	static final AtomicIntegerFieldUpdater<StallWatch> STATE =
 			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "state");
@@ -260,7 +275,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	/** The gate is closed: a stall is being confirmed, or the stream has ended. */
 	private void slowNext(T t, long s) {
-		if (ended != 0 || !STATE.compareAndSet(this, ACTIVE, EMITTING)) {
+		int v = state;
+		if (ended != 0 || v < 0 || (v & 1) != 0 || !STATE.compareAndSet(this, v, v + 1)) {
 			SEQ.setRelease(this, s + 2L);
 			Operators.onNextDropped(t, actual.currentContext());
 			return;
@@ -270,13 +286,26 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			flagged(t, f);
 		}
 		actual.onNext(t);
-		STATE.set(this, ACTIVE);
+		STATE.set(this, v + 2 < 0 ? 0 : v + 2);
 		SEQ.setRelease(this, s + 2L);
+	}
+
+	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
+	private boolean win() {
+		for (;;) {
+			int v = state;
+			if (v < 0) {
+				return false;
+			}
+			if (STATE.compareAndSet(this, v, DONE)) {
+				return true;
+			}
+		}
 	}
 
 	@Override
 	public void onError(Throwable t) {
-		if (!STATE.compareAndSet(this, ACTIVE, DONE)) {
+		if (!win()) {
 			Operators.onErrorDropped(t, actual.currentContext());
 			return;
 		}
@@ -285,7 +314,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	@Override
 	public void onComplete() {
-		if (!STATE.compareAndSet(this, ACTIVE, DONE)) {
+		if (!win()) {
 			return;
 		}
 		if (completeSeen || !requireTerminal) {
@@ -345,7 +374,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			armNext(now);
 			return;
 		}
-		GATE.setVolatile(this, 1);
+		GATE.getAndBitwiseOr(this, GATE_STALL);
 		pendingPhase = phase;
 		decidedAt = now;
 		pendingActivity = activitySeen();
@@ -353,8 +382,12 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	}
 
 	private void confirm(long now) {
+		int v = state;
+		if (v < 0) {
+			return;
+		}
 		long s = (long) SEQ.getVolatile(this);
-		if ((s & 1L) != 0L) {
+		if ((v & 1) != 0 || (s & 1L) != 0L) {
 			// a chunk is being delivered: look again once it is through
 			schedule(CONFIRM_DELAY_NANOS);
 			return;
@@ -365,16 +398,17 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			pendingPhase = null;
 			seenActivity = activitySeen();
 			silentChecks = 0;
-			GATE.setVolatile(this, 0);
+			GATE.getAndBitwiseAnd(this, ~GATE_STALL);
 			if (state == DONE || ended != 0) {
 				return;
 			}
 			armNext(now);
 			return;
 		}
-		if (!STATE.compareAndSet(this, ACTIVE, DONE)) {
-			if (state == EMITTING) {
-				schedule(CONFIRM_DELAY_NANOS);
+		if (!STATE.compareAndSet(this, v, DONE)) {
+			if (state >= 0) {
+				// a chunk slipped in since we looked: decide again on fresh state
+				schedule(0L);
 			}
 			return;
 		}
@@ -383,6 +417,70 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			up.cancel();
 		}
 		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - startNanos)));
+	}
+
+	/**
+	 * Ends the attempt from outside (the guard uses it when a lane permit is preempted): cancels the
+	 * upstream and fails with {@code cause}, serialised with chunk delivery like a stall, so it
+	 * reaches the subscriber within about {@link #CONFIRM_DELAY_NANOS}. Only the first call counts;
+	 * does nothing once the attempt has ended.
+	 */
+	public void abort(Throwable cause) {
+		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause)) {
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_ABORT);
+		scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
+	}
+
+	void confirmAbort() {
+		int v = state;
+		if (v < 0 || ended != 0) {
+			return;
+		}
+		long s = (long) SEQ.getVolatile(this);
+		if ((v & 1) != 0 || (s & 1L) != 0L) {
+			scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
+			return;
+		}
+		if (!STATE.compareAndSet(this, v, DONE)) {
+			if (state >= 0) {
+				scheduleAbortConfirmation(0L);
+			}
+			return;
+		}
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.ERROR, abortCause);
+	}
+
+	private void scheduleAbortConfirmation(long delayNanos) {
+		Disposable next;
+		try {
+			next = timer.schedule(this::confirmAbort, delayNanos, TimeUnit.NANOSECONDS);
+		}
+		catch (Throwable rejected) {
+			if (win()) {
+				Subscription up = upstream;
+				if (up != null) {
+					up.cancel();
+				}
+				end(End.ERROR, abortCause);
+			}
+			return;
+		}
+		for (;;) {
+			Disposable current = abortTask;
+			if (current == CANCELLED_TIMER) {
+				next.dispose();
+				return;
+			}
+			if (ABORT_TASK.compareAndSet(this, current, next)) {
+				return;
+			}
+		}
 	}
 
 	/** Content chunks, plus heartbeats when they extend the idle deadline; read after reading seq. */
@@ -462,8 +560,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			next = timer.schedule(this, delayNanos, TimeUnit.NANOSECONDS);
 		}
 		catch (Throwable rejected) {
-			GATE.setVolatile(this, 1);
-			if (STATE.compareAndSet(this, ACTIVE, DONE)) {
+			GATE.getAndBitwiseOr(this, GATE_END);
+			if (win()) {
 				Subscription up = upstream;
 				if (up != null) {
 					up.cancel();
@@ -491,10 +589,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
-		GATE.setVolatile(this, 1);
+		GATE.getAndBitwiseOr(this, GATE_END);
 		Disposable t = TASK.getAndSet(this, CANCELLED_TIMER);
 		if (t != null) {
 			t.dispose();
+		}
+		Disposable a = ABORT_TASK.getAndSet(this, CANCELLED_TIMER);
+		if (a != null) {
+			a.dispose();
 		}
 		endNanos = timer.now(TimeUnit.NANOSECONDS);
 		terminal.onEnd(this, end, error);

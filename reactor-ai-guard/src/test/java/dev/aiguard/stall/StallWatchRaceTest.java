@@ -151,4 +151,29 @@ class StallWatchRaceTest {
 		boolean delivered = ts.isTerminatedError() && "x".equals(ts.expectTerminalError().getMessage());
 		assertThat(delivered ? 1 : 0).isEqualTo(1 - dropped.get());
 	}
+
+	@RepeatedTest(100)
+	void abortVersusNextDeliversOneErrorAndNoChunkAfterIt() {
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		CountingSubscription up = new CountingSubscription();
+		ManualClock clock = new ManualClock();
+		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), clock, ChunkInspector.chatChunks(),
+				terminal, true);
+		w.onSubscribe(up);
+		IllegalStateException preempted = new IllegalStateException("preempted");
+		w.abort(preempted);
+		RaceTestUtils.race(Schedulers.boundedElastic(), w::confirmAbort, () -> w.onNext(ChatChunk.token("a")));
+		// the manual clock does not run rescheduled confirmations: confirm again until it wins
+		while (terminal.ends.get() == 0) {
+			w.confirmAbort();
+		}
+		w.onNext(ChatChunk.token("late"));
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(ts.getProtocolErrors()).isEmpty();
+		assertThat(ts.expectTerminalError()).isSameAs(preempted);
+		assertThat(ts.getReceivedOnNext()).extracting(ChatChunk::text).doesNotContain("late");
+		assertThat(up.cancels).hasValue(1);
+	}
 }
