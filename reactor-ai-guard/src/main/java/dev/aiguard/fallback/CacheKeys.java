@@ -129,7 +129,8 @@ public final class CacheKeys {
 	 */
 	static String normalizeWhitespace(String text) {
 		int n = text.length();
-		boolean clean = n == 0 || (!Character.isWhitespace(text.charAt(0)) && !Character.isWhitespace(text.charAt(n - 1)));
+		boolean clean = n == 0
+				|| (!Character.isWhitespace(text.charAt(0)) && !Character.isWhitespace(text.charAt(n - 1)));
 		for (int i = 1; clean && i < n; i++) {
 			char c = text.charAt(i);
 			if (Character.isWhitespace(c) && (c != ' ' || Character.isWhitespace(text.charAt(i - 1)))) {

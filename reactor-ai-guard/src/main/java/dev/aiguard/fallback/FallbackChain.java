@@ -84,7 +84,10 @@ public final class FallbackChain<T> {
 		return Optional.ofNullable(timeout);
 	}
 
-	/** @return the scheduler step timeouts run on and step times are read from: the injected one, else {@link Schedulers#parallel()} as of now */
+	/**
+	 * @return the scheduler step timeouts run on and step times are read from: the injected one,
+	 *         else {@link Schedulers#parallel()} as of now
+	 */
 	public Scheduler timer() {
 		return timer != null ? timer : Schedulers.parallel();
 	}
@@ -174,8 +177,8 @@ public final class FallbackChain<T> {
 			}
 			Source source = step.source();
 			if (source == null || source == Source.REALTIME) {
-				throw new IllegalArgumentException("step source must be FALLBACK_MODEL, CACHE, LIGHTWEIGHT or STATIC, was "
-						+ source + " (" + step + ")");
+				throw new IllegalArgumentException(
+						"step source must be FALLBACK_MODEL, CACHE, LIGHTWEIGHT or STATIC, was " + source + " (" + step + ")");
 			}
 			steps.add(step);
 			return this;
@@ -195,7 +198,8 @@ public final class FallbackChain<T> {
 				}
 			}
 			if (!valid) {
-				throw new IllegalArgumentException("triggers must name at least one trigger and no null, was " + enteredBy);
+				throw new IllegalArgumentException(
+						"triggers must name at least one trigger and no null, was " + enteredBy);
 			}
 			this.triggers = EnumSet.copyOf(enteredBy);
 			return this;
