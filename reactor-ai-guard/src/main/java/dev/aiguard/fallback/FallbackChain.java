@@ -178,7 +178,8 @@ public final class FallbackChain<T> {
 			Source source = step.source();
 			if (source == null || source == Source.REALTIME) {
 				throw new IllegalArgumentException(
-						"step source must be FALLBACK_MODEL, CACHE, LIGHTWEIGHT or STATIC, was " + source + " (" + step + ")");
+						"step source must be FALLBACK_MODEL, CACHE, LIGHTWEIGHT or STATIC, was " + source
+								+ " (" + step + ")");
 			}
 			steps.add(step);
 			return this;
