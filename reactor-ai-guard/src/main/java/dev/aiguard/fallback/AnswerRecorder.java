@@ -1,0 +1,208 @@
+package dev.aiguard.fallback;
+
+import java.util.AbstractList;
+import java.util.List;
+import java.util.Objects;
+import java.util.RandomAccess;
+
+import dev.aiguard.Outcome;
+import reactor.core.publisher.Operators;
+import reactor.core.scheduler.Scheduler;
+import reactor.util.annotation.Nullable;
+import reactor.util.context.Context;
+
+/**
+ * Collects the chunks of a realtime answer while it streams, so a complete answer can be stored in
+ * a {@link ResponseCache} when it ends. One recorder per request; not thread-safe (it is fed from
+ * the stream's serialised signals).
+ *
+ * <pre>{@code
+ * AnswerRecorder<ChatChunk> recorder = AnswerRecorder.forCache(cache);
+ * // per delivered chunk (the guard skips heartbeats):
+ * recorder.record(chunk);
+ * // at the end of the request:
+ * recorder.storeIfComplete(cache, key, report.outcome(), report.outputTruncated(), laneScheduler);
+ * }</pre>
+ *
+ * <h2>Cost per chunk</h2>
+ * {@link #record} is O(1) in the worst case and never copies: chunks go into blocks of 16, 16,
+ * 32, 64... slots, so a growing answer allocates a new block now and then but never moves the
+ * chunks it already holds. Past the bound, the recorder drops what it holds and ignores the rest
+ * of the answer: it would not be stored anyway.
+ *
+ * @param <T> the chunk type
+ */
+public final class AnswerRecorder<T> {
+
+	private static final int FIRST_BLOCK = 16;
+	private static final int FIRST_BLOCK_SHIFT = 4;
+
+	private final int maxChunks;
+	@Nullable
+	private Object[][] blocks;
+	private int size;
+	private boolean overflowed;
+	private boolean discarded;
+
+	/**
+	 * @param maxChunks the most chunks an answer may have to be storable
+	 * @throws IllegalArgumentException when not positive
+	 */
+	public AnswerRecorder(int maxChunks) {
+		if (maxChunks <= 0) {
+			throw new IllegalArgumentException("maxChunks must be > 0, was " + maxChunks);
+		}
+		this.maxChunks = maxChunks;
+	}
+
+	/** @return a recorder bounded by the cache's {@link ResponseCache#maxChunksPerEntry()} */
+	public static <T> AnswerRecorder<T> forCache(ResponseCache<T> cache) {
+		Objects.requireNonNull(cache, "cache");
+		return new AnswerRecorder<>(cache.maxChunksPerEntry());
+	}
+
+	/**
+	 * Adds the next chunk of the answer; ignored once the answer overflowed or was discarded.
+	 *
+	 * @param chunk a chunk worth replaying (content, finish reason, terminal marker)
+	 */
+	public void record(T chunk) {
+		if (overflowed || discarded) {
+			return;
+		}
+		int i = size;
+		if (i == maxChunks) {
+			overflowed = true;
+			blocks = null;
+			size = 0;
+			return;
+		}
+		Object[][] b = blocks;
+		if (b == null) {
+			b = new Object[blockCount(maxChunks)][];
+			blocks = b;
+		}
+		int block = blockOf(i);
+		Object[] slots = b[block];
+		if (slots == null) {
+			slots = new Object[block == 0 ? FIRST_BLOCK : FIRST_BLOCK << (block - 1)];
+			b[block] = slots;
+		}
+		slots[offsetOf(i)] = chunk;
+		size = i + 1;
+	}
+
+	/** Marks the answer as not storable (for example: spliced from two attempts) and frees it. */
+	public void discard() {
+		discarded = true;
+		blocks = null;
+		size = 0;
+	}
+
+	/** @return the chunks recorded, 0 once overflowed or discarded */
+	public int size() {
+		return size;
+	}
+
+	/** @return whether the answer grew past the bound */
+	public boolean overflowed() {
+		return overflowed;
+	}
+
+	/** @return whether there is an answer within bound to store */
+	public boolean isStorable() {
+		return !overflowed && !discarded && size > 0;
+	}
+
+	/**
+	 * @return a read-only view of the chunks recorded so far, in order (empty once overflowed or
+	 *         discarded); chunks are not copied, and chunks recorded later do not appear in it
+	 */
+	public List<T> chunks() {
+		return new View();
+	}
+
+	/**
+	 * Stores the answer when, and only when, it is complete: outcome {@link Outcome#SUCCESS}, not
+	 * cut by the output limit, not overflowed or discarded, not empty, and a key is known. Incomplete,
+	 * stalled, failed, cancelled and truncated answers are never stored. A throwing cache is
+	 * isolated (its error goes to {@code Hooks.onErrorDropped}).
+	 *
+	 * @param cache where to store
+	 * @param key the request's cache key, or {@code null} (nothing is stored)
+	 * @param outcome how the request ended
+	 * @param outputTruncated whether the finish reason said the output limit cut the answer
+	 * @param blockingScheduler where the store runs when the cache {@linkplain ResponseCache#mayBlock()
+	 *        may block}; otherwise it runs on the calling thread
+	 * @return whether the answer was handed to the cache
+	 */
+	public boolean storeIfComplete(ResponseCache<T> cache, @Nullable Object key, Outcome outcome,
+			boolean outputTruncated, Scheduler blockingScheduler) {
+		Objects.requireNonNull(cache, "cache");
+		Objects.requireNonNull(outcome, "outcome");
+		Objects.requireNonNull(blockingScheduler, "blockingScheduler");
+		if (key == null || outcome != Outcome.SUCCESS || outputTruncated || !isStorable()
+				|| size > cache.maxChunksPerEntry()) {
+			return false;
+		}
+		List<T> answer = chunks();
+		if (cache.mayBlock()) {
+			try {
+				blockingScheduler.schedule(() -> store(cache, key, answer));
+				return true;
+			}
+			catch (Throwable rejected) {
+				Operators.onErrorDropped(rejected, Context.empty());
+				return false;
+			}
+		}
+		return store(cache, key, answer);
+	}
+
+	private static <T> boolean store(ResponseCache<T> cache, Object key, List<T> answer) {
+		try {
+			cache.store(key, answer);
+			return true;
+		}
+		catch (Throwable cacheFailure) {
+			Operators.onErrorDropped(cacheFailure, Context.empty());
+			return false;
+		}
+	}
+
+	// ---- block arithmetic: block 0 holds [0,16), block k >= 1 holds [16 * 2^(k-1), 16 * 2^k) ----
+
+	static int blockOf(int index) {
+		if (index < FIRST_BLOCK) {
+			return 0;
+		}
+		return (31 - Integer.numberOfLeadingZeros(index)) - (FIRST_BLOCK_SHIFT - 1);
+	}
+
+	static int offsetOf(int index) {
+		return index < FIRST_BLOCK ? index : index - Integer.highestOneBit(index);
+	}
+
+	static int blockCount(int maxChunks) {
+		return blockOf(maxChunks - 1) + 1;
+	}
+
+	/** Read-only, random-access view of the blocks. */
+	private final class View extends AbstractList<T> implements RandomAccess {
+
+		private final Object[][] viewBlocks = blocks;
+		private final int viewSize = size;
+
+		@Override
+		@SuppressWarnings("unchecked")
+		public T get(int index) {
+			Objects.checkIndex(index, viewSize);
+			return (T) viewBlocks[blockOf(index)][offsetOf(index)];
+		}
+
+		@Override
+		public int size() {
+			return viewSize;
+		}
+	}
+}

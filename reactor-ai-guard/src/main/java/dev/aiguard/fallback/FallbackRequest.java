@@ -1,0 +1,34 @@
+package dev.aiguard.fallback;
+
+import java.util.Objects;
+
+import dev.aiguard.Priority;
+import dev.aiguard.chat.ChatRequest;
+import reactor.util.annotation.Nullable;
+
+/**
+ * What a fallback step knows about the request it answers instead of the realtime model.
+ *
+ * <pre>{@code
+ * Fallback<ChatChunk> faq = Fallback.lightweight(req ->
+ *     req.chatRequest() == null ? Flux.empty() : faqIndex.answer(req.chatRequest().lastMessage().content()));
+ * }</pre>
+ *
+ * @param chatRequest the request as the caller made it (call form), or {@code null} when the guard
+ *        was applied with {@code transform} and never saw it
+ * @param cause why the realtime answer failed (a {@code BreakerOpenException}, an
+ *        {@code AdmissionRejectedException}, the last retry's error...)
+ * @param trigger the kind of failure that entered the ladder
+ * @param priority the priority the request runs at
+ * @param cacheKey the key under which a {@link ResponseCache} holds the answer to this request, or
+ *        {@code null} when the request has none (cache steps then miss)
+ */
+public record FallbackRequest(@Nullable ChatRequest chatRequest, Throwable cause, FallbackTrigger trigger,
+		Priority priority, @Nullable Object cacheKey) {
+
+	public FallbackRequest {
+		Objects.requireNonNull(cause, "cause");
+		Objects.requireNonNull(trigger, "trigger");
+		Objects.requireNonNull(priority, "priority");
+	}
+}
