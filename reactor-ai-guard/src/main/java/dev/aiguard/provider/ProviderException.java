@@ -1,5 +1,6 @@
 package dev.aiguard.provider;
 
+import dev.aiguard.retry.RetryHint;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -22,7 +23,7 @@ import java.util.Optional;
  * <p>These exceptions carry no stack trace: they are expected, frequent under load, and the trace
  * of an event-loop callback says nothing. Their messages never contain credentials.
  */
-public abstract class ProviderException extends RuntimeException {
+public abstract class ProviderException extends RuntimeException implements RetryHint {
 
 	private static final long serialVersionUID = 1L;
 
