@@ -99,6 +99,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private Throwable lastError;
 	@Nullable
 	private Outcome lastOutcome;
+	/** Why the scheduled retry is made; counted when it starts, not when it is scheduled. */
+	@Nullable
+	private String retryReason;
 
 	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
 	private volatile Stage stage = Stage.REALTIME;
@@ -242,6 +245,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			}
 			attemptPermit = permit;
 		}
+		String reason = retryReason;
+		if (reason != null) {
+			retryReason = null;
+			safely(() -> metrics.retried(policy.name(), priority, reason));
+		}
 		realtimeAttempts++;
 		Publisher<? extends T> source;
 		try {
@@ -383,6 +391,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		recordAttempt(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
+				// a continued answer keeps every token its failed attempts delivered: none was wasted
+				wastedTokens = 0L;
 				storeAnswer(watch);
 				actual.onComplete();
 				answered(Source.REALTIME);
@@ -468,8 +478,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 
 	private void scheduleRetry(Throwable error) {
 		Duration delay = retry.delayBefore(realtimeAttempts, error);
-		String reason = error.getClass().getSimpleName();
-		safely(() -> metrics.retried(policy.name(), priority, reason));
+		retryReason = error.getClass().getSimpleName();
 		try {
 			Disposable backoff = timer.schedule(this::nextAttempt, delay.toNanos(), TimeUnit.NANOSECONDS);
 			pendingRetry = backoff;
