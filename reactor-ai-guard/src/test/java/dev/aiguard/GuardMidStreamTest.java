@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
+import java.util.Random;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -299,6 +300,55 @@ class GuardMidStreamTest {
 		assertThat(text(seen)).isEqualTo("The quick brown fox jumps");
 		assertThat(reports.get(0).attempts()).extracting(GuardReport.Attempt::outcome)
 				.containsExactly(Outcome.STALLED, Outcome.SUCCESS);
+	}
+
+	/** Cuts {@code text} into 1 to 4 character deltas. */
+	static Flux<ChatChunk> randomChunks(String text, Random random) {
+		List<ChatChunk> chunks = new ArrayList<>();
+		for (int i = 0; i < text.length();) {
+			int end = Math.min(text.length(), i + 1 + random.nextInt(4));
+			chunks.add(ChatChunk.token(text.substring(i, end)));
+			i = end;
+		}
+		return Flux.fromIterable(chunks);
+	}
+
+	@Test
+	void acrossRandomCutsOverlapsAndChunkingTheSubscriberReadsTheWholeAnswerOnce() {
+		String[] words = "The quick brown fox jumps over the lazy dog while seven wizards hex".split("(?= )");
+		String whole = String.join("", words);
+		for (int seed = 0; seed < 200; seed++) {
+			Random random = new Random(seed);
+			// the first attempt breaks after `cut` words; each continuation repeats up to 3 words, then may break again
+			int cut = 1 + random.nextInt(words.length - 2);
+			int secondCut = cut + 1 + random.nextInt(words.length - cut - 1);
+			boolean twice = random.nextBoolean();
+			int overlap1 = random.nextInt(Math.min(cut, 3) + 1);
+			int overlap2 = random.nextInt(Math.min(secondCut, 3) + 1);
+			String first = String.join("", List.of(words).subList(0, cut));
+			String resumed = String.join("", List.of(words).subList(cut - overlap1, twice ? secondCut : words.length));
+			String last = String.join("", List.of(words).subList(secondCut - overlap2, words.length));
+			Model model = new Model(
+					request -> randomChunks(first, random).concatWith(Flux.error(new IOException("reset"))),
+					request -> twice ? randomChunks(resumed, random).concatWith(Flux.error(new IOException("again")))
+							: randomChunks(resumed, random).concatWith(Flux.just(ChatChunk.finish("stop"), ChatChunk.done())),
+					request -> randomChunks(last, random).concatWith(Flux.just(ChatChunk.finish("stop"), ChatChunk.done())));
+			reports.clear();
+			List<ChatChunk> seen = new CopyOnWriteArrayList<>();
+
+			StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
+									.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 2))
+									.build())
+							.call(QUESTION, model)
+							.doOnNext(seen::add))
+					.thenConsumeWhile(c -> true)
+					.verifyComplete();
+
+			assertThat(text(seen)).as("seed " + seed).isEqualTo(whole);
+			assertThat(model.received).as("seed " + seed).hasSize(twice ? 3 : 2);
+			assertThat(model.received.get(model.received.size() - 1).lastMessage().content()).as("seed " + seed)
+					.isEqualTo(twice ? String.join("", List.of(words).subList(0, secondCut)) : first);
+		}
 	}
 
 	@Test

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
+import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -400,6 +401,76 @@ class GuardRetryTest {
 		assertThat(reports.get(0).attempts()).extracting(GuardReport.Attempt::tokens).containsExactly(0L, 2L);
 	}
 
+	/** Cuts {@code text} into 1 to 4 character deltas. */
+	static List<ChatChunk> randomChunks(String text, Random random) {
+		List<ChatChunk> chunks = new ArrayList<>();
+		for (int i = 0; i < text.length();) {
+			int end = Math.min(text.length(), i + 1 + random.nextInt(4));
+			chunks.add(ChatChunk.token(text.substring(i, end)));
+			i = end;
+		}
+		return chunks;
+	}
+
+	@Test
+	void acrossRandomFailureScriptsTheSubscriberSeesTheAnswerOnceOrAPrefixOfItOnce() {
+		String answer = "The quick brown fox jumps over the lazy dog.";
+		for (int seed = 0; seed < 200; seed++) {
+			Random random = new Random(seed);
+			// up to 4 failures before any token, then one attempt that streams and may break midway
+			int failuresBefore = random.nextInt(5);
+			boolean breaksMidway = random.nextBoolean();
+			List<ChatChunk> chunks = randomChunks(answer, random);
+			int cut = 1 + random.nextInt(chunks.size() - 1);
+			List<Supplier<Flux<ChatChunk>>> script = new ArrayList<>();
+			for (int i = 0; i < failuresBefore; i++) {
+				switch (random.nextInt(3)) {
+					case 0:
+						script.add(() -> Flux.error(http(503)));
+						break;
+					case 1:
+						script.add(() -> Flux.error(new IOException("reset")));
+						break;
+					default:
+						script.add(Flux::empty);
+				}
+			}
+			script.add(breaksMidway
+					? () -> Flux.fromIterable(chunks.subList(0, cut)).concatWith(Flux.error(new IOException("cut")))
+					: () -> Flux.fromIterable(chunks).concatWith(Flux.just(ChatChunk.finish("stop"), ChatChunk.done())));
+			script.add(() -> Flux.just(ChatChunk.token("a stray resubscribe")));
+			reports.clear();
+			List<ChatChunk> seen = new CopyOnWriteArrayList<>();
+			VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+			try {
+				@SuppressWarnings("unchecked")
+				ScriptedUpstream upstream = new ScriptedUpstream(vts, script.toArray(new Supplier[0]));
+				TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+				upstream.flux().transform(AiGuard.of(policy(vts).retry(RetrySpec.backoff(5, Duration.ofMillis(100))
+						.random(random::nextDouble)).build())).doOnNext(seen::add).subscribe(ts);
+				vts.advanceTimeBy(Duration.ofMinutes(1));
+
+				StringBuilder text = new StringBuilder();
+				seen.forEach(c -> text.append(c.text()));
+				assertThat(upstream.subscriptions()).as("seed " + seed).isEqualTo(failuresBefore + 1);
+				if (breaksMidway) {
+					assertThat(ts.expectTerminalError()).as("seed " + seed).isInstanceOf(PartialStreamException.class);
+					StringBuilder prefix = new StringBuilder();
+					chunks.subList(0, cut).forEach(c -> prefix.append(c.text()));
+					assertThat(text.toString()).as("seed " + seed).isEqualTo(prefix.toString());
+				}
+				else {
+					assertThat(ts.isTerminatedComplete()).as("seed " + seed).isTrue();
+					assertThat(text.toString()).as("seed " + seed).isEqualTo(answer);
+				}
+				assertThat(reports).singleElement().satisfies(r -> assertThat(r.attempts()).hasSize(failuresBefore + 1));
+			}
+			finally {
+				vts.dispose();
+			}
+		}
+	}
+
 	@Test
 	void demandCarriesOverToTheRetryMinusWhatTheFailedAttemptEmitted() {
 		ScriptedUpstream[] upstream = new ScriptedUpstream[1];
@@ -495,7 +566,10 @@ class GuardRetryTest {
 				attempts.incrementAndGet();
 				return Flux.error(http(503));
 			});
-			Flux<ChatChunk> guarded = failing.transform(AiGuard.of(policy(vts).retry(RetrySpec.defaults())
+			// the default spec, with its jitter drawn from a seeded source so the run is repeatable
+			Random jitter = new Random(42);
+			Flux<ChatChunk> guarded = failing.transform(AiGuard.of(policy(vts)
+					.retry(RetrySpec.defaults().random(jitter::nextDouble))
 					.retryBudget(budget).build()));
 			List<TestSubscriber<ChatChunk>> subscribers = new CopyOnWriteArrayList<>();
 			// 20 requests per second for 50 seconds
