@@ -80,8 +80,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	@Nullable
 	private final CircuitBreaker breaker;
 
+	/** What continuations build on: the caller's request, or the truncated one that fit. */
 	@Nullable
-	private final ChatRequest originalRequest;
+	private ChatRequest originalRequest;
 	@Nullable
 	private ChatRequest request;
 
@@ -282,6 +283,13 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		source.subscribe(watch);
+		if (cancelled != 0) {
+			// a cancel that reached the watch before its upstream's onSubscribe could not cancel that upstream
+			Object up = watch.scanUnsafe(Attr.PARENT);
+			if (up instanceof Subscription) {
+				((Subscription) up).cancel();
+			}
+		}
 	}
 
 	/** The subscriber chunks go to: the actual one, or a tap when something must see them. */
@@ -449,12 +457,12 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	/** @return whether a smaller request is on its way */
 	private boolean truncate(ContextLengthExceededException e) {
 		TruncationSpec spec = policy.truncation();
-		if (!callForm || spec == null || request == null) {
+		if (!callForm || spec == null || request == null || spec.maxTruncations() == 0) {
 			return false;
 		}
 		if (truncations >= spec.maxTruncations()) {
 			failWith(new PromptTooLargeException(e.limit().orElse(-1),
-					spec.counter().count(request.messages())), Outcome.CLIENT_ERROR);
+					spec.counter().count(request.messages()), e), Outcome.CLIENT_ERROR);
 			return true;
 		}
 		TruncationSpec.Result shrunk;
@@ -462,7 +470,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			shrunk = spec.shrink(request, e.limit(), e.actual());
 		}
 		catch (PromptTooLargeException tooLarge) {
-			failWith(tooLarge, Outcome.CLIENT_ERROR);
+			failWith(tooLarge.getCause() != null ? tooLarge
+					: new PromptTooLargeException(tooLarge.limit().orElse(-1), tooLarge.smallestSize(), e),
+					Outcome.CLIENT_ERROR);
 			return true;
 		}
 		catch (Throwable truncatorFailure) {
@@ -471,6 +481,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		truncations++;
 		request = shrunk.request();
+		// truncation only happens before the first token, so no continuation was built on the old prompt
+		originalRequest = request;
 		safely(() -> metrics.promptTruncated(policy.name(), priority, shrunk.tokensDropped()));
 		nextAttempt();
 		return true;

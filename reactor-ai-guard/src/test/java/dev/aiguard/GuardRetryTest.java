@@ -758,6 +758,39 @@ class GuardRetryTest {
 	}
 
 	@Test
+	void aCancelArrivingWhileTheRetryIsBeingSubscribedStillCancelsItsUpstream() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		try {
+			PriorityLanes lanes = lanes(vts);
+			AtomicInteger running = new AtomicInteger();
+			AtomicInteger subscriptions = new AtomicInteger();
+			TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+			Flux<ChatChunk> upstream = Flux.defer(() -> {
+				if (subscriptions.getAndIncrement() == 0) {
+					return Flux.error(http(503));
+				}
+				// the user leaves while the retry is connecting: before the attempt's onSubscribe
+				ts.cancel();
+				return Flux.<ChatChunk>never()
+						.doOnSubscribe(s -> running.incrementAndGet())
+						.doOnCancel(running::decrementAndGet);
+			});
+			upstream.transform(AiGuard.of(policy(vts).lanes(lanes)
+					.retry(RetrySpec.backoff(3, Duration.ofMillis(500)).jitter(0)).build())).subscribe(ts);
+
+			vts.advanceTimeBy(Duration.ofSeconds(1));
+
+			assertThat(subscriptions).hasValue(2);
+			assertThat(running).as("the retry's upstream was cancelled").hasValue(0);
+			assertLaneFree(lanes);
+			assertThat(reports).singleElement().extracting(GuardReport::outcome).isEqualTo(Outcome.CANCELLED);
+		}
+		finally {
+			vts.dispose();
+		}
+	}
+
+	@Test
 	void aRetryThatFindsTheBreakerOpenEndsWithTheUpstreamErrorAndIsNotCounted() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		try {

@@ -177,6 +177,8 @@ class GuardTruncationTest {
 					assertThat(e).isInstanceOf(PromptTooLargeException.class);
 					PromptTooLargeException tooLarge = (PromptTooLargeException) e;
 					assertThat(tooLarge.smallestSize()).isGreaterThan(tooLarge.limit().orElseThrow());
+					assertThat(tooLarge.getCause()).as("the provider's refusal")
+							.isInstanceOf(ContextLengthExceededException.class);
 				})
 				.verify(Duration.ofSeconds(5));
 
@@ -188,6 +190,65 @@ class GuardTruncationTest {
 			assertThat(r.error()).isInstanceOf(PromptTooLargeException.class);
 			assertThat(r.attempts()).hasSize(1);
 		});
+	}
+
+	@Test
+	void aContinuationAfterATruncationBuildsOnThePromptThatFit() {
+		ChatRequest original = longConversation(512);
+		List<ChatRequest> received = new CopyOnWriteArrayList<>();
+		Function<ChatRequest, Flux<ChatChunk>> model = request -> {
+			received.add(request);
+			int prompt = providerTokens(request);
+			if (prompt + reservedOutput(request, 0) > CONTEXT_LIMIT) {
+				return Flux.error(openAiContextError(prompt));
+			}
+			// the first answer that fits breaks after three tokens; the continuation repeats one word
+			return received.size() == 2
+					? Flux.just(ChatChunk.token("The"), ChatChunk.token(" quick"), ChatChunk.token(" brown"))
+							.concatWith(Flux.error(new java.io.IOException("reset")))
+					: answer("brown fox", " jumps");
+		};
+		List<ChatChunk> seen = new CopyOnWriteArrayList<>();
+
+		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
+								.truncation(TruncationSpec.defaults())
+								.midStream(dev.aiguard.retry.MidStreamPolicy.continueWith(
+										dev.aiguard.retry.ContinuationStrategy.ASSISTANT_PREFILL, 1))
+								.build())
+						.call(original, model)
+						.doOnNext(seen::add))
+				.thenConsumeWhile(c -> true)
+				.verifyComplete();
+
+		assertThat(received).hasSize(3);
+		ChatRequest truncated = received.get(1);
+		ChatRequest continuation = received.get(2);
+		assertThat(continuation.messages().subList(0, truncated.messages().size()))
+				.as("the continuation extends the truncated prompt, not the one that did not fit")
+				.containsExactlyElementsOf(truncated.messages());
+		assertThat(continuation.lastMessage()).isEqualTo(ChatMessage.assistant("The quick brown"));
+		StringBuilder text = new StringBuilder();
+		seen.forEach(c -> text.append(c.text()));
+		assertThat(text.toString()).isEqualTo("The quick brown fox jumps");
+		assertThat(reports.get(0).attempts()).extracting(GuardReport.Attempt::outcome)
+				.containsExactly(Outcome.CLIENT_ERROR, Outcome.FAILURE, Outcome.SUCCESS);
+	}
+
+	@Test
+	void maxTruncationsZeroTurnsTruncationOffAndPassesTheContextErrorOn() {
+		ChatRequest original = longConversation(512);
+		Provider provider = new Provider(GuardTruncationTest::openAiContextError, 0);
+
+		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
+								.truncation(TruncationSpec.defaults().maxTruncations(0))
+								.build())
+						.call(original, provider))
+				.expectError(ContextLengthExceededException.class)
+				.verify(Duration.ofSeconds(5));
+
+		assertThat(provider.received).hasSize(1);
+		assertThat(metrics.promptTruncated).isEmpty();
+		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.CLIENT_ERROR);
 	}
 
 	@Test
@@ -206,7 +267,10 @@ class GuardTruncationTest {
 							received.add(request);
 							return Flux.error(refusal);
 						}))
-				.expectError(PromptTooLargeException.class)
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(PromptTooLargeException.class);
+					assertThat(e.getCause()).as("the provider's last refusal").isSameAs(refusal);
+				})
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(received).hasSize(3);
