@@ -103,6 +103,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	/** Why the scheduled retry is made; counted when it starts, not when it is scheduled. */
 	@Nullable
 	private String retryReason;
+	/** A continuation request is about to be sent; counted once it has the breaker's permission. */
+	private boolean continuing;
 
 	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
 	private volatile Stage stage = Stage.REALTIME;
@@ -234,8 +236,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			if (permit == null) {
 				BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
 				if (deliveredTokens > 0L) {
-					// a continuation was refused: the partial answer stands as the policy says
-					midStreamFailure(lastError != null ? lastError : refused, lastOutcome);
+					// a continuation was refused: the partial answer stands, failed as fail() says (no further try)
+					failWith(policy.midStream().failure(lastError != null ? lastError : refused, deliveredTokens),
+							lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 				}
 				else {
 					Throwable cause = lastError != null ? lastError : refused;
@@ -250,6 +253,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (reason != null) {
 			retryReason = null;
 			safely(() -> metrics.retried(policy.name(), priority, reason));
+		}
+		if (continuing) {
+			continuing = false;
+			safely(() -> metrics.continued(policy.name(), priority));
 		}
 		realtimeAttempts++;
 		Publisher<? extends T> source;
@@ -547,7 +554,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		continuations++;
 		request = next;
 		t.discardRecording();
-		safely(() -> metrics.continued(policy.name(), priority));
+		continuing = true;
 		nextAttempt();
 		return true;
 	}

@@ -422,6 +422,36 @@ class GuardMidStreamTest {
 	}
 
 	@Test
+	void aContinuationRefusedByAnOpenBreakerFailsPartialWithTheStreamsOwnFailure() {
+		dev.aiguard.breaker.CircuitBreaker breaker = dev.aiguard.breaker.CircuitBreaker.of("it-midstream",
+				dev.aiguard.breaker.BreakerConfig.defaults());
+		IOException reset = new IOException("reset");
+		Model model = new Model(
+				request -> tokens("The", " quick").concatWith(Flux.defer(() -> {
+					breaker.transitionToForcedOpen();
+					return Flux.error(reset);
+				})),
+				request -> answer("never sent"));
+
+		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
+								.breaker(breaker)
+								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 2))
+								.build())
+						.call(QUESTION, model))
+				.expectNextCount(2)
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(PartialStreamException.class);
+					assertThat(((PartialStreamException) e).tokensDelivered()).isEqualTo(2);
+					assertThat(e.getCause()).isSameAs(reset);
+				})
+				.verify(Duration.ofSeconds(5));
+
+		assertThat(model.received).hasSize(1);
+		assertThat(metrics.continued.sum()).as("no continuation request was sent").isZero();
+		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.FAILURE);
+	}
+
+	@Test
 	void aToolCallStreamIsNeverContinuedItFailsInstead() {
 		ChatChunk toolCall = new ChatChunk("", null, null, null,
 				List.of(new ToolCallDelta(0, "call_1", "get_weather", "{\"city\":\"Par")), false, false);
