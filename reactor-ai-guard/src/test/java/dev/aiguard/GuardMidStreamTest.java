@@ -12,6 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 
+import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -423,8 +425,7 @@ class GuardMidStreamTest {
 
 	@Test
 	void aContinuationRefusedByAnOpenBreakerFailsPartialWithTheStreamsOwnFailure() {
-		dev.aiguard.breaker.CircuitBreaker breaker = dev.aiguard.breaker.CircuitBreaker.of("it-midstream",
-				dev.aiguard.breaker.BreakerConfig.defaults());
+		CircuitBreaker breaker = CircuitBreaker.of("it-midstream", BreakerConfig.defaults());
 		IOException reset = new IOException("reset");
 		Model model = new Model(
 				request -> tokens("The", " quick").concatWith(Flux.defer(() -> {

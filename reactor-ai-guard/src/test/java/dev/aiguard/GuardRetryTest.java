@@ -526,6 +526,8 @@ class GuardRetryTest {
 			// each request that stopped short of its 3 tries was stopped by the budget, and said so once
 			long stoppedByBudget = reports.stream().filter(r -> r.attempts().size() < 3).count();
 			assertThat(metrics.retryBudgetExhausted.sum()).isEqualTo(stoppedByBudget).isPositive();
+			assertThat(metrics.ended.get(Outcome.FAILURE).sum()).as("one outcome per attempt")
+					.isEqualTo(attempts.get());
 		}
 		finally {
 			vts.dispose();

@@ -1,5 +1,6 @@
 package dev.aiguard;
 
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +19,8 @@ import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.provider.ProviderException;
+import dev.aiguard.retry.ContinuationStrategy;
+import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.truncation.PromptTooLargeException;
@@ -205,15 +208,14 @@ class GuardTruncationTest {
 			// the first answer that fits breaks after three tokens; the continuation repeats one word
 			return received.size() == 2
 					? Flux.just(ChatChunk.token("The"), ChatChunk.token(" quick"), ChatChunk.token(" brown"))
-							.concatWith(Flux.error(new java.io.IOException("reset")))
+							.concatWith(Flux.error(new IOException("reset")))
 					: answer("brown fox", " jumps");
 		};
 		List<ChatChunk> seen = new CopyOnWriteArrayList<>();
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
 								.truncation(TruncationSpec.defaults())
-								.midStream(dev.aiguard.retry.MidStreamPolicy.continueWith(
-										dev.aiguard.retry.ContinuationStrategy.ASSISTANT_PREFILL, 1))
+								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 1))
 								.build())
 						.call(original, model)
 						.doOnNext(seen::add))
