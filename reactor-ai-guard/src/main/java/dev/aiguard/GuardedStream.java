@@ -286,6 +286,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (tap == null) {
 			tap = new Tap<>(actual, this);
 		}
+		else if (record && continuations == 0) {
+			tap.restartRecording();
+		}
 		tap.recording = record;
 		tap.collectingText = text;
 		return tap;
@@ -564,6 +567,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			failWith(cause, outcome);
 			return;
 		}
+		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
+		lastOutcome = outcome;
 		Object key = CacheKeys.keyOf(policy.cacheKey(), request);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
 		LanePermit lp = lanePermit;
@@ -780,7 +785,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		final CoreSubscriber<? super T> actual;
 		final GuardedStream<T> parent;
 		@Nullable
-		final AnswerRecorder<T> recorder;
+		final ResponseCache<T> cache;
+		@Nullable
+		AnswerRecorder<T> recorder;
 		final StringBuilder text = new StringBuilder();
 		boolean recording;
 		boolean collectingText;
@@ -791,8 +798,16 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		Tap(CoreSubscriber<? super T> actual, GuardedStream<T> parent) {
 			this.actual = actual;
 			this.parent = parent;
-			ResponseCache<T> cache = (ResponseCache<T>) parent.policy.responseCache();
-			this.recorder = cache != null && parent.callForm ? AnswerRecorder.forCache(cache) : null;
+			this.cache = parent.callForm ? (ResponseCache<T>) parent.policy.responseCache() : null;
+			this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
+		}
+
+		/** A retry starts: what a failed attempt sent before its first token is not part of the answer. */
+		void restartRecording() {
+			AnswerRecorder<T> r = recorder;
+			if (cache != null && r != null && (r.size() > 0 || r.overflowed())) {
+				recorder = AnswerRecorder.forCache(cache);
+			}
 		}
 
 		void discardRecording() {

@@ -246,7 +246,7 @@ class AiGuardTest {
 		GuardSignals signals = GuardSignals.create();
 		List<Object> seen = new CopyOnWriteArrayList<>();
 		Flux<ChatChunk> guarded = answer("a", "b").transform(AiGuard.of(policy().build()));
-		StepVerifier.create(Flux.concat(
+		StepVerifier.create(Flux.mergeSequential(
 						signals.source().doOnNext(seen::add).then(Mono.<ChatChunk>empty()),
 						guarded.doOnNext(c -> seen.add(c.text())),
 						signals.report().doOnNext(seen::add).then(Mono.<ChatChunk>empty()))
