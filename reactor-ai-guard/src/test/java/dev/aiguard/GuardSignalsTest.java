@@ -215,6 +215,23 @@ class GuardSignalsTest {
 	}
 
 	@Test
+	void aHandlerCanAnnounceAFallbackSourceBeforeItsFirstToken() {
+		CircuitBreaker open = CircuitBreaker.builder("main").build();
+		open.transitionToForcedOpen();
+		AiGuard<ChatChunk> guard = AiGuard.of(policy().fallback(FallbackChain.<ChatChunk>builder()
+				.step(Fallback.staticText("Busy, sorry.")).build()).breaker(open).build());
+		GuardSignals signals = GuardSignals.create();
+		Flux<String> banner = signals.source().filter(s -> s != Source.REALTIME).map(s -> "source=" + s).flux();
+		Flux<String> tokens = guard.call(REQUEST, r -> answer("never")).filter(ChatChunk::hasContent)
+				.map(c -> "token=" + c.text());
+		Flux<String> done = signals.report().map(r -> "done=" + r.source()).flux();
+
+		StepVerifier.create(Flux.merge(banner, Flux.concat(tokens, done)).contextWrite(signals::into))
+				.expectNext("source=STATIC", "token=Busy, ", "token=sorry.", "done=STATIC")
+				.verifyComplete();
+	}
+
+	@Test
 	void aHandlerNamesTheSourceInItsDoneEvent() {
 		ResponseCache<ChatChunk> cache = ResponseCache.caffeine();
 		CircuitBreaker breaker = CircuitBreaker.builder("main").build();
