@@ -610,6 +610,39 @@ class GuardFallbackTest {
 	}
 
 	@Test
+	void demandCarriesOverFromTheFailedAttemptToTheFallbackAnswerExactly() {
+		ChatChunk role = new ChatChunk("", "assistant", null, null, null, false, false);
+		Step busy = answering(Source.STATIC, "busy", "now");
+
+		StepVerifier.create(AiGuard.of(policy(ladder(busy)).build())
+						.call(REQUEST, upstream(() -> Flux.just(role).concatWith(Flux.error(unavailable())))), 0)
+				.expectSubscription()
+				.thenRequest(2)
+				.expectNext(role, ChatChunk.token("busy"))
+				.thenRequest(1)
+				.expectNext(ChatChunk.token("now"))
+				.thenRequest(2)
+				.expectNext(ChatChunk.finish("stop"), ChatChunk.done())
+				.verifyComplete();
+
+		assertThat(reports.get(0).source()).isEqualTo(Source.STATIC);
+	}
+
+	@Test
+	void aFallbackAnswerWaitsForDemand() {
+		StepVerifier.create(AiGuard.of(policy(ladder(answering(Source.STATIC, "busy"))).breaker(openBreaker()).build())
+						.call(REQUEST, upstream(() -> answer("live"))), 0)
+				.expectSubscription()
+				.expectNoEvent(Duration.ofMillis(50))
+				.thenRequest(1)
+				.expectNext(ChatChunk.token("busy"))
+				.expectNoEvent(Duration.ofMillis(50))
+				.thenRequest(Long.MAX_VALUE)
+				.expectNext(ChatChunk.finish("stop"), ChatChunk.done())
+				.verifyComplete();
+	}
+
+	@Test
 	void theLadderStopsAtTheFirstStepThatAnswersAndTheModelStepGetsTheRequest() {
 		List<ChatRequest> askedTheSmallModel = new CopyOnWriteArrayList<>();
 		Fallback<ChatChunk> smallModel = Fallback.model(req -> {
