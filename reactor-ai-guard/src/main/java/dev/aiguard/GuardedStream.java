@@ -323,8 +323,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (w != null) {
 			w.cancel();
 		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request
-		finishCancelled();
+		// between attempts (waiting for admission, backing off) nothing else will end the request;
+		// once an attempt has started, its end (ours or one that won the race) finishes the request
+		if (w == null || backoff != null) {
+			finishCancelled();
+		}
 	}
 
 	private void handOver(StallWatch<T> watch) {
