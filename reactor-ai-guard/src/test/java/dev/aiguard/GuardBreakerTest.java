@@ -531,6 +531,36 @@ class GuardBreakerTest {
 	}
 
 	@Test
+	void stepVerifierWithVirtualTimeDrivesTheOpenWaitThroughTheGuard() {
+		AtomicReference<CircuitBreaker> built = new AtomicReference<>();
+		StepVerifier.withVirtualTime(() -> {
+					VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+					CircuitBreaker breaker = CircuitBreaker.builder("llm")
+							.config(tripsAfterTwoFailures().build())
+							.clock(() -> clock.now(NANOSECONDS))
+							.build();
+					built.set(breaker);
+					AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("chat").breaker(breaker)
+							.onReport(reports::add).build());
+					Flux<ChatChunk> failing = Flux.error(serverError());
+					return Flux.concat(
+							failing.transform(guard).onErrorResume(ProviderServerException.class, e -> Flux.empty()),
+							failing.transform(guard).onErrorResume(ProviderServerException.class, e -> Flux.empty()),
+							answer("x").transform(guard)
+									.onErrorResume(BreakerOpenException.class, e -> Flux.just(ChatChunk.token("open"))),
+							Mono.delay(OPEN_WAIT).thenMany(answer("back").transform(guard)));
+				})
+				.expectNext(ChatChunk.token("open"))
+				.expectNoEvent(OPEN_WAIT)
+				.expectNext(ChatChunk.token("back"), ChatChunk.finish("stop"), ChatChunk.done())
+				.verifyComplete();
+
+		assertThat(built.get().state()).isEqualTo(BreakerState.CLOSED);
+		assertThat(reports).extracting(GuardReport::outcome)
+				.containsExactly(Outcome.FAILURE, Outcome.FAILURE, Outcome.REJECTED, Outcome.SUCCESS);
+	}
+
+	@Test
 	void halfOpenLetsOnlyItsProbesThroughAndClosesWhenTheyEndHealthy() {
 		CircuitBreaker breaker = breaker(tripsAfterTwoFailures().halfOpenProbes(2).successesToClose(2).build());
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(breaker).build());
