@@ -181,8 +181,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			nextAttempt();
 			return;
 		}
-		Disposable waiting = lanes.acquire(priority).subscribe(this::admitted, this::notAdmitted);
+		Admission waiting = new Admission(this);
 		admission = waiting;
+		lanes.acquire(priority).subscribe(waiting);
 		if (cancelled != 0) {
 			waiting.dispose();
 		}
@@ -193,6 +194,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private void admitted(LanePermit permit) {
 		lanePermit = permit;
 		if (cancelled != 0) {
+			// a cancel racing the grant may have finished the request before it could see the permit
+			permit.release();
 			finishCancelled();
 			return;
 		}
@@ -326,8 +329,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (w != null) {
 			w.cancel();
 		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request
-		finishCancelled();
+		// between attempts (waiting for admission, backing off) nothing else will end the request;
+		// once an attempt has started, its end (ours or one that won the race) finishes the request
+		if (w == null || backoff != null) {
+			finishCancelled();
+		}
 	}
 
 	private void handOver(StallWatch<T> watch) {
@@ -387,6 +393,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		switch (end) {
 			case COMPLETED:
 				storeAnswer(watch);
+				releaseLane();
 				actual.onComplete();
 				answered(Source.REALTIME);
 				finish(outcome, null, watch.finishReason());
@@ -584,6 +591,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		switch (end) {
 			case COMPLETED:
+				releaseLane();
 				actual.onComplete();
 				if (stage == Stage.FALLBACK) {
 					finish(Outcome.SUCCESS, null, watch.finishReason());
@@ -597,6 +605,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 				finish(Outcome.CANCELLED, null, watch.finishReason());
 				break;
 			default:
+				releaseLane();
 				actual.onError(error);
 				finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, error, watch.finishReason());
 		}
@@ -607,8 +616,17 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			finishCancelled();
 			return;
 		}
+		releaseLane();
 		actual.onError(error);
 		finish(outcome, error, null);
+	}
+
+	/** Frees the lane before the subscriber hears of the end, so a request it starts from there finds the permit. */
+	private void releaseLane() {
+		LanePermit lp = lanePermit;
+		if (lp != null) {
+			lp.release();
+		}
 	}
 
 	private void source(Source chosen) {
@@ -646,6 +664,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			case INCOMPLETE:
 				return Outcome.INCOMPLETE;
 			default:
+				if (error instanceof PreemptedException) {
+					// the lanes took the permit back: not the upstream's fault, not a call for the breaker
+					return Outcome.REJECTED;
+				}
 				try {
 					Outcome o = policy.errorClassifier().apply(error);
 					return o != null ? o : Outcome.FAILURE;
@@ -773,6 +795,60 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return Attr.RunStyle.SYNC;
 		}
 		return null;
+	}
+
+	/**
+	 * Waits for the lane permit. Unlike a lambda subscriber it hands over a permit that arrives after
+	 * it was disposed (a cancel racing the grant), so the request can release it instead of dropping it.
+	 */
+	static final class Admission implements CoreSubscriber<LanePermit>, Disposable {
+
+		final GuardedStream<?> parent;
+
+		volatile Subscription s;
+		static final AtomicReferenceFieldUpdater<Admission, Subscription> S =
+				AtomicReferenceFieldUpdater.newUpdater(Admission.class, Subscription.class, "s");
+
+		Admission(GuardedStream<?> parent) {
+			this.parent = parent;
+		}
+
+		@Override
+		public Context currentContext() {
+			return parent.actual.currentContext();
+		}
+
+		@Override
+		public void onSubscribe(Subscription subscription) {
+			if (Operators.setOnce(S, this, subscription)) {
+				subscription.request(Long.MAX_VALUE);
+			}
+		}
+
+		@Override
+		public void onNext(LanePermit permit) {
+			parent.admitted(permit);
+		}
+
+		@Override
+		public void onError(Throwable rejection) {
+			parent.notAdmitted(rejection);
+		}
+
+		@Override
+		public void onComplete() {
+			// the permit, if any, was handed over in onNext
+		}
+
+		@Override
+		public void dispose() {
+			Operators.terminate(S, this);
+		}
+
+		@Override
+		public boolean isDisposed() {
+			return s == Operators.cancelledSubscription();
+		}
 	}
 
 	/**
