@@ -576,7 +576,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
 		lastOutcome = outcome;
-		Object key = CacheKeys.keyOf(policy.cacheKey(), request);
+		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
+		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
 		LanePermit lp = lanePermit;
 		Scheduler blocking = lp != null ? lp.scheduler() : Schedulers.boundedElastic();
@@ -648,7 +649,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		LanePermit lp = lanePermit;
-		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), request), Outcome.SUCCESS,
+		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
 				OutputLimits.isTruncation(watch.finishReason()),
 				lp != null ? lp.scheduler() : Schedulers.boundedElastic());
 	}
