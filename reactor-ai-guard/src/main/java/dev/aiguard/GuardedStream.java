@@ -80,9 +80,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	@Nullable
 	private final CircuitBreaker breaker;
 
+	@Nullable
+	private final ChatRequest originalRequest;
 	/** What continuations build on: the caller's request, or the truncated one that fit. */
 	@Nullable
-	private ChatRequest originalRequest;
+	private ChatRequest continuationBase;
 	@Nullable
 	private ChatRequest request;
 
@@ -155,6 +157,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		this.upstream = upstream;
 		this.callForm = callForm;
 		this.originalRequest = request;
+		this.continuationBase = request;
 		this.request = request;
 		this.guard = guard;
 		this.policy = guard.policy();
@@ -187,8 +190,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			nextAttempt();
 			return;
 		}
-		Disposable waiting = lanes.acquire(priority).subscribe(this::admitted, this::notAdmitted);
+		Admission waiting = new Admission(this);
 		admission = waiting;
+		lanes.acquire(priority).subscribe(waiting);
 		if (cancelled != 0) {
 			waiting.dispose();
 		}
@@ -199,6 +203,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private void admitted(LanePermit permit) {
 		lanePermit = permit;
 		if (cancelled != 0) {
+			// a cancel racing the grant may have finished the request before it could see the permit
+			permit.release();
 			finishCancelled();
 			return;
 		}
@@ -309,6 +315,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (tap == null) {
 			tap = new Tap<>(actual, this);
 		}
+		else if (record && continuations == 0) {
+			tap.restartRecording();
+		}
 		tap.recording = record;
 		tap.collectingText = text;
 		return tap;
@@ -346,8 +355,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (w != null) {
 			w.cancel();
 		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request
-		finishCancelled();
+		// between attempts (waiting for admission, backing off) nothing else will end the request;
+		// once an attempt has started, its end (ours or one that won the race) finishes the request
+		if (w == null || backoff != null) {
+			finishCancelled();
+		}
 	}
 
 	private void handOver(StallWatch<T> watch) {
@@ -409,6 +421,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 				// a continued answer keeps every token its failed attempts delivered: none was wasted
 				wastedTokens = 0L;
 				storeAnswer(watch);
+				releaseLane();
 				actual.onComplete();
 				answered(Source.REALTIME);
 				finish(outcome, null, watch.finishReason());
@@ -489,7 +502,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		truncations++;
 		request = shrunk.request();
 		// truncation only happens before the first token, so no continuation was built on the old prompt
-		originalRequest = request;
+		continuationBase = request;
 		safely(() -> metrics.promptTruncated(policy.name(), priority, shrunk.tokensDropped()));
 		nextAttempt();
 		return true;
@@ -546,7 +559,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		ChatRequest next;
 		try {
-			next = mid.continuation().continuation(originalRequest, t.text.toString(), t.toolCalls);
+			next = mid.continuation().continuation(continuationBase, t.text.toString(), t.toolCalls);
 		}
 		catch (ContinuationRefusedException refused) {
 			return false;
@@ -592,7 +605,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			failWith(cause, outcome);
 			return;
 		}
-		Object key = CacheKeys.keyOf(policy.cacheKey(), request);
+		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
+		lastOutcome = outcome;
+		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
+		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
 		LanePermit lp = lanePermit;
 		Scheduler blocking = lp != null ? lp.scheduler() : Schedulers.boundedElastic();
@@ -607,6 +623,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		switch (end) {
 			case COMPLETED:
+				releaseLane();
 				actual.onComplete();
 				if (stage == Stage.FALLBACK) {
 					finish(Outcome.SUCCESS, null, watch.finishReason());
@@ -620,6 +637,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 				finish(Outcome.CANCELLED, null, watch.finishReason());
 				break;
 			default:
+				releaseLane();
 				actual.onError(error);
 				finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, error, watch.finishReason());
 		}
@@ -630,8 +648,17 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			finishCancelled();
 			return;
 		}
+		releaseLane();
 		actual.onError(error);
 		finish(outcome, error, null);
+	}
+
+	/** Frees the lane before the subscriber hears of the end, so a request it starts from there finds the permit. */
+	private void releaseLane() {
+		LanePermit lp = lanePermit;
+		if (lp != null) {
+			lp.release();
+		}
 	}
 
 	private void source(Source chosen) {
@@ -653,7 +680,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		LanePermit lp = lanePermit;
-		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), request), Outcome.SUCCESS,
+		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
 				OutputLimits.isTruncation(watch.finishReason()),
 				lp != null ? lp.scheduler() : Schedulers.boundedElastic());
 	}
@@ -669,6 +696,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			case INCOMPLETE:
 				return Outcome.INCOMPLETE;
 			default:
+				if (error instanceof PreemptedException) {
+					// the lanes took the permit back: not the upstream's fault, not a call for the breaker
+					return Outcome.REJECTED;
+				}
 				try {
 					Outcome o = policy.errorClassifier().apply(error);
 					return o != null ? o : Outcome.FAILURE;
@@ -799,6 +830,60 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	}
 
 	/**
+	 * Waits for the lane permit. Unlike a lambda subscriber it hands over a permit that arrives after
+	 * it was disposed (a cancel racing the grant), so the request can release it instead of dropping it.
+	 */
+	static final class Admission implements CoreSubscriber<LanePermit>, Disposable {
+
+		final GuardedStream<?> parent;
+
+		volatile Subscription s;
+		static final AtomicReferenceFieldUpdater<Admission, Subscription> S =
+				AtomicReferenceFieldUpdater.newUpdater(Admission.class, Subscription.class, "s");
+
+		Admission(GuardedStream<?> parent) {
+			this.parent = parent;
+		}
+
+		@Override
+		public Context currentContext() {
+			return parent.actual.currentContext();
+		}
+
+		@Override
+		public void onSubscribe(Subscription subscription) {
+			if (Operators.setOnce(S, this, subscription)) {
+				subscription.request(Long.MAX_VALUE);
+			}
+		}
+
+		@Override
+		public void onNext(LanePermit permit) {
+			parent.admitted(permit);
+		}
+
+		@Override
+		public void onError(Throwable rejection) {
+			parent.notAdmitted(rejection);
+		}
+
+		@Override
+		public void onComplete() {
+			// the permit, if any, was handed over in onNext
+		}
+
+		@Override
+		public void dispose() {
+			Operators.terminate(S, this);
+		}
+
+		@Override
+		public boolean isDisposed() {
+			return s == Operators.cancelledSubscription();
+		}
+	}
+
+	/**
 	 * Sits between an attempt and the subscriber when something must see the chunks: it announces
 	 * the answer's source at the first chunk, records a realtime answer for the response cache, and
 	 * keeps the delivered text for a continuation. One per request, reused across attempts.
@@ -808,7 +893,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		final CoreSubscriber<? super T> actual;
 		final GuardedStream<T> parent;
 		@Nullable
-		final AnswerRecorder<T> recorder;
+		final ResponseCache<T> cache;
+		@Nullable
+		AnswerRecorder<T> recorder;
 		final StringBuilder text = new StringBuilder();
 		boolean recording;
 		boolean collectingText;
@@ -819,8 +906,16 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		Tap(CoreSubscriber<? super T> actual, GuardedStream<T> parent) {
 			this.actual = actual;
 			this.parent = parent;
-			ResponseCache<T> cache = (ResponseCache<T>) parent.policy.responseCache();
-			this.recorder = cache != null && parent.callForm ? AnswerRecorder.forCache(cache) : null;
+			this.cache = parent.callForm ? (ResponseCache<T>) parent.policy.responseCache() : null;
+			this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
+		}
+
+		/** A retry starts: what a failed attempt sent before its first token is not part of the answer. */
+		void restartRecording() {
+			AnswerRecorder<T> r = recorder;
+			if (cache != null && r != null && (r.size() > 0 || r.overflowed())) {
+				recorder = AnswerRecorder.forCache(cache);
+			}
 		}
 
 		void discardRecording() {
