@@ -296,13 +296,6 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		source.subscribe(watch);
-		if (cancelled != 0) {
-			// a cancel that reached the watch before its upstream's onSubscribe could not cancel that upstream
-			Object up = watch.scanUnsafe(Attr.PARENT);
-			if (up instanceof Subscription) {
-				((Subscription) up).cancel();
-			}
-		}
 	}
 
 	/** The subscriber chunks go to: the actual one, or a tap when something must see them. */
@@ -629,8 +622,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 					finish(Outcome.SUCCESS, null, watch.finishReason());
 				}
 				else {
-					// a notice ends the answer, but the attempt still failed
-					finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, lastError, watch.finishReason());
+					// a notice ends the answer, but the attempt still failed (its error is in the attempts)
+					finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, null, watch.finishReason());
 				}
 				break;
 			case CANCELLED:
