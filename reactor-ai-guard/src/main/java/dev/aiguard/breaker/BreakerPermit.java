@@ -25,4 +25,23 @@ public interface BreakerPermit {
 	 * @param timeToFirstTokenNanos nanoseconds to the first content chunk, or -1 when none arrived
 	 */
 	void record(Outcome outcome, long timeToFirstTokenNanos);
+
+	/**
+	 * Settles the permission at a time the caller has already read from the breaker's clock, so the
+	 * breaker reads no clock of its own (the guard passes the scheduler time it read for the attempt's
+	 * end). Same rules as {@link #record(Outcome, long)}; a permit that does not use time ignores
+	 * {@code nowNanos}.
+	 *
+	 * <pre>{@code
+	 * long now = scheduler.now(TimeUnit.NANOSECONDS);
+	 * permit.record(Outcome.SUCCESS, firstTokenAt - startedAt, now);
+	 * }</pre>
+	 *
+	 * @param outcome how the attempt ended
+	 * @param timeToFirstTokenNanos nanoseconds to the first content chunk, or -1 when none arrived
+	 * @param nowNanos the breaker clock's current reading (same origin as the breaker's clock)
+	 */
+	default void record(Outcome outcome, long timeToFirstTokenNanos, long nowNanos) {
+		record(outcome, timeToFirstTokenNanos);
+	}
 }

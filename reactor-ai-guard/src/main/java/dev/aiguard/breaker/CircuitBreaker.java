@@ -114,25 +114,49 @@ public final class CircuitBreaker {
 	 * already counted, reported to metrics and to listeners)
 	 */
 	public BreakerPermit tryAcquire() {
-		for (;;) {
-			Phase p = phase;
+		Phase p = phase;
+		// the hot case first: CLOSED needs no time
+		return p.state == BreakerState.CLOSED ? new Permit(this, p, Permit.CALL) : acquire(p, 0, false);
+	}
+
+	/**
+	 * Asks to make one call, at a time the caller has already read from the breaker's clock (for
+	 * example the pipeline scheduler's {@code now(NANOSECONDS)}), so the breaker reads no clock of its
+	 * own. A CLOSED breaker needs no time at all; OPEN and HALF_OPEN use {@code nowNanos} for their
+	 * waits.
+	 *
+	 * <pre>{@code
+	 * long now = scheduler.now(TimeUnit.NANOSECONDS);
+	 * BreakerPermit permit = breaker.tryAcquire(now);
+	 * }</pre>
+	 *
+	 * @param nowNanos the breaker clock's current reading (same origin as {@link Builder#clock})
+	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses
+	 */
+	public BreakerPermit tryAcquire(long nowNanos) {
+		Phase p = phase;
+		return p.state == BreakerState.CLOSED ? new Permit(this, p, Permit.CALL) : acquire(p, nowNanos, true);
+	}
+
+	private BreakerPermit acquire(Phase p, long givenNow, boolean timed) {
+		for (;; p = phase) {
 			switch (p.state) {
 				case CLOSED:
 					return new Permit(this, p, Permit.CALL);
 				case DISABLED:
 					return DISABLED_PERMIT;
 				case FORCED_OPEN:
-					return reject(p);
+					return reject(p, givenNow, timed);
 				case OPEN: {
-					long now = clock.nanoTime();
+					long now = timed ? givenNow : clock.nanoTime();
 					if (now - p.openUntil < 0) {
-						return reject(p);
+						return reject(p, now, true);
 					}
 					transition(p, Phase.halfOpen(p, now, settings.config), "open wait elapsed");
 					break; // read the new phase
 				}
 				case HALF_OPEN: {
-					BreakerPermit permit = acquireProbe(p);
+					BreakerPermit permit = acquireProbe(p, timed ? givenNow : clock.nanoTime());
 					if (permit != RETRY) {
 						return permit;
 					}
@@ -148,10 +172,9 @@ public final class CircuitBreaker {
 	private static final BreakerPermit RETRY = (outcome, ttft) -> {
 	};
 
-	private BreakerPermit acquireProbe(Phase p) {
+	private BreakerPermit acquireProbe(Phase p, long now) {
 		Settings s = settings;
 		BreakerConfig c = s.config;
-		long now = clock.nanoTime();
 		if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
 			reopen(p, s, now, "no decision within maxTimeInHalfOpen " + c.maxTimeInHalfOpen());
 			return RETRY;
@@ -167,7 +190,7 @@ public final class CircuitBreaker {
 			for (;;) {
 				int granted = p.granted;
 				if (granted >= probes) {
-					return reject(p);
+					return reject(p, now, true);
 				}
 				if (Phase.GRANTED.compareAndSet(p, granted, granted + 1)) {
 					return new Permit(this, p, Permit.PROBE_SLOT);
@@ -180,10 +203,11 @@ public final class CircuitBreaker {
 		if (Math.ceil((k + 1) * ratio) > Math.ceil(k * ratio)) {
 			return new Permit(this, p, Permit.PROBE);
 		}
-		return reject(p);
+		return reject(p, now, true);
 	}
 
-	private BreakerPermit reject(Phase p) {
+	/** @param knownNow whether {@code now} is a clock reading (else the clock is read if someone listens) */
+	private BreakerPermit reject(Phase p, long now, boolean knownNow) {
 		rejected.increment();
 		try {
 			metrics.breakerRejected(name);
@@ -193,14 +217,19 @@ public final class CircuitBreaker {
 		}
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
-			emit(ls, new BreakerEvent.CallRejected(name, clock.nanoTime(), p.state));
+			emit(ls, new BreakerEvent.CallRejected(name, knownNow ? now : clock.nanoTime(), p.state));
 		}
 		return null;
 	}
 
 	// ---------------------------------------------------------------- settlement
 
-	void settle(Permit permit, Outcome outcome, long ttftNanos) {
+	/**
+	 * Counts one settled permit.
+	 *
+	 * @param givenNow the caller's clock reading when {@code timed}, else ignored
+	 */
+	void settle(Permit permit, Outcome outcome, long ttftNanos, long givenNow, boolean timed) {
 		Settings s = settings;
 		BreakerConfig c = s.config;
 		Outcome counted = outcome;
@@ -235,8 +264,9 @@ public final class CircuitBreaker {
 			flags |= SlidingWindow.SLOW_BIT;
 		}
 		// a count window judged by the classic rule needs no time for a call that cannot trip it
-		long now = s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
-				? clock.nanoTime() : 0;
+		long now = timed ? givenNow
+				: s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
+						? clock.nanoTime() : 0;
 		s.window.record(now, flags);
 		boolean judge;
 		try {
@@ -695,7 +725,15 @@ public final class CircuitBreaker {
 		public void record(Outcome outcome, long timeToFirstTokenNanos) {
 			Objects.requireNonNull(outcome, "outcome");
 			if (SETTLED.compareAndSet(this, 0, 1)) {
-				breaker.settle(this, outcome, timeToFirstTokenNanos);
+				breaker.settle(this, outcome, timeToFirstTokenNanos, 0, false);
+			}
+		}
+
+		@Override
+		public void record(Outcome outcome, long timeToFirstTokenNanos, long nowNanos) {
+			Objects.requireNonNull(outcome, "outcome");
+			if (SETTLED.compareAndSet(this, 0, 1)) {
+				breaker.settle(this, outcome, timeToFirstTokenNanos, nowNanos, true);
 			}
 		}
 	}
