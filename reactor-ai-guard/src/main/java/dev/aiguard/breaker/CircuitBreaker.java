@@ -1,6 +1,8 @@
 package dev.aiguard.breaker;
 
 import java.lang.System.Logger.Level;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -269,12 +271,17 @@ public final class CircuitBreaker {
 						? clock.nanoTime() : 0;
 		s.window.record(now, flags);
 		boolean judge;
-		try {
-			judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
+		if (s.classic) {
+			judge = slow || counted != Outcome.SUCCESS; // the classic rule's onCall, without the call
 		}
-		catch (Throwable t) {
-			dropped(t, "tripPolicy.onCall");
-			judge = false;
+		else {
+			try {
+				judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
+			}
+			catch (Throwable t) {
+				dropped(t, "tripPolicy.onCall");
+				judge = false;
+			}
 		}
 		Phase p = permit.phase;
 		if (p != phase) {
@@ -620,6 +627,8 @@ public final class CircuitBreaker {
 		final SlidingWindow window;
 		final TripPolicy.Evaluator evaluator;
 
+		/** Whether the evaluator is the classic, stateless one (judged inline on the record path). */
+		final boolean classic;
 		/** Whether every recorded call needs a clock reading (false only for stateless count-based judging). */
 		final boolean callsNeedTime;
 
@@ -627,7 +636,8 @@ public final class CircuitBreaker {
 			this.config = config;
 			this.window = window;
 			this.evaluator = evaluator;
-			this.callsNeedTime = window.timeBased() || !FailureRatePolicy.isClassic(evaluator);
+			this.classic = FailureRatePolicy.isClassic(evaluator);
+			this.callsNeedTime = window.timeBased() || !classic;
 		}
 	}
 
@@ -700,20 +710,41 @@ public final class CircuitBreaker {
 		}
 	}
 
-	/** A permission; the first {@link #record} wins, later ones are ignored. */
+	/**
+	 * A permission; the first {@link #record} wins, later ones are ignored.
+	 *
+	 * <p>A HALF_OPEN probe is claimed by a CAS, so racing settlements of one probe count once or give
+	 * the slot back, never both. A CLOSED permit is claimed with a plain read and write of the same
+	 * field, which saves an atomic operation per call. That is still exactly once for every repeat
+	 * ordered after the first settlement (the same thread, or signals of one Reactive Streams
+	 * subscription, which never overlap), and for the one race Reactive Streams allows, a cancel
+	 * against the terminal signal: settling a CLOSED permit as cancelled changes nothing, so either
+	 * the outcome counts once or nothing does. Only two <em>counting</em> outcomes reported at the
+	 * same instant from unsynchronised threads could both count; the guard's end path is once-guarded,
+	 * so it never does that.
+	 */
 	static final class Permit implements BreakerPermit {
 
 		static final int CALL = 0;
 		static final int PROBE_SLOT = 1;
 		static final int PROBE = 2;
 
-		private static final AtomicIntegerFieldUpdater<Permit> SETTLED = AtomicIntegerFieldUpdater
-				.newUpdater(Permit.class, "settled");
+		private static final VarHandle SETTLED;
+
+		static {
+			try {
+				SETTLED = MethodHandles.lookup().findVarHandle(Permit.class, "settled", int.class);
+			}
+			catch (ReflectiveOperationException e) {
+				throw new ExceptionInInitializerError(e);
+			}
+		}
 
 		final CircuitBreaker breaker;
 		final Phase phase;
 		final int kind;
-		volatile int settled;
+		/** 1 once settled: plain access for a CLOSED permit, CAS for a probe. */
+		private int settled;
 
 		Permit(CircuitBreaker breaker, Phase phase, int kind) {
 			this.breaker = breaker;
@@ -721,10 +752,21 @@ public final class CircuitBreaker {
 			this.kind = kind;
 		}
 
+		private boolean claim() {
+			if (kind == CALL) {
+				if (settled != 0) {
+					return false;
+				}
+				settled = 1;
+				return true;
+			}
+			return SETTLED.compareAndSet(this, 0, 1);
+		}
+
 		@Override
 		public void record(Outcome outcome, long timeToFirstTokenNanos) {
 			Objects.requireNonNull(outcome, "outcome");
-			if (SETTLED.compareAndSet(this, 0, 1)) {
+			if (claim()) {
 				breaker.settle(this, outcome, timeToFirstTokenNanos, 0, false);
 			}
 		}
@@ -732,7 +774,7 @@ public final class CircuitBreaker {
 		@Override
 		public void record(Outcome outcome, long timeToFirstTokenNanos, long nowNanos) {
 			Objects.requireNonNull(outcome, "outcome");
-			if (SETTLED.compareAndSet(this, 0, 1)) {
+			if (claim()) {
 				breaker.settle(this, outcome, timeToFirstTokenNanos, nowNanos, true);
 			}
 		}

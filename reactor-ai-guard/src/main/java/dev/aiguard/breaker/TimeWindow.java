@@ -5,11 +5,13 @@ import java.lang.invoke.VarHandle;
 
 /**
  * The last {@code size} time buckets of {@code bucketNanos} each, in a ring of the next power of two
- * slots so that epoch {@code e} (= time / bucketNanos) lives in slot {@code e & mask} (no division on
- * the record path).
+ * slots (at least 64) so that epoch {@code e} (= time / bucketNanos) lives in slot {@code e & mask}
+ * (no division on the record path).
  *
  * <p>Every counter cell carries its own epoch and a <em>sealed</em> bit next to its count:
- * {@code (epoch - origin + 1) << 25 | sealed << 24 | count}; a cell of 0 is empty. The newest bucket
+ * {@code lap << 29 | sealed << 28 | count}, where the lap {@code (epoch - origin) / ring + 1} is all
+ * that tells apart the epochs sharing a slot; a cell of 0 is empty. With 35 bits of lap and at least
+ * 64 slots, even 1 ms buckets last for decades. The newest bucket
  * (the head) is <em>live</em>: its cells are not in the running totals, a reader adds them on the fly.
  * So recording a plain success in the head bucket is one CAS on one cell and nothing else. When the
  * head moves on, the thread that moved it <em>seals</em> the old head's cells (a CAS sets the bit;
@@ -22,16 +24,18 @@ import java.lang.invoke.VarHandle;
  * pays its own total. The only cell a sealing thread can miss is one opened for the head epoch just
  * after it looked; the thread that opened it re-reads the head and seals it itself. A record whose
  * epoch is older than the window, or whose cell already holds a newer epoch (a clock that stepped
- * back, a thread descheduled for a whole window), is dropped. Counts saturate at 16 777 215 per cell.
+ * back, a thread descheduled for a whole window), is dropped. Counts saturate at 268 435 455 per cell
+ * and bucket.
  */
 final class TimeWindow extends SlidingWindow {
 
-	private static final int COUNT_BITS = 24;
-	private static final long COUNT_MASK = (1L << COUNT_BITS) - 1;
+	private static final int COUNT_BITS = 28;
+	static final long COUNT_MASK = (1L << COUNT_BITS) - 1;
 	private static final long SEALED = 1L << COUNT_BITS;
 	private static final int TAG_SHIFT = COUNT_BITS + 1;
-	/** The tag stores the relative epoch + 1 (0 marks an empty cell) in the top 39 bits. */
-	private static final long MAX_RELATIVE_EPOCH = (-1L >>> TAG_SHIFT) - 1;
+	/** The highest lap a tag can carry (the tag is lap + 1; 0 marks an empty cell). */
+	private static final long MAX_LAP = (-1L >>> TAG_SHIFT) - 1;
+	private static final int MIN_RING_BITS = 6;
 	private static final long NONE = Long.MIN_VALUE;
 	/** Cells start and end one cache line away from the array's length, which every access reads. */
 	private static final int PAD = 8;
@@ -48,6 +52,9 @@ final class TimeWindow extends SlidingWindow {
 
 	private final int size;
 	private final int mask;
+	/** log2 of the ring: a relative epoch's lap is {@code relative >>> ringBits}. */
+	private final int ringBits;
+	private final long maxRelativeEpoch;
 	private final long bucketNanos;
 	/** Epochs before this one are dropped; relative epochs start at 0 here. */
 	private final long origin;
@@ -58,16 +65,23 @@ final class TimeWindow extends SlidingWindow {
 
 	TimeWindow(int size, long bucketNanos, long nowNanos) {
 		this.size = size;
-		int ring = Integer.highestOneBit(Math.max(1, size - 1)) << 1;
+		this.ringBits = Math.max(MIN_RING_BITS, 32 - Integer.numberOfLeadingZeros(Math.max(1, size - 1)));
+		int ring = 1 << ringBits;
 		this.mask = ring - 1;
+		this.maxRelativeEpoch = ((MAX_LAP + 1) << ringBits) - 1;
 		this.bucketNanos = bucketNanos;
 		this.origin = Math.floorDiv(nowNanos, bucketNanos) - size;
 		this.cells = new long[PAD + ring * WIDTH + PAD];
 	}
 
 	/** The tag and seal bits of a live (unsealed) cell of {@code relative}, with a count of 0. */
-	private static long liveHeader(long relative) {
-		return (relative + 1) << TAG_SHIFT;
+	private long liveHeader(long relative) {
+		return tagOf(relative) << TAG_SHIFT;
+	}
+
+	/** The tag of the epochs of {@code relative}'s lap around the ring (0 is kept for empty cells). */
+	private long tagOf(long relative) {
+		return (relative >>> ringBits) + 1;
 	}
 
 	private int index(long epoch, int counter) {
@@ -91,7 +105,7 @@ final class TimeWindow extends SlidingWindow {
 		long e = epochOf(nowNanos, h);
 		long relative = e - origin;
 		if (e != h) {
-			if (relative < 0 || relative > MAX_RELATIVE_EPOCH) {
+			if (relative < 0 || relative > maxRelativeEpoch) {
 				return false;
 			}
 			if (e > h) {
@@ -136,7 +150,7 @@ final class TimeWindow extends SlidingWindow {
 					return true;
 				}
 			}
-			else if ((v >>> TAG_SHIFT) < relative + 1) {
+			else if ((v >>> TAG_SHIFT) < tagOf(relative)) {
 				// the cell still holds an older epoch (or nothing): this record opens it
 				boolean isHead = e == head;
 				if (LONGS.compareAndSet(cells, i, v, isHead ? live | 1 : live | SEALED | 1)) {
@@ -186,12 +200,18 @@ final class TimeWindow extends SlidingWindow {
 	/** Empties the cells of {@code slot} that hold epoch {@code relative} or an older one. */
 	private void evictUpTo(int slot, long relative) {
 		int base = PAD + slot * WIDTH;
+		// this slot holds the relative epochs first + lap × ring; evict the laps up to relative
+		long first = (slot - origin) & mask;
+		if (relative < first) {
+			return;
+		}
+		long newestTag = ((relative - first) >>> ringBits) + 1;
 		// calls last, so that a reader racing the eviction never sees a rate above the true one
 		for (int k = WIDTH - 1; k >= 0; k--) {
 			for (;;) {
 				long v = (long) LONGS.getVolatile(cells, base + k);
 				long tag = v >>> TAG_SHIFT;
-				if (tag == 0 || tag > relative + 1) {
+				if (tag == 0 || tag > newestTag) {
 					break;
 				}
 				if (LONGS.compareAndSet(cells, base + k, v, 0L)) {
@@ -240,7 +260,7 @@ final class TimeWindow extends SlidingWindow {
 	void advanceTo(long nowNanos) {
 		long h = head;
 		long e = epochOf(nowNanos, h);
-		if (e > h && e - origin <= MAX_RELATIVE_EPOCH) {
+		if (e > h && e - origin <= maxRelativeEpoch) {
 			advance(h, e);
 		}
 	}
@@ -286,6 +306,13 @@ final class TimeWindow extends SlidingWindow {
 	boolean sameShape(BreakerConfig config) {
 		return config.windowType() == BreakerConfig.WindowType.TIME_BASED && config.windowSize() == size
 				&& config.bucketLength().toNanos() == bucketNanos;
+	}
+
+	/** Tests only: sets the count of the live cell of {@code counter} in the head bucket. */
+	void setHeadCount(int counter, long count) {
+		long h = head;
+		int i = index(h, counter);
+		LONGS.setVolatile(cells, i, liveHeader(h - origin) | count);
 	}
 
 	@Override

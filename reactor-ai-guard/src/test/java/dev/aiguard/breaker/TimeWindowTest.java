@@ -136,14 +136,26 @@ class TimeWindowTest {
 	@Test
 	void countsSaturateInsteadOfOverflowingIntoTheEpoch() {
 		TimeWindow w = new TimeWindow(1, SECOND, 0);
-		int max = (1 << 24) - 1;
-		for (int i = 0; i < max; i++) {
-			w.record(0, OK);
-		}
+		long max = TimeWindow.COUNT_MASK;
+		w.record(0, OK);
+		w.setHeadCount(SlidingWindow.CALLS, max - 2);
+		assertThat(w.record(0, OK)).isTrue();
+		assertThat(w.record(0, OK)).isTrue();
 		assertThat(w.record(0, OK)).isFalse();
 		assertThat(w.calls()).isEqualTo(max);
-		w.record(SECOND, OK);
+		w.record(SECOND, OK); // seals the full bucket, then evicts it
 		assertThat(w.calls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	@Test
+	void aFullSealedBucketSaturatesLateRecordsToo() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(0, OK);
+		w.setHeadCount(SlidingWindow.CALLS, TimeWindow.COUNT_MASK);
+		w.record(SECOND, OK); // epoch 0 is sealed with a full count
+		assertThat(w.record(5, OK)).isFalse();
+		assertThat(w.calls()).isEqualTo(TimeWindow.COUNT_MASK + 1);
 		assertConsistent(w);
 	}
 
