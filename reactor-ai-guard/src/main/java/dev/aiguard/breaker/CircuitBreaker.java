@@ -422,7 +422,13 @@ public final class CircuitBreaker {
 		}
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
-			emit(ls, new BreakerEvent.StateTransition(name, to.enteredAt, from.state, to.state, reason, snapshot()));
+			// the window as of the transition's own time: a caller that passed its time costs no clock read
+			SlidingWindow window = settings.window;
+			if (window.timeBased()) {
+				window.advanceTo(to.enteredAt);
+			}
+			emit(ls, new BreakerEvent.StateTransition(name, to.enteredAt, from.state, to.state, reason,
+					BreakerSnapshot.of(window)));
 		}
 		return true;
 	}
