@@ -116,8 +116,8 @@ final class TimeWindow extends SlidingWindow {
 			}
 		}
 		// calls first, so that a reader racing this record never sees a rate above the true one
-		boolean counted = increment(e, relative, CALLS);
-		for (int k = 1; k < WIDTH; k++) {
+		boolean counted = false;
+		for (int k = CALLS; k < WIDTH; k++) {
 			if ((flags & (1 << k)) != 0) {
 				counted |= increment(e, relative, k);
 			}
