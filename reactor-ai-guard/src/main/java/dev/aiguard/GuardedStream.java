@@ -73,7 +73,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private final GuardMetrics metrics;
 	private final CoreSubscriber<? super T> actual;
 	private final Scheduler timer;
-	private final List<GuardReport.Attempt> attempts = new CopyOnWriteArrayList<>();
+	/** Created at the first attempt a report will read; copy-on-write because cancel may race a read. */
+	@Nullable
+	private volatile List<GuardReport.Attempt> attempts;
 	private final RetrySpec retry;
 	@Nullable
 	private final RetryBudget retryBudget;
@@ -714,9 +716,17 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (outcome != Outcome.SUCCESS) {
 			wastedTokens += tokens;
 		}
-		attempts.add(new GuardReport.Attempt(attempts.size() + 1, outcome, tokens,
-				ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
-				watch.finishReason(), error));
+		if (signals != null || !policy.reportListeners().isEmpty()) {
+			// only a report reads these
+			List<GuardReport.Attempt> list = attempts;
+			if (list == null) {
+				list = new CopyOnWriteArrayList<>();
+				attempts = list;
+			}
+			list.add(new GuardReport.Attempt(list.size() + 1, outcome, tokens,
+					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
+					watch.finishReason(), error));
+		}
 		safely(() -> {
 			metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
 			if (error instanceof StreamStalledException) {
@@ -757,7 +767,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		long now = timer.now(TimeUnit.NANOSECONDS);
 		long first = firstTokenAt;
-		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, attempts, deliveredTokens,
+		List<GuardReport.Attempt> made = attempts;
+		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, made == null ? List.of() : made, deliveredTokens,
 				first < 0L ? null : Duration.ofNanos(first), Duration.ofNanos(now - requestStart), finishReason,
 				truncated, error);
 		if (signals != null) {

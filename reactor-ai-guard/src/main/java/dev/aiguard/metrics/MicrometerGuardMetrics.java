@@ -36,6 +36,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 
 	private final MeterRegistry registry;
 	private final ConcurrentHashMap<String, PolicyMeters> policies = new ConcurrentHashMap<>();
+	private final ConcurrentHashMap<String, Timer[]> laneWaits = new ConcurrentHashMap<>();
 
 	public MicrometerGuardMetrics(MeterRegistry registry) {
 		this.registry = Objects.requireNonNull(registry, "registry");
@@ -140,11 +141,23 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 
 	@Override
 	public void admissionWaited(String lanes, Priority priority, long nanos) {
-		Timer.builder("aiguard.lane.wait")
-				.description("Time waited in a lane's queue before admission")
-				.tags("lanes", lanes, "priority", priority.name())
-				.register(registry)
-				.record(nanos, TimeUnit.NANOSECONDS);
+		Timer[] timers = laneWaits.get(lanes);
+		if (timers == null) {
+			timers = laneWaits.computeIfAbsent(lanes, this::laneWaitTimers);
+		}
+		timers[priority.ordinal()].record(nanos, TimeUnit.NANOSECONDS);
+	}
+
+	/** Recorded once per admitted request: registered once per lanes, like the per-stream meters. */
+	private Timer[] laneWaitTimers(String lanes) {
+		Timer[] timers = new Timer[PRIORITIES.length];
+		for (Priority p : PRIORITIES) {
+			timers[p.ordinal()] = Timer.builder("aiguard.lane.wait")
+					.description("Time waited in a lane's queue before admission")
+					.tags("lanes", lanes, "priority", p.name())
+					.register(registry);
+		}
+		return timers;
 	}
 
 	@Override

@@ -224,10 +224,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (standalone) {
 			actual.onSubscribe(this);
 		}
-		armNext(startNanos);
 		long p = PENDING_REQUEST.getAndSet(this, 0L);
 		if (p > 0L) {
 			s.request(p);
+		}
+		// armed after the first request: a stream that completed while being subscribed (a replayed
+		// or cached answer) never touches the timer; deadlines still count from startNanos
+		if (ended == 0) {
+			armNext(timer.now(TimeUnit.NANOSECONDS));
 		}
 	}
 
