@@ -61,6 +61,8 @@ final class GuardStatusHandler {
 		b.put("name", breaker.name());
 		b.put("state", breaker.state().name());
 		b.put("failureRate", window.failureRate());
+		b.put("failureRateThreshold", breaker.config().failureRateThreshold());
+		b.put("minimumCalls", breaker.config().minimumCalls());
 		b.put("slowCallRate", window.slowCallRate());
 		b.put("calls", window.calls());
 		b.put("failures", window.failures());
