@@ -347,14 +347,16 @@
   }
 
   function renderCounters(c, mock) {
-    const parts = ['<b>' + c.requests + '</b> requests', '<b>' + (c.attempts - c.requests) + '</b> retries',
-      '<b>' + c.tokens + '</b> tokens'];
+    const plural = (n, word) => '<b>' + n + '</b> ' + word + (n === 1 ? '' : 's');
+    const parts = [plural(c.requests, 'request'), plural(c.attempts - c.requests, 'retry attempt'),
+      plural(c.tokens, 'token')];
     const outcomes = Object.entries(c.outcomes).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
     const sources = Object.entries(c.sources).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
     let html = parts.join(' · ');
     if (outcomes.length) html += '<br>outcomes: ' + outcomes.join(', ');
     if (sources.length) html += '<br>sources: ' + sources.join(', ');
-    if (mock) html += '<br>mock saw ' + mock.requests + ' calls, ' + mock.cancelled + ' cancelled by the client';
+    if (mock) html += '<br>the mock saw ' + mock.requests + ' call' + (mock.requests === 1 ? '' : 's') + ', '
+      + mock.cancelled + ' abandoned by the guard or the client';
     $('counters').innerHTML = html;
   }
 
