@@ -4,6 +4,8 @@ import java.util.Objects;
 import java.util.function.Function;
 
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatRequest;
+import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 
@@ -57,6 +59,32 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		return new FluxGuarded<>(source, this);
 	}
 
+	/**
+	 * The call form: the guard owns the request, so between attempts it can shrink the prompt after a
+	 * context-length error ({@link GuardPolicy#truncation()}), send a continuation after a mid-stream
+	 * failure ({@code MidStreamPolicy.continueWith}), hand the request to fallback steps and key the
+	 * response cache with it. Lazy: nothing is sent until the result is subscribed, and each
+	 * subscription is a new request.
+	 *
+	 * <pre>{@code
+	 * Flux<ChatChunk> answer = guard.call(request, client::stream);
+	 * }</pre>
+	 *
+	 * @param request the request as the caller wrote it
+	 * @param upstream sends a request and returns its stream; called once per attempt
+	 */
+	public Flux<T> call(ChatRequest request, Function<ChatRequest, ? extends Publisher<? extends T>> upstream) {
+		Objects.requireNonNull(request, "request");
+		Objects.requireNonNull(upstream, "upstream");
+		AiGuard<T> self = this;
+		return new Flux<T>() {
+			@Override
+			public void subscribe(CoreSubscriber<? super T> actual) {
+				new GuardedStream<T>(upstream, request, true, self, actual).start();
+			}
+		};
+	}
+
 	public GuardPolicy policy() {
 		return policy;
 	}
@@ -78,7 +106,7 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 
 		@Override
 		public void subscribe(CoreSubscriber<? super T> actual) {
-			new GuardedStream<>(source, guard, actual).start();
+			new GuardedStream<T>(request -> source, null, false, guard, actual).start();
 		}
 	}
 }

@@ -6,9 +6,19 @@ import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.fallback.CacheKeys;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderErrors;
+import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.StallSpec;
+import dev.aiguard.truncation.TruncationSpec;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
 
@@ -39,6 +49,22 @@ public final class GuardPolicy {
 	@Nullable
 	private final Scheduler reportScheduler;
 	private final Function<Throwable, Outcome> errorClassifier;
+	@Nullable
+	private final CircuitBreaker breaker;
+	@Nullable
+	private final PriorityLanes lanes;
+	private final boolean blockingUpstream;
+	private final RetrySpec retry;
+	@Nullable
+	private final RetryBudget retryBudget;
+	private final MidStreamPolicy<?> midStream;
+	@Nullable
+	private final TruncationSpec truncation;
+	@Nullable
+	private final FallbackChain<?> fallback;
+	@Nullable
+	private final ResponseCache<?> responseCache;
+	private final Function<ChatRequest, Object> cacheKey;
 
 	private GuardPolicy(Builder b) {
 		this.name = b.name;
@@ -49,6 +75,16 @@ public final class GuardPolicy {
 		this.timer = b.timer;
 		this.reportScheduler = b.reportScheduler;
 		this.errorClassifier = b.errorClassifier;
+		this.breaker = b.breaker;
+		this.lanes = b.lanes;
+		this.blockingUpstream = b.blockingUpstream;
+		this.retry = b.retry;
+		this.retryBudget = b.retryBudget;
+		this.midStream = b.midStream;
+		this.truncation = b.truncation;
+		this.fallback = b.fallback;
+		this.responseCache = b.responseCache;
+		this.cacheKey = b.cacheKey;
 	}
 
 	/**
@@ -94,6 +130,62 @@ public final class GuardPolicy {
 		return errorClassifier;
 	}
 
+	/** @return the breaker each attempt asks for permission, or {@code null} */
+	@Nullable
+	public CircuitBreaker breaker() {
+		return breaker;
+	}
+
+	/** @return the lanes a request is admitted through, or {@code null} */
+	@Nullable
+	public PriorityLanes lanes() {
+		return lanes;
+	}
+
+	/** @return whether the upstream blocks and is subscribed on the lane's Scheduler */
+	public boolean blockingUpstream() {
+		return blockingUpstream;
+	}
+
+	/** @return when and how failed attempts are retried ({@link RetrySpec#none()} by default) */
+	public RetrySpec retry() {
+		return retry;
+	}
+
+	/** @return the shared budget retries draw from, or {@code null} for none */
+	@Nullable
+	public RetryBudget retryBudget() {
+		return retryBudget;
+	}
+
+	/** @return what happens when an attempt fails after tokens reached the subscriber */
+	public MidStreamPolicy<?> midStream() {
+		return midStream;
+	}
+
+	/** @return how prompts are shrunk on context-length errors (call form), or {@code null} */
+	@Nullable
+	public TruncationSpec truncation() {
+		return truncation;
+	}
+
+	/** @return the degradation ladder, or {@code null} */
+	@Nullable
+	public FallbackChain<?> fallback() {
+		return fallback;
+	}
+
+	/** @return where complete realtime answers are stored (call form), or {@code null} */
+	@Nullable
+	public ResponseCache<?> responseCache() {
+		return responseCache;
+	}
+
+	/** @return the cache key of a request */
+	public Function<ChatRequest, Object> cacheKey() {
+		return cacheKey;
+	}
+
 	/** @return a builder holding this policy's settings, to derive a variant */
 	public Builder toBuilder() {
 		Builder b = new Builder(name);
@@ -104,12 +196,25 @@ public final class GuardPolicy {
 		b.timer = timer;
 		b.reportScheduler = reportScheduler;
 		b.errorClassifier = errorClassifier;
+		b.breaker = breaker;
+		b.lanes = lanes;
+		b.blockingUpstream = blockingUpstream;
+		b.retry = retry;
+		b.retryBudget = retryBudget;
+		b.midStream = midStream;
+		b.truncation = truncation;
+		b.fallback = fallback;
+		b.responseCache = responseCache;
+		b.cacheKey = cacheKey;
 		return b;
 	}
 
 	@Override
 	public String toString() {
-		return "GuardPolicy{" + name + ", defaultPriority=" + defaultPriority + ", stall=" + stall + '}';
+		return "GuardPolicy{" + name + ", defaultPriority=" + defaultPriority + ", stall=" + stall
+				+ (breaker != null ? ", breaker=" + breaker.name() : "") + (lanes != null ? ", lanes=" + lanes.name() : "")
+				+ ", retry=" + retry + ", midStream=" + midStream + (truncation != null ? ", truncation=" + truncation : "")
+				+ (fallback != null ? ", fallback=" + fallback : "") + '}';
 	}
 
 	/** Builds a {@link GuardPolicy}; each setter checks its argument. */
@@ -123,6 +228,16 @@ public final class GuardPolicy {
 		private Scheduler timer;
 		private Scheduler reportScheduler;
 		private Function<Throwable, Outcome> errorClassifier = ProviderErrors::outcomeOf;
+		private CircuitBreaker breaker;
+		private PriorityLanes lanes;
+		private boolean blockingUpstream;
+		private RetrySpec retry = RetrySpec.none();
+		private RetryBudget retryBudget;
+		private MidStreamPolicy<?> midStream = MidStreamPolicy.fail();
+		private TruncationSpec truncation;
+		private FallbackChain<?> fallback;
+		private ResponseCache<?> responseCache;
+		private Function<ChatRequest, Object> cacheKey = CacheKeys.standard();
 
 		private Builder(String name) {
 			this.name = name;
@@ -175,6 +290,82 @@ public final class GuardPolicy {
 		 */
 		public Builder errorClassifier(Function<Throwable, Outcome> classifier) {
 			this.errorClassifier = require("errorClassifier", classifier);
+			return this;
+		}
+
+		/**
+		 * @param circuitBreaker asked for permission by every attempt; one outcome recorded per attempt
+		 *        (share one breaker between policies with a {@code BreakerRegistry})
+		 */
+		public Builder breaker(CircuitBreaker circuitBreaker) {
+			this.breaker = require("breaker", circuitBreaker);
+			return this;
+		}
+
+		/**
+		 * @param priorityLanes every request waits for a permit of its priority's lane (or borrows a
+		 *        lower lane's) before its first attempt, and holds it across retries
+		 */
+		public Builder lanes(PriorityLanes priorityLanes) {
+			this.lanes = require("lanes", priorityLanes);
+			return this;
+		}
+
+		/**
+		 * @param blocking whether the upstream blocks the thread that subscribes it (a blocking SDK,
+		 *        {@code Flux.fromIterable} over a blocking iterator): it is then subscribed on the
+		 *        lane's Scheduler (or {@code boundedElastic} without lanes). Default false.
+		 */
+		public Builder blockingUpstream(boolean blocking) {
+			this.blockingUpstream = blocking;
+			return this;
+		}
+
+		/** @param spec when and how attempts that failed before their first token are retried */
+		public Builder retry(RetrySpec spec) {
+			this.retry = require("retry", spec);
+			return this;
+		}
+
+		/** @param budget shared limit on retries as a share of requests (gRPC / Envoy style) */
+		public Builder retryBudget(RetryBudget budget) {
+			this.retryBudget = require("retryBudget", budget);
+			return this;
+		}
+
+		/** @param policy what happens when an attempt fails after tokens reached the subscriber */
+		public Builder midStream(MidStreamPolicy<?> policy) {
+			this.midStream = require("midStream", policy);
+			return this;
+		}
+
+		/** @param spec how the prompt is shrunk after a context-length error (call form only) */
+		public Builder truncation(TruncationSpec spec) {
+			this.truncation = require("truncation", spec);
+			return this;
+		}
+
+		/**
+		 * @param chain the degradation ladder; its chunk type must be the guarded stream's
+		 */
+		public Builder fallback(FallbackChain<?> chain) {
+			this.fallback = require("fallback", chain);
+			return this;
+		}
+
+		/**
+		 * @param cache where complete, successful realtime answers are stored (call form only);
+		 *        its chunk type must be the guarded stream's. Pair it with a {@code Fallback.cache}
+		 *        step to answer from it.
+		 */
+		public Builder responseCache(ResponseCache<?> cache) {
+			this.responseCache = require("responseCache", cache);
+			return this;
+		}
+
+		/** @param keyFunction the cache key of a request (default {@link CacheKeys#standard()}) */
+		public Builder cacheKey(Function<ChatRequest, Object> keyFunction) {
+			this.cacheKey = require("cacheKey", keyFunction);
 			return this;
 		}
 

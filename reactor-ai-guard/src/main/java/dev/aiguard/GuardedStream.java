@@ -1,46 +1,119 @@
 package dev.aiguard;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
+import dev.aiguard.admission.LanePermit;
+import dev.aiguard.admission.PreemptedException;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerOpenException;
+import dev.aiguard.breaker.BreakerPermit;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.fallback.AnswerRecorder;
+import dev.aiguard.fallback.CacheKeys;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.FallbackRequest;
+import dev.aiguard.fallback.FallbackTrigger;
+import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.Source;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.retry.ContinuationRefusedException;
+import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.stall.StallPhase;
+import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.truncation.PromptTooLargeException;
+import dev.aiguard.truncation.TruncationSpec;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.Exceptions;
 import reactor.core.Scannable;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.annotation.Nullable;
+import reactor.util.context.Context;
 
 /**
  * One guarded request: the {@link Subscription} its subscriber holds, and the coordinator of its
- * attempts. Chunks go from each attempt's {@link StallWatch} straight to the subscriber; this
- * object only sees demand, attempt ends and cancellation, so it costs nothing per token.
+ * admission, attempts, retries, continuations and fallback. Chunks go from each attempt's
+ * {@link StallWatch} straight to the subscriber (through a small tap only when something must see
+ * them: signals, a response cache, continuation); this object sees demand, attempt ends and
+ * cancellation, so it costs nothing per token.
+ *
+ * <p>Control steps (admission, attempt ends, backoff timers) happen one after another for a
+ * request; {@link #cancel()} may race any of them and is settled by {@link #cancelled} checks on
+ * both sides plus the once-only {@link #finish}.
  */
 final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Scannable {
 
-	private final Publisher<? extends T> source;
+	/** Deadlines do not apply to fallback answers and notices: the ladder has its own timeout. */
+	private static final StallSpec TAIL_SPEC = StallSpec.defaults().requireTerminal(false);
+
+	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
+	private final boolean callForm;
 	private final AiGuard<T> guard;
 	private final GuardPolicy policy;
 	private final GuardMetrics metrics;
 	private final CoreSubscriber<? super T> actual;
 	private final Scheduler timer;
-	private final List<GuardReport.Attempt> attempts = new ArrayList<>(2);
+	private final List<GuardReport.Attempt> attempts = new CopyOnWriteArrayList<>();
+	private final RetrySpec retry;
+	@Nullable
+	private final RetryBudget retryBudget;
+	@Nullable
+	private final CircuitBreaker breaker;
+
+	@Nullable
+	private final ChatRequest originalRequest;
+	@Nullable
+	private ChatRequest request;
 
 	private Priority priority;
+	@Nullable
 	private GuardSignals signals;
 	private long requestStart;
-	private long deliveredTokens;
-	private long firstTokenAt = -1L;
+	private volatile long deliveredTokens;
+	private volatile long firstTokenAt = -1L;
+	private long wastedTokens;
+	private int realtimeAttempts;
+	private int truncations;
+	private int continuations;
+	@Nullable
+	private Throwable lastError;
+	@Nullable
+	private Outcome lastOutcome;
+
+	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
+	private volatile Stage stage = Stage.REALTIME;
+	private volatile Source source = Source.REALTIME;
+	@Nullable
+	private BreakerPermit attemptPermit;
+	@Nullable
+	private Tap<T> tap;
+
+	@Nullable
+	private volatile LanePermit lanePermit;
+	@Nullable
+	private volatile Disposable admission;
+	@Nullable
+	private volatile Disposable pendingRetry;
 
 	// demand hand-over between attempts, serialised by the drain loop
 	volatile int wip;
@@ -56,7 +129,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private StallWatch<T> drainWatch;
 	private long outstanding;
 
-	/** The attempt running now, for cancellation. */
+	/** The attempt running now, for cancellation and preemption. */
 	volatile StallWatch<T> active;
 
 	volatile int cancelled;
@@ -67,13 +140,24 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	static final AtomicIntegerFieldUpdater<GuardedStream> FINISHED =
 			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "finished");
 
-	GuardedStream(Publisher<? extends T> source, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
-		this.source = source;
+	enum Stage {
+		REALTIME, FALLBACK, NOTICE
+	}
+
+	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
+			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
+		this.upstream = upstream;
+		this.callForm = callForm;
+		this.originalRequest = request;
+		this.request = request;
 		this.guard = guard;
 		this.policy = guard.policy();
 		this.metrics = policy.metrics();
 		this.actual = actual;
 		this.timer = policy.timer();
+		this.retry = policy.retry();
+		this.retryBudget = policy.retryBudget();
+		this.breaker = policy.breaker();
 	}
 
 	void start() {
@@ -89,14 +173,100 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		actual.onSubscribe(this);
-		if (signals != null) {
-			signals.sourceChosen(Source.REALTIME);
+		if (retryBudget != null) {
+			retryBudget.onRequest();
 		}
-		subscribeAttempt();
+		PriorityLanes lanes = policy.lanes();
+		if (lanes == null) {
+			nextAttempt();
+			return;
+		}
+		Disposable waiting = lanes.acquire(priority).subscribe(this::admitted, this::notAdmitted);
+		admission = waiting;
+		if (cancelled != 0) {
+			waiting.dispose();
+		}
 	}
 
-	private void subscribeAttempt() {
-		StallWatch<T> watch = StallWatch.forAttempt(actual, policy.stall(), timer, guard.inspector(), this);
+	// ---- admission ----
+
+	private void admitted(LanePermit permit) {
+		lanePermit = permit;
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		permit.onPreempted(this::preempted);
+		nextAttempt();
+	}
+
+	private void notAdmitted(Throwable rejection) {
+		lastError = rejection;
+		lastOutcome = Outcome.REJECTED;
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		fallbackOrFail(FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
+	}
+
+	private void preempted(PreemptedException e) {
+		StallWatch<T> w = active;
+		if (w != null && stage == Stage.REALTIME) {
+			w.abort(e);
+		}
+	}
+
+	// ---- attempts ----
+
+	private void nextAttempt() {
+		pendingRetry = null;
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		if (breaker != null) {
+			BreakerPermit permit = breaker.tryAcquire();
+			if (permit == null) {
+				BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
+				if (deliveredTokens > 0L) {
+					// a continuation was refused: the partial answer stands as the policy says
+					midStreamFailure(lastError != null ? lastError : refused, lastOutcome);
+				}
+				else {
+					Throwable cause = lastError != null ? lastError : refused;
+					fallbackOrFail(FallbackTrigger.BREAKER_OPEN, cause,
+							lastOutcome != null ? lastOutcome : Outcome.REJECTED);
+				}
+				return;
+			}
+			attemptPermit = permit;
+		}
+		realtimeAttempts++;
+		Publisher<? extends T> source;
+		try {
+			source = upstream.apply(request);
+			if (source == null) {
+				throw new NullPointerException("the upstream function returned null");
+			}
+		}
+		catch (Throwable t) {
+			source = Flux.error(Exceptions.unwrap(t));
+		}
+		if (continuations > 0) {
+			source = splice(source);
+		}
+		if (policy.blockingUpstream()) {
+			LanePermit lp = lanePermit;
+			source = Flux.from(source).subscribeOn(lp != null ? lp.scheduler() : Schedulers.boundedElastic());
+		}
+		subscribe(source, policy.stall(), Stage.REALTIME);
+	}
+
+	private void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next) {
+		stage = next;
+		CoreSubscriber<? super T> target = tapFor(next);
+		StallWatch<T> watch = StallWatch.forAttempt(target, spec, timer, guard.inspector(), this);
 		active = watch;
 		handOver(watch);
 		if (cancelled != 0) {
@@ -104,6 +274,26 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		source.subscribe(watch);
+	}
+
+	/** The subscriber chunks go to: the actual one, or a tap when something must see them. */
+	private CoreSubscriber<? super T> tapFor(Stage next) {
+		boolean record = next == Stage.REALTIME && callForm && policy.responseCache() != null;
+		boolean text = next == Stage.REALTIME && isContinuable();
+		if (!record && !text && signals == null) {
+			return actual;
+		}
+		if (tap == null) {
+			tap = new Tap<>(actual, this);
+		}
+		tap.recording = record;
+		tap.collectingText = text;
+		return tap;
+	}
+
+	private boolean isContinuable() {
+		return callForm && policy.midStream().mode() == MidStreamPolicy.Mode.CONTINUE
+				&& guard.inspector() == ChatChunk.INSPECTOR;
 	}
 
 	// ---- Subscription, as seen by the subscriber ----
@@ -121,10 +311,20 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (!CANCELLED.compareAndSet(this, 0, 1)) {
 			return;
 		}
+		Disposable waiting = admission;
+		if (waiting != null) {
+			waiting.dispose();
+		}
+		Disposable backoff = pendingRetry;
+		if (backoff != null) {
+			backoff.dispose();
+		}
 		StallWatch<T> w = active;
 		if (w != null) {
 			w.cancel();
 		}
+		// between attempts (waiting for admission, backing off) nothing else will end the request
+		finishCancelled();
 	}
 
 	private void handOver(StallWatch<T> watch) {
@@ -170,20 +370,264 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 
 	@Override
 	public void onEnd(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
+		if (stage != Stage.REALTIME) {
+			tailEnded(watch, end, error);
+			return;
+		}
 		Outcome outcome = outcomeOf(end, error);
+		BreakerPermit permit = attemptPermit;
+		attemptPermit = null;
+		if (permit != null) {
+			permit.record(outcome, watch.timeToFirstTokenNanos());
+		}
 		recordAttempt(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
+				storeAnswer(watch);
 				actual.onComplete();
+				answered(Source.REALTIME);
 				finish(outcome, null, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(outcome, null, watch.finishReason());
 				break;
 			default:
-				actual.onError(error);
-				finish(outcome, error, watch.finishReason());
+				lastError = error;
+				lastOutcome = outcome;
+				attemptFailed(watch, outcome, error);
 		}
+	}
+
+	private void attemptFailed(StallWatch<T> watch, Outcome outcome, Throwable error) {
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		if (deliveredTokens > 0L) {
+			midStreamFailure(error, outcome);
+			return;
+		}
+		if (error instanceof PreemptedException) {
+			// the lane took its permit back: no retry or fallback may run on it
+			failWith(error, outcome);
+			return;
+		}
+		if (error instanceof ContextLengthExceededException && truncate((ContextLengthExceededException) error)) {
+			return;
+		}
+		if (retry.isRetryable(error) && retry.canRetry(realtimeAttempts)) {
+			if (retryBudget == null || retryBudget.tryAcquireRetry()) {
+				scheduleRetry(error);
+				return;
+			}
+			safely(() -> metrics.retryBudgetExhausted(policy.name(), priority));
+		}
+		FallbackTrigger trigger;
+		if (outcome == Outcome.CLIENT_ERROR) {
+			trigger = FallbackTrigger.CLIENT_ERROR;
+		}
+		else if (error instanceof StreamStalledException
+				&& ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION) {
+			trigger = FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN;
+		}
+		else {
+			trigger = FallbackTrigger.RETRIES_EXHAUSTED;
+		}
+		fallbackOrFail(trigger, error, outcome);
+	}
+
+	/** @return whether a smaller request is on its way */
+	private boolean truncate(ContextLengthExceededException e) {
+		TruncationSpec spec = policy.truncation();
+		if (!callForm || spec == null || request == null) {
+			return false;
+		}
+		if (truncations >= spec.maxTruncations()) {
+			failWith(new PromptTooLargeException(e.limit().orElse(-1),
+					spec.counter().count(request.messages())), Outcome.CLIENT_ERROR);
+			return true;
+		}
+		TruncationSpec.Result shrunk;
+		try {
+			shrunk = spec.shrink(request, e.limit(), e.actual());
+		}
+		catch (PromptTooLargeException tooLarge) {
+			failWith(tooLarge, Outcome.CLIENT_ERROR);
+			return true;
+		}
+		catch (Throwable truncatorFailure) {
+			failWith(truncatorFailure, Outcome.CLIENT_ERROR);
+			return true;
+		}
+		truncations++;
+		request = shrunk.request();
+		safely(() -> metrics.promptTruncated(policy.name(), priority, shrunk.tokensDropped()));
+		nextAttempt();
+		return true;
+	}
+
+	private void scheduleRetry(Throwable error) {
+		Duration delay = retry.delayBefore(realtimeAttempts, error);
+		String reason = error.getClass().getSimpleName();
+		safely(() -> metrics.retried(policy.name(), priority, reason));
+		try {
+			Disposable backoff = timer.schedule(this::nextAttempt, delay.toNanos(), TimeUnit.NANOSECONDS);
+			pendingRetry = backoff;
+			if (cancelled != 0) {
+				backoff.dispose();
+				finishCancelled();
+			}
+		}
+		catch (Throwable rejected) {
+			failWith(Operators.onRejectedExecution(rejected, actual.currentContext()), Outcome.FAILURE);
+		}
+	}
+
+	/** Tokens already reached the subscriber: never a plain resubscribe. */
+	private void midStreamFailure(Throwable error, @Nullable Outcome outcome) {
+		Outcome o = outcome != null ? outcome : Outcome.FAILURE;
+		MidStreamPolicy<?> mid = policy.midStream();
+		switch (mid.mode()) {
+			case CONTINUE:
+				if (continueAnswer(error, mid)) {
+					return;
+				}
+				break;
+			case NOTICE:
+				@SuppressWarnings("unchecked")
+				T notice = (T) mid.noticeFor(error);
+				if (notice != null) {
+					subscribe(Flux.just(notice), TAIL_SPEC, Stage.NOTICE);
+					return;
+				}
+				break;
+			default:
+				break;
+		}
+		failWith(mid.failure(error, deliveredTokens), o);
+	}
+
+	/** @return whether a continuation request is on its way */
+	private boolean continueAnswer(Throwable error, MidStreamPolicy<?> mid) {
+		Tap<T> t = tap;
+		if (!isContinuable() || t == null || request == null || continuations >= mid.maxContinuations()
+				|| error instanceof PreemptedException || !(retry.isRetryable(error)
+						|| error instanceof StreamStalledException
+						|| error instanceof dev.aiguard.stall.IncompleteStreamException)) {
+			return false;
+		}
+		ChatRequest next;
+		try {
+			next = mid.continuation().continuation(originalRequest, t.text.toString(), t.toolCalls);
+		}
+		catch (ContinuationRefusedException refused) {
+			return false;
+		}
+		continuations++;
+		request = next;
+		t.discardRecording();
+		safely(() -> metrics.continued(policy.name(), priority));
+		nextAttempt();
+		return true;
+	}
+
+	/** A continuation's text, with what the user already saw removed from its start. */
+	@SuppressWarnings("unchecked")
+	private Publisher<? extends T> splice(Publisher<? extends T> continuation) {
+		Tap<T> t = tap;
+		String delivered = t == null ? "" : t.text.toString();
+		Flux<ChatChunk> chunks = (Flux<ChatChunk>) (Flux<?>) Flux.from(continuation);
+		return (Publisher<? extends T>) Flux.defer(() -> {
+			dev.aiguard.retry.OverlapSplicer splicer = dev.aiguard.retry.OverlapSplicer.of(delivered);
+			return chunks.handle((chunk, sink) -> {
+				boolean closing = chunk.finishReason() != null || chunk.terminal();
+				String text = chunk.text().isEmpty() ? "" : splicer.accept(chunk.text());
+				if (closing) {
+					text = text + splicer.finish();
+				}
+				if (text.equals(chunk.text())) {
+					sink.next(chunk);
+				}
+				else if (!text.isEmpty() || !chunk.toolCalls().isEmpty() || closing || chunk.usage() != null
+						|| chunk.heartbeat()) {
+					sink.next(new ChatChunk(text, chunk.role(), chunk.finishReason(), chunk.usage(), chunk.toolCalls(),
+							chunk.heartbeat(), chunk.terminal()));
+				}
+			});
+		});
+	}
+
+	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
+		@SuppressWarnings("unchecked")
+		FallbackChain<T> chain = (FallbackChain<T>) policy.fallback();
+		if (chain == null || !chain.isEnteredBy(trigger)) {
+			failWith(cause, outcome);
+			return;
+		}
+		Object key = CacheKeys.keyOf(policy.cacheKey(), request);
+		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
+		LanePermit lp = lanePermit;
+		Scheduler blocking = lp != null ? lp.scheduler() : Schedulers.boundedElastic();
+		Flux<T> answer = chain.answer(fallbackRequest, blocking, this::source, metrics, policy.name());
+		subscribe(answer, TAIL_SPEC, Stage.FALLBACK);
+	}
+
+	private void tailEnded(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
+		deliveredTokens += watch.tokens();
+		if (watch.tokens() > 0L && firstTokenAt < 0L) {
+			firstTokenAt = watch.startNanos() + watch.timeToFirstTokenNanos() - requestStart;
+		}
+		switch (end) {
+			case COMPLETED:
+				actual.onComplete();
+				if (stage == Stage.FALLBACK) {
+					finish(Outcome.SUCCESS, null, watch.finishReason());
+				}
+				else {
+					// a notice ends the answer, but the attempt still failed
+					finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, lastError, watch.finishReason());
+				}
+				break;
+			case CANCELLED:
+				finish(Outcome.CANCELLED, null, watch.finishReason());
+				break;
+			default:
+				actual.onError(error);
+				finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, error, watch.finishReason());
+		}
+	}
+
+	private void failWith(Throwable error, Outcome outcome) {
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		actual.onError(error);
+		finish(outcome, error, null);
+	}
+
+	private void source(Source chosen) {
+		source = chosen;
+		if (signals != null) {
+			signals.sourceChosen(chosen);
+		}
+	}
+
+	private void answered(Source from) {
+		safely(() -> metrics.answered(policy.name(), priority, from));
+	}
+
+	private void storeAnswer(StallWatch<T> watch) {
+		Tap<T> t = tap;
+		@SuppressWarnings("unchecked")
+		ResponseCache<T> cache = (ResponseCache<T>) policy.responseCache();
+		if (t == null || t.recorder == null || cache == null || continuations > 0) {
+			return;
+		}
+		LanePermit lp = lanePermit;
+		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), request), Outcome.SUCCESS,
+				OutputLimits.isTruncation(watch.finishReason()),
+				lp != null ? lp.scheduler() : Schedulers.boundedElastic());
 	}
 
 	private Outcome outcomeOf(StallWatch.End end, @Nullable Throwable error) {
@@ -215,41 +659,55 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			firstTokenAt = watch.startNanos() + ttft - requestStart;
 		}
 		deliveredTokens += tokens;
+		if (outcome != Outcome.SUCCESS) {
+			wastedTokens += tokens;
+		}
 		attempts.add(new GuardReport.Attempt(attempts.size() + 1, outcome, tokens,
 				ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
 				watch.finishReason(), error));
-		try {
+		safely(() -> {
 			metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
 			if (error instanceof StreamStalledException) {
 				metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
 			}
+		});
+	}
+
+	private void finishCancelled() {
+		BreakerPermit permit = attemptPermit;
+		if (permit != null) {
+			// only in the window between taking a permission and subscribing: settling is idempotent
+			attemptPermit = null;
+			permit.record(Outcome.CANCELLED, -1L);
 		}
-		catch (Throwable metricsFailure) {
-			Operators.onErrorDropped(metricsFailure, actual.currentContext());
-		}
+		finish(Outcome.CANCELLED, null, null);
 	}
 
 	private void finish(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
 		if (!FINISHED.compareAndSet(this, 0, 1)) {
 			return;
 		}
-		List<Consumer<? super GuardReport>> listeners = policy.reportListeners();
+		LanePermit lp = lanePermit;
+		if (lp != null) {
+			lp.release();
+		}
 		boolean truncated = OutputLimits.isTruncation(finishReason);
 		if (truncated) {
-			try {
-				metrics.outputTruncated(policy.name(), priority);
-			}
-			catch (Throwable metricsFailure) {
-				Operators.onErrorDropped(metricsFailure, actual.currentContext());
-			}
+			safely(() -> metrics.outputTruncated(policy.name(), priority));
 		}
+		long wasted = wastedTokens;
+		if (wasted > 0L && outcome != Outcome.CANCELLED) {
+			safely(() -> metrics.tokensWasted(policy.name(), priority, wasted));
+		}
+		List<Consumer<? super GuardReport>> listeners = policy.reportListeners();
 		if (listeners.isEmpty() && signals == null) {
 			return;
 		}
 		long now = timer.now(TimeUnit.NANOSECONDS);
-		GuardReport report = new GuardReport(policy.name(), priority, outcome, Source.REALTIME, attempts,
-				deliveredTokens, firstTokenAt < 0L ? null : Duration.ofNanos(firstTokenAt),
-				Duration.ofNanos(now - requestStart), finishReason, truncated, error);
+		long first = firstTokenAt;
+		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, attempts, deliveredTokens,
+				first < 0L ? null : Duration.ofNanos(first), Duration.ofNanos(now - requestStart), finishReason,
+				truncated, error);
 		if (signals != null) {
 			signals.ended(report);
 		}
@@ -281,6 +739,16 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 	}
 
+	/** Metrics never break a stream. */
+	private void safely(Runnable recording) {
+		try {
+			recording.run();
+		}
+		catch (Throwable metricsFailure) {
+			Operators.onErrorDropped(metricsFailure, actual.currentContext());
+		}
+	}
+
 	@Override
 	@Nullable
 	public Object scanUnsafe(Attr key) {
@@ -300,5 +768,79 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return Attr.RunStyle.SYNC;
 		}
 		return null;
+	}
+
+	/**
+	 * Sits between an attempt and the subscriber when something must see the chunks: it announces
+	 * the answer's source at the first chunk, records a realtime answer for the response cache, and
+	 * keeps the delivered text for a continuation. One per request, reused across attempts.
+	 */
+	static final class Tap<T> implements CoreSubscriber<T> {
+
+		final CoreSubscriber<? super T> actual;
+		final GuardedStream<T> parent;
+		@Nullable
+		final AnswerRecorder<T> recorder;
+		final StringBuilder text = new StringBuilder();
+		boolean recording;
+		boolean collectingText;
+		boolean toolCalls;
+		boolean announced;
+
+		@SuppressWarnings("unchecked")
+		Tap(CoreSubscriber<? super T> actual, GuardedStream<T> parent) {
+			this.actual = actual;
+			this.parent = parent;
+			ResponseCache<T> cache = (ResponseCache<T>) parent.policy.responseCache();
+			this.recorder = cache != null && parent.callForm ? AnswerRecorder.forCache(cache) : null;
+		}
+
+		void discardRecording() {
+			if (recorder != null) {
+				recorder.discard();
+			}
+		}
+
+		@Override
+		public Context currentContext() {
+			return actual.currentContext();
+		}
+
+		@Override
+		public void onSubscribe(Subscription s) {
+			// attempts never pass their subscription on: the coordinator is the subscriber's subscription
+		}
+
+		@Override
+		public void onNext(T t) {
+			if (!announced && parent.guard.inspector().isContent(t)) {
+				announced = true;
+				GuardSignals sig = parent.signals;
+				if (sig != null) {
+					sig.sourceChosen(parent.source);
+				}
+			}
+			if (recording && recorder != null && !parent.guard.inspector().isHeartbeat(t)) {
+				recorder.record(t);
+			}
+			if (collectingText && t instanceof ChatChunk) {
+				ChatChunk c = (ChatChunk) t;
+				text.append(c.text());
+				if (!c.toolCalls().isEmpty()) {
+					toolCalls = true;
+				}
+			}
+			actual.onNext(t);
+		}
+
+		@Override
+		public void onError(Throwable t) {
+			actual.onError(t);
+		}
+
+		@Override
+		public void onComplete() {
+			actual.onComplete();
+		}
 	}
 }

@@ -18,6 +18,7 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.stall.IncompleteStreamException;
+import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.stall.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
@@ -233,7 +234,11 @@ class OpenAiCompatibleClientTest {
 				.then(() -> clock.advanceTimeBy(Duration.ofSeconds(29)))
 				.expectNoEvent(Duration.ofMillis(50))
 				.then(() -> clock.advanceTimeBy(Duration.ofSeconds(10)))
-				.expectErrorSatisfies(e -> {
+				.expectErrorSatisfies(partial -> {
+					// tokens had reached the subscriber: the stall arrives marked partial
+					assertThat(partial).isInstanceOf(PartialStreamException.class);
+					assertThat(((PartialStreamException) partial).tokensDelivered()).isEqualTo(2);
+					Throwable e = partial.getCause();
 					assertThat(e).isInstanceOf(StreamStalledException.class);
 					assertThat(((StreamStalledException) e).phase()).isEqualTo(StallPhase.IDLE);
 					assertThat(((StreamStalledException) e).tokensReceived()).isEqualTo(2);
@@ -249,7 +254,9 @@ class OpenAiCompatibleClientTest {
 		CompletableFuture<GuardReport> report = new CompletableFuture<>();
 		StepVerifier.create(client("cut").stream(REQUEST).transform(guard(report)))
 				.expectNext(Fixtures.OPENAI_CHUNKS.get(0), ChatChunk.token("Hel"), ChatChunk.token("lo"))
-				.expectErrorSatisfies(e -> {
+				.expectErrorSatisfies(partial -> {
+					assertThat(partial).isInstanceOf(PartialStreamException.class);
+					Throwable e = partial.getCause();
 					assertThat(e).isInstanceOf(ProviderConnectionException.class);
 					assertThat(((ProviderException) e).retryable()).isTrue();
 					assertThat(e.getMessage()).contains("127.0.0.1").doesNotContain(KEY);
@@ -265,7 +272,8 @@ class OpenAiCompatibleClientTest {
 		CompletableFuture<GuardReport> report = new CompletableFuture<>();
 		StepVerifier.create(client("tokens-only").stream(REQUEST).transform(guard(report)))
 				.expectNext(Fixtures.OPENAI_CHUNKS.get(0), ChatChunk.token("Hel"), ChatChunk.token("lo"))
-				.expectError(IncompleteStreamException.class)
+				.expectErrorSatisfies(partial -> assertThat(partial).isInstanceOf(PartialStreamException.class)
+						.hasCauseInstanceOf(IncompleteStreamException.class))
 				.verify(Duration.ofSeconds(10));
 		assertThat(await(report).outcome()).isEqualTo(Outcome.INCOMPLETE);
 	}
@@ -284,7 +292,9 @@ class OpenAiCompatibleClientTest {
 		CompletableFuture<GuardReport> report = new CompletableFuture<>();
 		StepVerifier.create(client("in-band").stream(REQUEST).transform(guard(report)))
 				.expectNext(Fixtures.OPENAI_CHUNKS.get(0), ChatChunk.token("Hel"))
-				.expectErrorSatisfies(e -> {
+				.expectErrorSatisfies(partial -> {
+					assertThat(partial).isInstanceOf(PartialStreamException.class);
+					Throwable e = partial.getCause();
 					assertThat(e).isInstanceOf(ProviderStreamException.class);
 					assertThat(((ProviderException) e).errorType()).isEqualTo("server_error");
 					assertThat(((ProviderException) e).retryable()).isTrue();
