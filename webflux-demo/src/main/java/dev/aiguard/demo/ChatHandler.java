@@ -78,8 +78,9 @@ final class ChatHandler {
 			.contextWrite(input.priority().asContext());
 	}
 
+	/** The call form: the guard owns the request, so it can retry, shrink it, and hand it to the fallbacks. */
 	private Flux<ChatChunk> guarded(ChatRequest request) {
-		return upstream.stream(request).transform(guard);
+		return guard.call(request, upstream::stream);
 	}
 
 	/** Tokens sent so far; written and read only by the serialised signals of one answer. */

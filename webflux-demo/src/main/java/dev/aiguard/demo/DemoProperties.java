@@ -20,7 +20,8 @@ import reactor.util.annotation.Nullable;
 @ConfigurationProperties("aiguard")
 record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullable String model,
 		@DefaultValue Chat chat, @DefaultValue Mock mock, @DefaultValue Stall stall, @DefaultValue Breaker breaker,
-		@DefaultValue Lanes lanes, @DefaultValue Retry retry, @DefaultValue Fallback fallback) {
+		@DefaultValue Lanes lanes, @DefaultValue Retry retry, @DefaultValue Truncation truncation,
+		@DefaultValue Fallback fallback) {
 
 	/** @return whether the embedded mock model answers */
 	boolean usesMock() {
@@ -59,14 +60,32 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 			@DefaultValue("16") int maxQueueSize, @DefaultValue("5s") Duration maxQueueWait) {
 	}
 
-	/** Retries before the first token. */
+	/** Retries before the first token, and the share of traffic they may add. */
 	record Retry(@DefaultValue("3") int maxAttempts, @DefaultValue("200ms") Duration minBackoff,
-			@DefaultValue("2s") Duration maxBackoff, @DefaultValue("10s") Duration maxRetryAfter) {
+			@DefaultValue("2s") Duration maxBackoff, @DefaultValue("10s") Duration maxRetryAfter,
+			@DefaultValue("0.2") double budgetRatio, @DefaultValue("5") int budgetMinPerSecond) {
 	}
 
-	/** The last rung of the ladder, and how long each rung may take to its first chunk. */
+	/**
+	 * Prompt shrinking after a context-length error.
+	 *
+	 * @param reservedOutputTokens room kept for the answer when the request sets no output limit;
+	 *        small by default because the mock's context limit is small
+	 */
+	record Truncation(@DefaultValue("2") int maxTruncations, @DefaultValue("64") int reservedOutputTokens) {
+	}
+
+	/**
+	 * The ladder below the model: the response cache, canned answers, then a fixed message.
+	 *
+	 * @param staticText the last rung's message
+	 * @param timeout how long each rung may take to its first chunk
+	 * @param cacheEntries answers kept in the response cache
+	 * @param cacheTtl how long a cached answer stays
+	 */
 	record Fallback(
 			@DefaultValue("The assistant is busy right now, so this is a canned reply. Please try again in a minute.") String staticText,
-			@DefaultValue("2s") Duration timeout) {
+			@DefaultValue("2s") Duration timeout, @DefaultValue("1000") long cacheEntries,
+			@DefaultValue("30m") Duration cacheTtl) {
 	}
 }

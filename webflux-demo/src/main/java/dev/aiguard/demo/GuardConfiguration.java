@@ -13,9 +13,17 @@ import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.demo.mock.FaultProfile;
 import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.fallback.Fallback;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.fallback.ResponseCacheSpec;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.StallSpec;
+import dev.aiguard.truncation.TruncationSpec;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
@@ -96,14 +104,48 @@ class GuardConfiguration {
 	}
 
 	@Bean
-	GuardPolicy guardPolicy(DemoProperties properties, GuardMetrics metrics, GuardStats stats) {
+	ResponseCache<ChatChunk> responseCache(DemoProperties properties) {
+		DemoProperties.Fallback f = properties.fallback();
+		return ResponseCache.caffeine(ResponseCacheSpec.defaults()
+			.maximumEntries(f.cacheEntries())
+			.timeToLive(f.cacheTtl()));
+	}
+
+	@Bean
+	FallbackChain<ChatChunk> fallbackChain(DemoProperties properties, ResponseCache<ChatChunk> cache) {
+		DemoProperties.Fallback f = properties.fallback();
+		return FallbackChain.<ChatChunk>builder()
+			.step(Fallback.cache(cache))
+			.step(new DemoFaq().step())
+			.step(Fallback.staticText(f.staticText()))
+			.timeout(f.timeout())
+			.build();
+	}
+
+	@Bean
+	GuardPolicy guardPolicy(DemoProperties properties, GuardMetrics metrics, GuardStats stats, CircuitBreaker breaker,
+			PriorityLanes lanes, FallbackChain<ChatChunk> fallback, ResponseCache<ChatChunk> cache) {
 		DemoProperties.Stall s = properties.stall();
+		DemoProperties.Retry r = properties.retry();
+		DemoProperties.Truncation t = properties.truncation();
 		return GuardPolicy.builder("chat")
 			.defaultPriority(Priority.P1)
 			.stall(StallSpec.defaults()
 				.firstTokenTimeout(s.firstTokenTimeout())
 				.idleTimeout(s.idleTimeout())
 				.maxDuration(s.maxDuration()))
+			.lanes(lanes)
+			.breaker(breaker)
+			.retry(RetrySpec.backoff(r.maxAttempts(), r.minBackoff())
+				.maxBackoff(r.maxBackoff())
+				.maxRetryAfter(r.maxRetryAfter()))
+			.retryBudget(RetryBudget.of(r.budgetRatio(), r.budgetMinPerSecond(), Duration.ofSeconds(10)))
+			.midStream(MidStreamPolicy.fail())
+			.truncation(TruncationSpec.defaults()
+				.maxTruncations(t.maxTruncations())
+				.reservedOutputTokens(t.reservedOutputTokens()))
+			.fallback(fallback)
+			.responseCache(cache)
 			.metrics(metrics)
 			.onReport(stats)
 			.build();

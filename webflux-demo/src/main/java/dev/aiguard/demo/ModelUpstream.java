@@ -12,8 +12,9 @@ import reactor.util.annotation.Nullable;
 
 /**
  * The model the guard protects: the embedded mock, or the OpenAI-compatible server named by
- * {@code AIGUARD_BASE_URL}. The mock only has a port once it has started, so its client is built
- * on first use.
+ * {@code AIGUARD_BASE_URL}. The mock only has a port once it has started, and gets a new one if
+ * the context stops and starts it again, so its client is built on first use and rebuilt when
+ * the port changed.
  */
 final class ModelUpstream {
 
@@ -21,7 +22,11 @@ final class ModelUpstream {
 	@Nullable
 	private final MockModelServer mock;
 	@Nullable
-	private volatile OpenAiCompatibleClient client;
+	private volatile Client client;
+
+	/** A client and the base URL it was built for. */
+	private record Client(String baseUrl, OpenAiCompatibleClient http) {
+	}
 
 	/**
 	 * @throws IllegalStateException when a real server is named without a key or a model
@@ -42,11 +47,11 @@ final class ModelUpstream {
 			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + properties.baseUrl()
 					+ ") but AIGUARD_MODEL is not. Name the model to ask, e.g. AIGUARD_MODEL=gpt-4o-mini.");
 		}
-		this.client = OpenAiCompatibleClient.builder(properties.baseUrl())
+		this.client = new Client(properties.baseUrl(), OpenAiCompatibleClient.builder(properties.baseUrl())
 			.apiKey(properties.apiKey())
 			.model(properties.model())
 			.responseTimeout(Duration.ofSeconds(30))
-			.build();
+			.build());
 	}
 
 	/** @return the answer to {@code request}, unguarded: the caller guards it */
@@ -71,16 +76,20 @@ final class ModelUpstream {
 	}
 
 	private OpenAiCompatibleClient client() {
-		OpenAiCompatibleClient c = client;
-		if (c == null) {
-			// racing first calls may each build one; they are equivalent and cheap
-			c = OpenAiCompatibleClient.builder(Objects.requireNonNull(mock, "mock").baseUrl())
+		Client c = client;
+		if (mock == null) {
+			return Objects.requireNonNull(c, "client").http();
+		}
+		String url = mock.baseUrl();
+		if (c == null || !c.baseUrl().equals(url)) {
+			// racing calls may each build one; they are equivalent and cheap
+			c = new Client(url, OpenAiCompatibleClient.builder(url)
 				.model(MockModelServer.MODEL)
 				.responseTimeout(Duration.ofSeconds(30))
-				.build();
+				.build());
 			client = c;
 		}
-		return c;
+		return c.http();
 	}
 
 	private static boolean isBlank(@Nullable String s) {

@@ -155,4 +155,19 @@ class ChatEndpointTest extends DemoTestSupport {
 		assertThat(snapshot.get("mock").get("requests").longValue()).isPositive();
 		assertThat(snapshot.has("load")).isTrue();
 	}
+
+	@Test
+	void answersStillFlowAfterTheMockIsStoppedAndStartedOnAnotherPort() {
+		// Spring's test framework pauses cached contexts (stopping lifecycle beans) between classes
+		String before = mock.baseUrl();
+		chatToEnd(ask("before the restart"));
+		mock.stop();
+		mock.start();
+		assertThat(mock.baseUrl()).isNotEqualTo(before);
+
+		List<ServerSentEvent<String>> events = chatToEnd(ask("after the restart"));
+
+		assertThat(last(events).event()).isEqualTo("done");
+		assertThat(data(last(events)).get("source").stringValue()).isEqualTo("REALTIME");
+	}
 }
