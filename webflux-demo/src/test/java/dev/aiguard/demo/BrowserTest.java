@@ -99,12 +99,21 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(partial.length()).as("text was shown while streaming").isLessThan(full.length());
 		shoot("1-answer");
 
-		// 2. a fault switch reaches the mock
+		// 2. a stall mid-answer: the guard ends it and the page says so, keeping the partial text
+		driver.findElement(By.id("fault-stall")).click();
+		wait.until(d -> Integer.valueOf(5).equals(mock.faults().stallAfterTokens()));
+		type("Will this one stall?");
+		WebElement stalled = wait.until(d -> first(lastAnswer(d).findElements(By.cssSelector(".error-label"))));
+		assertThat(stalled.getDomAttribute("data-error")).isEqualTo("stalled");
+		driver.findElement(By.id("fault-stall")).click();
+		wait.until(d -> mock.faults().stallAfterTokens() == null);
+
+		// 3. another fault switch reaches the mock
 		driver.findElement(By.id("fault-errors")).click();
 		wait.until(d -> mock.faults().errorRate() == 1.0 && mock.faults().errorStatus() == 500);
 		wait.until(d -> d.findElement(By.id("fault-status")).getText().contains("1 fault"));
 
-		// 3. failing answers open the breaker; the page keeps answering from the fallbacks
+		// 4. failing answers open the breaker; the page keeps answering from the fallbacks
 		String before = driver.findElement(By.id("breaker-state")).getDomAttribute("data-state");
 		assertThat(before).isEqualTo("CLOSED");
 		for (int i = 0; i < 4 && !"OPEN".equals(breakerState()); i++) {
@@ -118,7 +127,9 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(label.getDomAttribute("data-source")).isNotEqualTo("REALTIME");
 		assertThat(driver.findElement(By.id("last-source")).getDomAttribute("data-source")).isNotEqualTo("REALTIME");
 
-		// 4. the same question in a new chat is answered from the cache while the breaker is open
+		shoot("2-breaker-open");
+
+		// 5. the same question in a new chat is answered from the cache while the breaker is open
 		driver.findElement(By.id("new-chat")).click();
 		type(question);
 		WebElement cached = wait.until(d -> lastAnswer(d));
@@ -126,7 +137,7 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(cachedSource.getDomAttribute("data-source")).isEqualTo("CACHE");
 		assertThat(cached.findElement(By.className("text")).getText()).isEqualTo(full);
 		wait.until(d -> d.findElements(By.cssSelector("#counters b")).size() > 0);
-		Path shot = shoot("2-breaker-open");
+		Path shot = shoot("3-answered-from-cache");
 		assertThat(Files.size(shot)).isPositive();
 	}
 
