@@ -3,7 +3,17 @@ package dev.aiguard.benchmarks;
 import java.time.Duration;
 
 import dev.aiguard.GuardPolicy;
+import dev.aiguard.Priority;
+import dev.aiguard.admission.LaneSpec;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.fallback.Fallback;
+import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.StallSpec;
 
 /** The policy a WebFlux user would configure, shared by the benchmarks. */
@@ -12,8 +22,38 @@ final class BenchmarkPolicies {
 	private BenchmarkPolicies() {
 	}
 
+	/** Deadlines, breaker, lanes, retry with a budget, a static fallback, metrics. */
 	static GuardPolicy fullPolicy(GuardMetrics metrics) {
+		PriorityLanes lanes = PriorityLanes.builder()
+				.name("bench")
+				.lane(Priority.P0, LaneSpec.of(64))
+				.lane(Priority.P1, LaneSpec.of(64))
+				.lane(Priority.P2, LaneSpec.of(64))
+				.metrics(metrics)
+				.build();
+		CircuitBreaker breaker = CircuitBreaker.builder("bench")
+				.config(BreakerConfig.custom().build())
+				.metrics(metrics)
+				.build();
 		return GuardPolicy.builder("bench")
+				.stall(StallSpec.defaults()
+						.firstTokenTimeout(Duration.ofSeconds(10))
+						.idleTimeout(Duration.ofSeconds(30))
+						.maxDuration(Duration.ofMinutes(5)))
+				.breaker(breaker)
+				.lanes(lanes)
+				.retry(RetrySpec.defaults())
+				.retryBudget(RetryBudget.create())
+				.fallback(FallbackChain.<ChatChunk>builder()
+						.step(Fallback.staticText("The assistant is busy; please try again in a minute."))
+						.build())
+				.metrics(metrics)
+				.build();
+	}
+
+	/** Deadlines and metrics only: the foundation's guard. */
+	static GuardPolicy stallOnlyPolicy(GuardMetrics metrics) {
+		return GuardPolicy.builder("bench-stall")
 				.stall(StallSpec.defaults()
 						.firstTokenTimeout(Duration.ofSeconds(10))
 						.idleTimeout(Duration.ofSeconds(30))

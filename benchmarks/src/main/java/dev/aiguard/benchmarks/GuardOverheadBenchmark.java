@@ -5,10 +5,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import dev.aiguard.AiGuard;
-import dev.aiguard.GuardPolicy;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
-import dev.aiguard.stall.StallSpec;
 import io.github.resilience4j.bulkhead.Bulkhead;
 import io.github.resilience4j.bulkhead.BulkheadConfig;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
@@ -49,6 +47,7 @@ public class GuardOverheadBenchmark {
 
 	ChatChunk[] chunks;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> guard;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> stallOnly;
 	CircuitBreaker r4jBreaker;
 	Bulkhead r4jBulkhead;
 
@@ -59,7 +58,9 @@ public class GuardOverheadBenchmark {
 			chunks[i] = ChatChunk.token("tok" + i);
 		}
 		chunks[tokens] = ChatChunk.done();
-		guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(new SimpleMeterRegistry())));
+		SimpleMeterRegistry registry = new SimpleMeterRegistry();
+		guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)));
+		stallOnly = AiGuard.of(BenchmarkPolicies.stallOnlyPolicy(new MicrometerGuardMetrics(registry)));
 		r4jBreaker = CircuitBreaker.of("bench", CircuitBreakerConfig.ofDefaults());
 		r4jBulkhead = Bulkhead.of("bench", BulkheadConfig.custom().maxConcurrentCalls(1000).build());
 	}
@@ -72,6 +73,12 @@ public class GuardOverheadBenchmark {
 	@Benchmark
 	public void guarded(Blackhole bh) {
 		Flux.fromArray(chunks).transform(guard).subscribe(new Sink(bh));
+	}
+
+	/** Deadlines and metrics only, to separate the per-token watch from per-stream admission costs. */
+	@Benchmark
+	public void guardedStallOnly(Blackhole bh) {
+		Flux.fromArray(chunks).transform(stallOnly).subscribe(new Sink(bh));
 	}
 
 	@Benchmark
