@@ -51,9 +51,13 @@ final class ChatEvents {
 	/** @param partial whether tokens of this answer were already sent */
 	ServerSentEvent<String> error(Throwable error, boolean partial) {
 		Throwable cause = rootOf(error);
+		String type = type(cause);
+		// unknown errors may carry anything: say what happened, not what the exception says
+		String message = "internal".equals(type) || cause.getMessage() == null ? "the answer failed unexpectedly"
+				: cause.getMessage();
 		return event("error", json.createObjectNode()
-			.put("type", type(cause))
-			.put("message", message(cause))
+			.put("type", type)
+			.put("message", message)
 			.put("partial", partial));
 	}
 
@@ -100,14 +104,6 @@ final class ChatEvents {
 			return "bad_response";
 		}
 		return "internal";
-	}
-
-	private static String message(Throwable e) {
-		if ("internal".equals(type(e)) || e.getMessage() == null) {
-			// unknown errors may carry anything; say what happened, not what the exception says
-			return "the answer failed unexpectedly";
-		}
-		return e.getMessage();
 	}
 
 	private static Throwable rootOf(Throwable error) {

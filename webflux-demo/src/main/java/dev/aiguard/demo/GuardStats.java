@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedDeque;
@@ -83,13 +84,13 @@ final class GuardStats implements Consumer<GuardReport> {
 	}
 
 	Map<String, Long> outcomes() {
-		Map<String, Long> m = new java.util.LinkedHashMap<>();
+		Map<String, Long> m = new LinkedHashMap<>();
 		outcomes.forEach((k, v) -> m.put(k.name(), v.sum()));
 		return m;
 	}
 
 	Map<String, Long> sources() {
-		Map<String, Long> m = new java.util.LinkedHashMap<>();
+		Map<String, Long> m = new LinkedHashMap<>();
 		sources.forEach((k, v) -> m.put(k.name(), v.sum()));
 		return m;
 	}

@@ -185,13 +185,13 @@ public final class MockModelServer implements SmartLifecycle {
 			injectedErrors.incrementAndGet();
 			return injectedError(response, profile);
 		}
+		int promptTokens = COUNTER.count(messages);
 		if (profile.contextLimitTokens() != null) {
-			int tokens = COUNTER.count(messages);
-			if (tokens > profile.contextLimitTokens()) {
+			if (promptTokens > profile.contextLimitTokens()) {
 				contextRejections.incrementAndGet();
 				return error(response, 400, errorBody("invalid_request_error", "context_length_exceeded",
 						"This model's maximum context length is " + profile.contextLimitTokens()
-								+ " tokens. However, your messages resulted in " + tokens
+								+ " tokens. However, your messages resulted in " + promptTokens
 								+ " tokens. Please reduce the length of the messages."), 0);
 			}
 		}
@@ -202,7 +202,7 @@ public final class MockModelServer implements SmartLifecycle {
 			.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
 			.header(HttpHeaderNames.CACHE_CONTROL, "no-cache")
 			// flush every event as it is written, like a model server does (and so a drop cuts after it)
-			.send(events(response, id, created, model, MockAnswers.tokens(prompt), COUNTER.count(messages), profile)
+			.send(events(response, id, created, model, MockAnswers.tokens(prompt), promptTokens, profile)
 				.map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)), buffer -> true)
 			.then();
 	}
