@@ -82,6 +82,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 
 	@Nullable
 	private final ChatRequest originalRequest;
+	/** What continuations build on: the caller's request, or the truncated one that fit. */
+	@Nullable
+	private ChatRequest continuationBase;
 	@Nullable
 	private ChatRequest request;
 
@@ -99,6 +102,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private Throwable lastError;
 	@Nullable
 	private Outcome lastOutcome;
+	/** Why the scheduled retry is made; counted when it starts, not when it is scheduled. */
+	@Nullable
+	private String retryReason;
+	/** A continuation request is about to be sent; counted once it has the breaker's permission. */
+	private boolean continuing;
 
 	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
 	private volatile Stage stage = Stage.REALTIME;
@@ -149,6 +157,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		this.upstream = upstream;
 		this.callForm = callForm;
 		this.originalRequest = request;
+		this.continuationBase = request;
 		this.request = request;
 		this.guard = guard;
 		this.policy = guard.policy();
@@ -181,8 +190,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			nextAttempt();
 			return;
 		}
-		Disposable waiting = lanes.acquire(priority).subscribe(this::admitted, this::notAdmitted);
+		Admission waiting = new Admission(this);
 		admission = waiting;
+		lanes.acquire(priority).subscribe(waiting);
 		if (cancelled != 0) {
 			waiting.dispose();
 		}
@@ -193,6 +203,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private void admitted(LanePermit permit) {
 		lanePermit = permit;
 		if (cancelled != 0) {
+			// a cancel racing the grant may have finished the request before it could see the permit
+			permit.release();
 			finishCancelled();
 			return;
 		}
@@ -230,8 +242,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			if (permit == null) {
 				BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
 				if (deliveredTokens > 0L) {
-					// a continuation was refused: the partial answer stands as the policy says
-					midStreamFailure(lastError != null ? lastError : refused, lastOutcome);
+					// a continuation was refused: the partial answer stands, failed as fail() says (no further try)
+					failWith(policy.midStream().failure(lastError != null ? lastError : refused, deliveredTokens),
+							lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 				}
 				else {
 					Throwable cause = lastError != null ? lastError : refused;
@@ -241,6 +254,15 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 				return;
 			}
 			attemptPermit = permit;
+		}
+		String reason = retryReason;
+		if (reason != null) {
+			retryReason = null;
+			safely(() -> metrics.retried(policy.name(), priority, reason));
+		}
+		if (continuing) {
+			continuing = false;
+			safely(() -> metrics.continued(policy.name(), priority));
 		}
 		realtimeAttempts++;
 		Publisher<? extends T> source;
@@ -286,6 +308,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (tap == null) {
 			tap = new Tap<>(actual, this);
 		}
+		else if (record && continuations == 0) {
+			tap.restartRecording();
+		}
 		tap.recording = record;
 		tap.collectingText = text;
 		return tap;
@@ -323,8 +348,11 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		if (w != null) {
 			w.cancel();
 		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request
-		finishCancelled();
+		// between attempts (waiting for admission, backing off) nothing else will end the request;
+		// once an attempt has started, its end (ours or one that won the race) finishes the request
+		if (w == null || backoff != null) {
+			finishCancelled();
+		}
 	}
 
 	private void handOver(StallWatch<T> watch) {
@@ -383,7 +411,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		recordAttempt(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
+				// a continued answer keeps every token its failed attempts delivered: none was wasted
+				wastedTokens = 0L;
 				storeAnswer(watch);
+				releaseLane();
 				actual.onComplete();
 				answered(Source.REALTIME);
 				finish(outcome, null, watch.finishReason());
@@ -439,12 +470,12 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	/** @return whether a smaller request is on its way */
 	private boolean truncate(ContextLengthExceededException e) {
 		TruncationSpec spec = policy.truncation();
-		if (!callForm || spec == null || request == null) {
+		if (!callForm || spec == null || request == null || spec.maxTruncations() == 0) {
 			return false;
 		}
 		if (truncations >= spec.maxTruncations()) {
 			failWith(new PromptTooLargeException(e.limit().orElse(-1),
-					spec.counter().count(request.messages())), Outcome.CLIENT_ERROR);
+					spec.counter().count(request.messages()), e), Outcome.CLIENT_ERROR);
 			return true;
 		}
 		TruncationSpec.Result shrunk;
@@ -452,7 +483,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			shrunk = spec.shrink(request, e.limit(), e.actual());
 		}
 		catch (PromptTooLargeException tooLarge) {
-			failWith(tooLarge, Outcome.CLIENT_ERROR);
+			failWith(tooLarge.getCause() != null ? tooLarge
+					: new PromptTooLargeException(tooLarge.limit().orElse(-1), tooLarge.smallestSize(), e),
+					Outcome.CLIENT_ERROR);
 			return true;
 		}
 		catch (Throwable truncatorFailure) {
@@ -461,6 +494,8 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		truncations++;
 		request = shrunk.request();
+		// truncation only happens before the first token, so no continuation was built on the old prompt
+		continuationBase = request;
 		safely(() -> metrics.promptTruncated(policy.name(), priority, shrunk.tokensDropped()));
 		nextAttempt();
 		return true;
@@ -468,8 +503,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 
 	private void scheduleRetry(Throwable error) {
 		Duration delay = retry.delayBefore(realtimeAttempts, error);
-		String reason = error.getClass().getSimpleName();
-		safely(() -> metrics.retried(policy.name(), priority, reason));
+		retryReason = error.getClass().getSimpleName();
 		try {
 			Disposable backoff = timer.schedule(this::nextAttempt, delay.toNanos(), TimeUnit.NANOSECONDS);
 			pendingRetry = backoff;
@@ -518,7 +552,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		ChatRequest next;
 		try {
-			next = mid.continuation().continuation(originalRequest, t.text.toString(), t.toolCalls);
+			next = mid.continuation().continuation(continuationBase, t.text.toString(), t.toolCalls);
 		}
 		catch (ContinuationRefusedException refused) {
 			return false;
@@ -526,7 +560,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		continuations++;
 		request = next;
 		t.discardRecording();
-		safely(() -> metrics.continued(policy.name(), priority));
+		continuing = true;
 		nextAttempt();
 		return true;
 	}
@@ -564,7 +598,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			failWith(cause, outcome);
 			return;
 		}
-		Object key = CacheKeys.keyOf(policy.cacheKey(), request);
+		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
+		lastOutcome = outcome;
+		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
+		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
 		LanePermit lp = lanePermit;
 		Scheduler blocking = lp != null ? lp.scheduler() : Schedulers.boundedElastic();
@@ -579,19 +616,21 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 		switch (end) {
 			case COMPLETED:
+				releaseLane();
 				actual.onComplete();
 				if (stage == Stage.FALLBACK) {
 					finish(Outcome.SUCCESS, null, watch.finishReason());
 				}
 				else {
-					// a notice ends the answer, but the attempt still failed
-					finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, lastError, watch.finishReason());
+					// a notice ends the answer, but the attempt still failed (its error is in the attempts)
+					finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, null, watch.finishReason());
 				}
 				break;
 			case CANCELLED:
 				finish(Outcome.CANCELLED, null, watch.finishReason());
 				break;
 			default:
+				releaseLane();
 				actual.onError(error);
 				finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, error, watch.finishReason());
 		}
@@ -602,8 +641,17 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			finishCancelled();
 			return;
 		}
+		releaseLane();
 		actual.onError(error);
 		finish(outcome, error, null);
+	}
+
+	/** Frees the lane before the subscriber hears of the end, so a request it starts from there finds the permit. */
+	private void releaseLane() {
+		LanePermit lp = lanePermit;
+		if (lp != null) {
+			lp.release();
+		}
 	}
 
 	private void source(Source chosen) {
@@ -625,7 +673,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			return;
 		}
 		LanePermit lp = lanePermit;
-		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), request), Outcome.SUCCESS,
+		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
 				OutputLimits.isTruncation(watch.finishReason()),
 				lp != null ? lp.scheduler() : Schedulers.boundedElastic());
 	}
@@ -641,6 +689,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 			case INCOMPLETE:
 				return Outcome.INCOMPLETE;
 			default:
+				if (error instanceof PreemptedException) {
+					// the lanes took the permit back: not the upstream's fault, not a call for the breaker
+					return Outcome.REJECTED;
+				}
 				try {
 					Outcome o = policy.errorClassifier().apply(error);
 					return o != null ? o : Outcome.FAILURE;
@@ -771,6 +823,60 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	}
 
 	/**
+	 * Waits for the lane permit. Unlike a lambda subscriber it hands over a permit that arrives after
+	 * it was disposed (a cancel racing the grant), so the request can release it instead of dropping it.
+	 */
+	static final class Admission implements CoreSubscriber<LanePermit>, Disposable {
+
+		final GuardedStream<?> parent;
+
+		volatile Subscription s;
+		static final AtomicReferenceFieldUpdater<Admission, Subscription> S =
+				AtomicReferenceFieldUpdater.newUpdater(Admission.class, Subscription.class, "s");
+
+		Admission(GuardedStream<?> parent) {
+			this.parent = parent;
+		}
+
+		@Override
+		public Context currentContext() {
+			return parent.actual.currentContext();
+		}
+
+		@Override
+		public void onSubscribe(Subscription subscription) {
+			if (Operators.setOnce(S, this, subscription)) {
+				subscription.request(Long.MAX_VALUE);
+			}
+		}
+
+		@Override
+		public void onNext(LanePermit permit) {
+			parent.admitted(permit);
+		}
+
+		@Override
+		public void onError(Throwable rejection) {
+			parent.notAdmitted(rejection);
+		}
+
+		@Override
+		public void onComplete() {
+			// the permit, if any, was handed over in onNext
+		}
+
+		@Override
+		public void dispose() {
+			Operators.terminate(S, this);
+		}
+
+		@Override
+		public boolean isDisposed() {
+			return s == Operators.cancelledSubscription();
+		}
+	}
+
+	/**
 	 * Sits between an attempt and the subscriber when something must see the chunks: it announces
 	 * the answer's source at the first chunk, records a realtime answer for the response cache, and
 	 * keeps the delivered text for a continuation. One per request, reused across attempts.
@@ -780,7 +886,9 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		final CoreSubscriber<? super T> actual;
 		final GuardedStream<T> parent;
 		@Nullable
-		final AnswerRecorder<T> recorder;
+		final ResponseCache<T> cache;
+		@Nullable
+		AnswerRecorder<T> recorder;
 		final StringBuilder text = new StringBuilder();
 		boolean recording;
 		boolean collectingText;
@@ -791,8 +899,16 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		Tap(CoreSubscriber<? super T> actual, GuardedStream<T> parent) {
 			this.actual = actual;
 			this.parent = parent;
-			ResponseCache<T> cache = (ResponseCache<T>) parent.policy.responseCache();
-			this.recorder = cache != null && parent.callForm ? AnswerRecorder.forCache(cache) : null;
+			this.cache = parent.callForm ? (ResponseCache<T>) parent.policy.responseCache() : null;
+			this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
+		}
+
+		/** A retry starts: what a failed attempt sent before its first token is not part of the answer. */
+		void restartRecording() {
+			AnswerRecorder<T> r = recorder;
+			if (cache != null && r != null && (r.size() > 0 || r.overflowed())) {
+				recorder = AnswerRecorder.forCache(cache);
+			}
 		}
 
 		void discardRecording() {

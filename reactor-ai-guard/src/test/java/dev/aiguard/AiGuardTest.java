@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.Source;
+import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StallPhase;
 import dev.aiguard.stall.StallSpec;
@@ -92,12 +93,17 @@ class AiGuardTest {
 								.build())))
 				.expectNextCount(1)
 				.thenAwait(Duration.ofSeconds(3))
-				.expectErrorSatisfies(e -> assertThat(((StreamStalledException) e).phase()).isEqualTo(StallPhase.IDLE))
+				.expectErrorSatisfies(e -> {
+					// a token had reached the subscriber: the stall arrives marked partial
+					assertThat(e).isInstanceOf(PartialStreamException.class);
+					assertThat(((StreamStalledException) e.getCause()).phase()).isEqualTo(StallPhase.IDLE);
+				})
 				.verify(Duration.ofSeconds(5));
 		assertThat(reports).singleElement().satisfies(r -> {
 			assertThat(r.outcome()).isEqualTo(Outcome.STALLED);
 			assertThat(r.tokens()).isEqualTo(1);
-			assertThat(r.error()).isInstanceOf(StreamStalledException.class);
+			assertThat(r.error()).isInstanceOf(PartialStreamException.class)
+					.hasCauseInstanceOf(StreamStalledException.class);
 		});
 	}
 
@@ -105,8 +111,12 @@ class AiGuardTest {
 	void missingTerminalMarkerIsIncomplete() {
 		StepVerifier.create(Flux.just(ChatChunk.token("a")).transform(AiGuard.of(policy().build())))
 				.expectNextCount(1)
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(PartialStreamException.class)
+						.hasCauseInstanceOf(IncompleteStreamException.class))
+				.verify(Duration.ofSeconds(5));
+		StepVerifier.create(Flux.<ChatChunk>empty().transform(AiGuard.of(policy().build())))
 				.verifyError(IncompleteStreamException.class);
-		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.INCOMPLETE);
+		assertThat(reports).extracting(GuardReport::outcome).containsExactly(Outcome.INCOMPLETE, Outcome.INCOMPLETE);
 	}
 
 	@Test
@@ -245,16 +255,16 @@ class AiGuardTest {
 	void signalsTellTheSourceWhileStreamingAndTheReportAtTheEnd() {
 		GuardSignals signals = GuardSignals.create();
 		List<Object> seen = new CopyOnWriteArrayList<>();
+		signals.source().subscribe(seen::add);
+		signals.report().subscribe(seen::add);
 		Flux<ChatChunk> guarded = answer("a", "b").transform(AiGuard.of(policy().build()));
-		StepVerifier.create(Flux.concat(
-						signals.source().doOnNext(seen::add).then(Mono.<ChatChunk>empty()),
-						guarded.doOnNext(c -> seen.add(c.text())),
-						signals.report().doOnNext(seen::add).then(Mono.<ChatChunk>empty()))
-						.contextWrite(signals::into))
+		StepVerifier.create(guarded.doOnNext(c -> seen.add(c.text())).contextWrite(signals::into))
 				.expectNextCount(4)
 				.verifyComplete();
+		// the source is announced before the first token reaches the subscriber, the report after the end
 		assertThat(seen).hasSize(6);
 		assertThat(seen.get(0)).isEqualTo(Source.REALTIME);
+		assertThat(seen.get(1)).isEqualTo("a");
 		assertThat(seen.get(5)).isInstanceOfSatisfying(GuardReport.class,
 				r -> assertThat(r.tokens()).isEqualTo(2));
 	}

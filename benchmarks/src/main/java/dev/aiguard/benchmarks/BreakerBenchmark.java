@@ -23,6 +23,12 @@ import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
  * Ours against resilience4j 2.4.0 (the baseline), with the same window shape on both sides, at one
  * and at two threads sharing the breaker.
  *
+ * <p>{@code permitAndRecord} uses the plain API, so our breaker reads its own clock where it needs
+ * one (the time window), as resilience4j does. {@code permitAndRecordAt} passes a timestamp the way
+ * the guard does (it has already read the scheduler's time for the attempt); here each thread
+ * refreshes its timestamp from {@link System#nanoTime()} every {@value #CLOCK_EVERY} calls, so the
+ * buckets still turn over in real time and the clock costs almost nothing per call.
+ *
  * <pre>
  * java -jar benchmarks/target/benchmarks.jar BreakerBenchmark -f 1 -wi 3 -w 1s -i 5 -r 1s
  * </pre>
@@ -34,6 +40,25 @@ public class BreakerBenchmark {
 
 	/** Time to first token of the recorded calls: fast, so neither breaker counts them as slow. */
 	private static final long TTFT_NANOS = 300_000_000L;
+
+	/** Calls between two clock readings in the timestamped variants. */
+	static final int CLOCK_EVERY = 1024;
+
+	/** The caller's own notion of "now", one per thread, as a guard holds per attempt. */
+	@State(Scope.Thread)
+	public static class CallerClock {
+
+		private long now = System.nanoTime();
+		private int calls;
+
+		long now() {
+			if (++calls == CLOCK_EVERY) {
+				calls = 0;
+				now = System.nanoTime();
+			}
+			return now;
+		}
+	}
 
 	/** TIME: 60 buckets of 1 s (our default); COUNT: the last 100 calls (resilience4j's default). */
 	@Param({ "TIME", "COUNT" })
@@ -77,6 +102,24 @@ public class BreakerBenchmark {
 	@Threads(2)
 	public boolean resilience4jPermitAndRecordTwoThreads() {
 		return resilience4jAcquireAndRecord();
+	}
+
+	@Benchmark
+	@Threads(1)
+	public BreakerPermit permitAndRecordAt(CallerClock clock) {
+		return acquireAndRecordAt(clock.now());
+	}
+
+	@Benchmark
+	@Threads(2)
+	public BreakerPermit permitAndRecordAtTwoThreads(CallerClock clock) {
+		return acquireAndRecordAt(clock.now());
+	}
+
+	private BreakerPermit acquireAndRecordAt(long now) {
+		BreakerPermit permit = ours.tryAcquire(now);
+		permit.record(Outcome.SUCCESS, TTFT_NANOS, now);
+		return permit;
 	}
 
 	private BreakerPermit acquireAndRecord() {

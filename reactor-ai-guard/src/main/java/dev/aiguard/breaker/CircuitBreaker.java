@@ -1,6 +1,8 @@
 package dev.aiguard.breaker;
 
 import java.lang.System.Logger.Level;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -52,7 +54,9 @@ import dev.aiguard.metrics.GuardMetrics;
  *
  * <h2>Threads</h2>
  * Lock-free: the state is one immutable phase object swapped by CAS (one CAS decides each
- * transition), the window is counted with atomic adds. Transitions, rejections and reconfigurations
+ * transition); recording a success on a CLOSED breaker costs one atomic operation on the window and
+ * no clock read when the caller passes its time ({@link #tryAcquire(long)},
+ * {@link BreakerPermit#record(Outcome, long, long)}). Transitions, rejections and reconfigurations
  * are reported to listeners and to {@link GuardMetrics} on the calling thread; a throwing listener or
  * metrics implementation is logged and ignored.
  */
@@ -114,25 +118,49 @@ public final class CircuitBreaker {
 	 * already counted, reported to metrics and to listeners)
 	 */
 	public BreakerPermit tryAcquire() {
-		for (;;) {
-			Phase p = phase;
+		Phase p = phase;
+		// the hot case first: CLOSED needs no time
+		return p.state == BreakerState.CLOSED ? new Permit(this, p, Permit.CALL) : acquire(p, 0, false);
+	}
+
+	/**
+	 * Asks to make one call, at a time the caller has already read from the breaker's clock (for
+	 * example the pipeline scheduler's {@code now(NANOSECONDS)}), so the breaker reads no clock of its
+	 * own. A CLOSED breaker needs no time at all; OPEN and HALF_OPEN use {@code nowNanos} for their
+	 * waits.
+	 *
+	 * <pre>{@code
+	 * long now = scheduler.now(TimeUnit.NANOSECONDS);
+	 * BreakerPermit permit = breaker.tryAcquire(now);
+	 * }</pre>
+	 *
+	 * @param nowNanos the breaker clock's current reading (same origin as {@link Builder#clock})
+	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses
+	 */
+	public BreakerPermit tryAcquire(long nowNanos) {
+		Phase p = phase;
+		return p.state == BreakerState.CLOSED ? new Permit(this, p, Permit.CALL) : acquire(p, nowNanos, true);
+	}
+
+	private BreakerPermit acquire(Phase p, long givenNow, boolean timed) {
+		for (;; p = phase) {
 			switch (p.state) {
 				case CLOSED:
 					return new Permit(this, p, Permit.CALL);
 				case DISABLED:
 					return DISABLED_PERMIT;
 				case FORCED_OPEN:
-					return reject(p);
+					return reject(p, givenNow, timed);
 				case OPEN: {
-					long now = clock.nanoTime();
+					long now = timed ? givenNow : clock.nanoTime();
 					if (now - p.openUntil < 0) {
-						return reject(p);
+						return reject(p, now, true);
 					}
 					transition(p, Phase.halfOpen(p, now, settings.config), "open wait elapsed");
 					break; // read the new phase
 				}
 				case HALF_OPEN: {
-					BreakerPermit permit = acquireProbe(p);
+					BreakerPermit permit = acquireProbe(p, timed ? givenNow : clock.nanoTime());
 					if (permit != RETRY) {
 						return permit;
 					}
@@ -148,10 +176,9 @@ public final class CircuitBreaker {
 	private static final BreakerPermit RETRY = (outcome, ttft) -> {
 	};
 
-	private BreakerPermit acquireProbe(Phase p) {
+	private BreakerPermit acquireProbe(Phase p, long now) {
 		Settings s = settings;
 		BreakerConfig c = s.config;
-		long now = clock.nanoTime();
 		if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
 			reopen(p, s, now, "no decision within maxTimeInHalfOpen " + c.maxTimeInHalfOpen());
 			return RETRY;
@@ -167,7 +194,7 @@ public final class CircuitBreaker {
 			for (;;) {
 				int granted = p.granted;
 				if (granted >= probes) {
-					return reject(p);
+					return reject(p, now, true);
 				}
 				if (Phase.GRANTED.compareAndSet(p, granted, granted + 1)) {
 					return new Permit(this, p, Permit.PROBE_SLOT);
@@ -180,10 +207,11 @@ public final class CircuitBreaker {
 		if (Math.ceil((k + 1) * ratio) > Math.ceil(k * ratio)) {
 			return new Permit(this, p, Permit.PROBE);
 		}
-		return reject(p);
+		return reject(p, now, true);
 	}
 
-	private BreakerPermit reject(Phase p) {
+	/** @param knownNow whether {@code now} is a clock reading (else the clock is read if someone listens) */
+	private BreakerPermit reject(Phase p, long now, boolean knownNow) {
 		rejected.increment();
 		try {
 			metrics.breakerRejected(name);
@@ -193,14 +221,19 @@ public final class CircuitBreaker {
 		}
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
-			emit(ls, new BreakerEvent.CallRejected(name, clock.nanoTime(), p.state));
+			emit(ls, new BreakerEvent.CallRejected(name, knownNow ? now : clock.nanoTime(), p.state));
 		}
 		return null;
 	}
 
 	// ---------------------------------------------------------------- settlement
 
-	void settle(Permit permit, Outcome outcome, long ttftNanos) {
+	/**
+	 * Counts one settled permit.
+	 *
+	 * @param givenNow the caller's clock reading when {@code timed}, else ignored
+	 */
+	void settle(Permit permit, Outcome outcome, long ttftNanos, long givenNow, boolean timed) {
 		Settings s = settings;
 		BreakerConfig c = s.config;
 		Outcome counted = outcome;
@@ -235,16 +268,22 @@ public final class CircuitBreaker {
 			flags |= SlidingWindow.SLOW_BIT;
 		}
 		// a count window judged by the classic rule needs no time for a call that cannot trip it
-		long now = s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
-				? clock.nanoTime() : 0;
+		long now = timed ? givenNow
+				: s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
+						? clock.nanoTime() : 0;
 		s.window.record(now, flags);
 		boolean judge;
-		try {
-			judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
+		if (s.classic) {
+			judge = slow || counted != Outcome.SUCCESS; // the classic rule's onCall, without the call
 		}
-		catch (Throwable t) {
-			dropped(t, "tripPolicy.onCall");
-			judge = false;
+		else {
+			try {
+				judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
+			}
+			catch (Throwable t) {
+				dropped(t, "tripPolicy.onCall");
+				judge = false;
+			}
 		}
 		Phase p = permit.phase;
 		if (p != phase) {
@@ -385,7 +424,13 @@ public final class CircuitBreaker {
 		}
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
-			emit(ls, new BreakerEvent.StateTransition(name, to.enteredAt, from.state, to.state, reason, snapshot()));
+			// the window as of the transition's own time: a caller that passed its time costs no clock read
+			SlidingWindow window = settings.window;
+			if (window.timeBased()) {
+				window.advanceTo(to.enteredAt);
+			}
+			emit(ls, new BreakerEvent.StateTransition(name, to.enteredAt, from.state, to.state, reason,
+					BreakerSnapshot.of(window)));
 		}
 		return true;
 	}
@@ -590,6 +635,8 @@ public final class CircuitBreaker {
 		final SlidingWindow window;
 		final TripPolicy.Evaluator evaluator;
 
+		/** Whether the evaluator is the classic, stateless one (judged inline on the record path). */
+		final boolean classic;
 		/** Whether every recorded call needs a clock reading (false only for stateless count-based judging). */
 		final boolean callsNeedTime;
 
@@ -597,7 +644,8 @@ public final class CircuitBreaker {
 			this.config = config;
 			this.window = window;
 			this.evaluator = evaluator;
-			this.callsNeedTime = window.timeBased() || !FailureRatePolicy.isClassic(evaluator);
+			this.classic = FailureRatePolicy.isClassic(evaluator);
+			this.callsNeedTime = window.timeBased() || !classic;
 		}
 	}
 
@@ -670,20 +718,41 @@ public final class CircuitBreaker {
 		}
 	}
 
-	/** A permission; the first {@link #record} wins, later ones are ignored. */
+	/**
+	 * A permission; the first {@link #record} wins, later ones are ignored.
+	 *
+	 * <p>A HALF_OPEN probe is claimed by a CAS, so racing settlements of one probe count once or give
+	 * the slot back, never both. A CLOSED permit is claimed with a plain read and write of the same
+	 * field, which saves an atomic operation per call. That is still exactly once for every repeat
+	 * ordered after the first settlement (the same thread, or signals of one Reactive Streams
+	 * subscription, which never overlap), and for the one race Reactive Streams allows, a cancel
+	 * against the terminal signal: settling a CLOSED permit as cancelled changes nothing, so either
+	 * the outcome counts once or nothing does. Only two <em>counting</em> outcomes reported at the
+	 * same instant from unsynchronised threads could both count; the guard's end path is once-guarded,
+	 * so it never does that.
+	 */
 	static final class Permit implements BreakerPermit {
 
 		static final int CALL = 0;
 		static final int PROBE_SLOT = 1;
 		static final int PROBE = 2;
 
-		private static final AtomicIntegerFieldUpdater<Permit> SETTLED = AtomicIntegerFieldUpdater
-				.newUpdater(Permit.class, "settled");
+		private static final VarHandle SETTLED;
+
+		static {
+			try {
+				SETTLED = MethodHandles.lookup().findVarHandle(Permit.class, "settled", int.class);
+			}
+			catch (ReflectiveOperationException e) {
+				throw new ExceptionInInitializerError(e);
+			}
+		}
 
 		final CircuitBreaker breaker;
 		final Phase phase;
 		final int kind;
-		volatile int settled;
+		/** 1 once settled: plain access for a CLOSED permit, CAS for a probe. */
+		private int settled;
 
 		Permit(CircuitBreaker breaker, Phase phase, int kind) {
 			this.breaker = breaker;
@@ -691,11 +760,30 @@ public final class CircuitBreaker {
 			this.kind = kind;
 		}
 
+		private boolean claim() {
+			if (kind == CALL) {
+				if (settled != 0) {
+					return false;
+				}
+				settled = 1;
+				return true;
+			}
+			return SETTLED.compareAndSet(this, 0, 1);
+		}
+
 		@Override
 		public void record(Outcome outcome, long timeToFirstTokenNanos) {
 			Objects.requireNonNull(outcome, "outcome");
-			if (SETTLED.compareAndSet(this, 0, 1)) {
-				breaker.settle(this, outcome, timeToFirstTokenNanos);
+			if (claim()) {
+				breaker.settle(this, outcome, timeToFirstTokenNanos, 0, false);
+			}
+		}
+
+		@Override
+		public void record(Outcome outcome, long timeToFirstTokenNanos, long nowNanos) {
+			Objects.requireNonNull(outcome, "outcome");
+			if (claim()) {
+				breaker.settle(this, outcome, timeToFirstTokenNanos, nowNanos, true);
 			}
 		}
 	}

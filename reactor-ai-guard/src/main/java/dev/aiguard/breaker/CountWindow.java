@@ -1,34 +1,28 @@
 package dev.aiguard.breaker;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-
 /**
  * The last {@code size} calls. Each call takes a sequence number and owns slot
- * {@code seq mod size}; the slot packs {@code (seq + 1) << 5 | flags}, so a writer that lost the CPU
- * for a whole lap never overwrites a newer call (its record is dropped as late). The totals move by
- * the difference between the new and the replaced flags: a full window of successes touches none.
+ * {@code seq mod size}; the slot packs {@code seq << 5 | flags}, so a writer that lost the CPU for a
+ * whole lap never overwrites a newer call that was written (its record is dropped as late). The
+ * totals move by the difference between the new and the replaced flags: a full window of successes
+ * touches none.
+ *
+ * <p>A plain success whose slot already holds a plain success writes nothing at all: the slot keeps
+ * the older sequence number, and the totals are already right. Recording it is one atomic add on the
+ * sequence. The one thing this gives up: a writer that lost the CPU for a whole lap may then
+ * replace such an unwritten success with its own call (the window still holds exactly
+ * {@code size} calls, and slots and totals still agree).
  */
 final class CountWindow extends SlidingWindow {
 
 	private static final int FLAG_BITS = 5;
 	private static final long FLAG_MASK = (1L << FLAG_BITS) - 1;
-	private static final VarHandle SEQ;
-
-	static {
-		try {
-			SEQ = MethodHandles.lookup().findVarHandle(CountWindow.class, "seq", long.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
+	/** The sequence sits alone in the middle of a padded array: no other field shares its cache line. */
+	private static final int SEQ = 8;
 
 	private final int size;
 	private final long[] slots;
-
-	@SuppressWarnings("unused") // through SEQ
-	private volatile long seq;
+	private final long[] seq = new long[2 * SEQ + 1];
 
 	CountWindow(int size) {
 		this.size = size;
@@ -37,15 +31,17 @@ final class CountWindow extends SlidingWindow {
 
 	@Override
 	boolean record(long nowNanos, int flags) {
-		long s = (long) SEQ.getAndAdd(this, 1L) + 1;
+		long s = (long) LONGS.getAndAdd(seq, SEQ, 1L) + 1;
 		int slot = (int) ((s - 1) % size);
-		long packed = (s << FLAG_BITS) | flags;
 		for (;;) {
 			long old = (long) LONGS.getAcquire(slots, slot);
 			if ((old >>> FLAG_BITS) > s) {
 				return false;
 			}
-			if (LONGS.compareAndSet(slots, slot, old, packed)) {
+			if (flags == CALL_BIT && (old & FLAG_MASK) == CALL_BIT) {
+				return true; // a success replacing a success: nothing changes
+			}
+			if (LONGS.compareAndSet(slots, slot, old, (s << FLAG_BITS) | flags)) {
 				adjust((int) (old & FLAG_MASK), flags);
 				return true;
 			}
@@ -57,12 +53,25 @@ final class CountWindow extends SlidingWindow {
 		if (changed == 0) {
 			return;
 		}
+		// additions before subtractions, calls added first and taken away last: a reader racing this
+		// never sees a rate above the true one
 		for (int k = 0; k < WIDTH; k++) {
 			int bit = 1 << k;
-			if ((changed & bit) != 0) {
-				addTotal(k, (newFlags & bit) != 0 ? 1L : -1L);
+			if ((changed & newFlags & bit) != 0) {
+				addTotal(k, 1L);
 			}
 		}
+		for (int k = WIDTH - 1; k >= 0; k--) {
+			int bit = 1 << k;
+			if ((changed & oldFlags & bit) != 0) {
+				addTotal(k, -1L);
+			}
+		}
+	}
+
+	@Override
+	long rawTotal(int counter) {
+		return (long) LONGS.getVolatile(totals, counter);
 	}
 
 	@Override

@@ -23,7 +23,7 @@ public final class FailureRatePolicy implements TripPolicy {
 		@Override
 		public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos, boolean slow,
 				long nowNanos) {
-			return slow || outcome != Outcome.SUCCESS;
+			return slow || outcome != Outcome.SUCCESS; // CircuitBreaker applies this same rule inline
 		}
 
 		@Override

@@ -5,9 +5,9 @@ import java.lang.invoke.VarHandle;
 
 /**
  * The counters behind a breaker: a ring of slots plus running totals, so reading the window is
- * O(1). Recording is lock-free: one CAS per counter touched on its slot, one atomic add on its
- * total. Whatever leaves a slot (eviction, reset) is subtracted from the totals by the thread whose
- * CAS took it out, so slots and totals always agree once writers are quiet.
+ * O(1). Recording is lock-free, and a plain success costs one atomic operation (see the two
+ * implementations for how). Whatever leaves a slot (eviction, reset) is subtracted from the totals by
+ * the thread whose CAS took it out, so slots and totals always agree once writers are quiet.
  */
 abstract class SlidingWindow implements WindowCounts {
 
@@ -27,7 +27,7 @@ abstract class SlidingWindow implements WindowCounts {
 
 	static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
-	/** Running totals, one per counter. */
+	/** Running totals, one per counter (for a time window: of its closed buckets only). */
 	final long[] totals = new long[WIDTH];
 
 	/**
@@ -58,10 +58,13 @@ abstract class SlidingWindow implements WindowCounts {
 	}
 
 	final long total(int counter) {
-		long v = (long) LONGS.getVolatile(totals, counter);
+		long v = rawTotal(counter);
 		// a reader may see a slot's eviction before the matching increment of a racing writer
 		return v < 0 ? 0 : v;
 	}
+
+	/** The running total of one counter, unclamped. */
+	abstract long rawTotal(int counter);
 
 	final void addTotal(int counter, long delta) {
 		LONGS.getAndAdd(totals, counter, delta);

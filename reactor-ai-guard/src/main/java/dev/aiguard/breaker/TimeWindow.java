@@ -5,23 +5,40 @@ import java.lang.invoke.VarHandle;
 
 /**
  * The last {@code size} time buckets of {@code bucketNanos} each, in a ring of the next power of two
- * slots so that epoch {@code e} (= time / bucketNanos) lives in slot {@code e & mask} (no division on
- * the record path). When the head moves on, the buckets leaving the window are emptied.
+ * slots (at least 64) so that epoch {@code e} (= time / bucketNanos) lives in slot {@code e & mask}
+ * (no division on the record path).
  *
- * <p>Every counter cell carries its own epoch: {@code (epoch - origin) << 24 | count}. A record CASes
- * the cell from its epoch's value to value + 1, or, when the cell still holds an older epoch, from
- * that stale value straight to {@code (epoch, 1)}; whoever wins a CAS that drops counts subtracts
- * exactly those counts from the running total. So eviction and recording cannot lose each other's
- * work, and totals always equal the sum of the cells. A record whose cell already moved to a newer
- * epoch, or whose epoch is older than the window (a clock that stepped back, a thread descheduled
- * for a whole window), is dropped. Counts saturate at 16 777 215 per cell.
+ * <p>Every counter cell carries its own epoch and a <em>sealed</em> bit next to its count:
+ * {@code lap << 29 | sealed << 28 | count}, where the lap {@code (epoch - origin) / ring + 1} is all
+ * that tells apart the epochs sharing a slot; a cell of 0 is empty. With 35 bits of lap and at least
+ * 64 slots, even 1 ms buckets last for decades. The newest bucket
+ * (the head) is <em>live</em>: its cells are not in the running totals, a reader adds them on the fly.
+ * So recording a plain success in the head bucket is one CAS on one cell and nothing else. When the
+ * head moves on, the thread that moved it <em>seals</em> the old head's cells (a CAS sets the bit;
+ * its winner adds exactly the count it sealed to the totals), then empties the buckets that left the
+ * window (a CAS to 0; its winner subtracts what was sealed). A record that arrives in a sealed bucket
+ * (a late one, still inside the window) adds to the cell and to the total.
+ *
+ * <p>Why nothing is lost: every change of a cell is a CAS from the value the thread read, so a count
+ * is sealed together with everything added before the seal, and an add after it sees the bit and
+ * pays its own total. The only cell a sealing thread can miss is one opened for the head epoch just
+ * after it looked; the thread that opened it re-reads the head and seals it itself. A record whose
+ * epoch is older than the window, or whose cell already holds a newer epoch (a clock that stepped
+ * back, a thread descheduled for a whole window), is dropped. Counts saturate at 268 435 455 per cell
+ * and bucket.
  */
 final class TimeWindow extends SlidingWindow {
 
-	private static final int COUNT_BITS = 24;
-	private static final long COUNT_MASK = (1L << COUNT_BITS) - 1;
-	private static final long MAX_RELATIVE_EPOCH = (1L << (63 - COUNT_BITS)) - 1;
+	private static final int COUNT_BITS = 28;
+	static final long COUNT_MASK = (1L << COUNT_BITS) - 1;
+	private static final long SEALED = 1L << COUNT_BITS;
+	private static final int TAG_SHIFT = COUNT_BITS + 1;
+	/** The highest lap a tag can carry (the tag is lap + 1; 0 marks an empty cell). */
+	private static final long MAX_LAP = (-1L >>> TAG_SHIFT) - 1;
+	private static final int MIN_RING_BITS = 6;
 	private static final long NONE = Long.MIN_VALUE;
+	/** Cells start and end one cache line away from the array's length, which every access reads. */
+	private static final int PAD = 8;
 	private static final VarHandle HEAD;
 
 	static {
@@ -35,6 +52,9 @@ final class TimeWindow extends SlidingWindow {
 
 	private final int size;
 	private final int mask;
+	/** log2 of the ring: a relative epoch's lap is {@code relative >>> ringBits}. */
+	private final int ringBits;
+	private final long maxRelativeEpoch;
 	private final long bucketNanos;
 	/** Epochs before this one are dropped; relative epochs start at 0 here. */
 	private final long origin;
@@ -45,11 +65,27 @@ final class TimeWindow extends SlidingWindow {
 
 	TimeWindow(int size, long bucketNanos, long nowNanos) {
 		this.size = size;
-		int ring = Integer.highestOneBit(Math.max(1, size - 1)) << 1;
+		this.ringBits = Math.max(MIN_RING_BITS, 32 - Integer.numberOfLeadingZeros(Math.max(1, size - 1)));
+		int ring = 1 << ringBits;
 		this.mask = ring - 1;
+		this.maxRelativeEpoch = ((MAX_LAP + 1) << ringBits) - 1;
 		this.bucketNanos = bucketNanos;
 		this.origin = Math.floorDiv(nowNanos, bucketNanos) - size;
-		this.cells = new long[ring * WIDTH];
+		this.cells = new long[PAD + ring * WIDTH + PAD];
+	}
+
+	/** The tag and seal bits of a live (unsealed) cell of {@code relative}, with a count of 0. */
+	private long liveHeader(long relative) {
+		return tagOf(relative) << TAG_SHIFT;
+	}
+
+	/** The tag of the epochs of {@code relative}'s lap around the ring (0 is kept for empty cells). */
+	private long tagOf(long relative) {
+		return (relative >>> ringBits) + 1;
+	}
+
+	private int index(long epoch, int counter) {
+		return PAD + ((int) epoch & mask) * WIDTH + counter;
 	}
 
 	private long epochOf(long nowNanos, long h) {
@@ -68,42 +104,69 @@ final class TimeWindow extends SlidingWindow {
 		long h = head;
 		long e = epochOf(nowNanos, h);
 		long relative = e - origin;
-		if (relative < 0 || relative > MAX_RELATIVE_EPOCH) {
-			return false;
+		if (e != h) {
+			if (relative < 0 || relative > maxRelativeEpoch) {
+				return false;
+			}
+			if (e > h) {
+				advance(h, e);
+			}
+			else if (e <= h - size) {
+				return false;
+			}
 		}
-		if (e > h) {
-			advance(h, e);
-		}
-		else if (e <= h - size) {
-			return false;
-		}
-		int base = ((int) e & mask) * WIDTH;
-		boolean counted = false;
-		for (int k = 0; k < WIDTH; k++) {
+		// calls first, so that a reader racing this record never sees a rate above the true one
+		boolean counted = increment(e, relative, CALLS);
+		for (int k = 1; k < WIDTH; k++) {
 			if ((flags & (1 << k)) != 0) {
-				counted |= increment(base + k, k, relative);
+				counted |= increment(e, relative, k);
 			}
 		}
 		return counted;
 	}
 
-	private boolean increment(int cell, int counter, long relative) {
-		long tagged = relative << COUNT_BITS;
+	private boolean increment(long e, long relative, int counter) {
+		int i = index(e, counter);
+		long live = liveHeader(relative);
 		for (;;) {
-			long v = (long) LONGS.getVolatile(cells, cell);
-			long tag = v >>> COUNT_BITS;
-			if (tag == relative) {
+			long v = (long) LONGS.getVolatile(cells, i);
+			long header = v & ~COUNT_MASK;
+			if (header == live) {
+				// the hot case: the head bucket, counted by readers on the fly
 				if ((v & COUNT_MASK) == COUNT_MASK) {
 					return false; // saturated
 				}
-				if (LONGS.compareAndSet(cells, cell, v, v + 1)) {
-					addTotal(counter, 1);
+				if (LONGS.compareAndSet(cells, i, v, v + 1)) {
 					return true;
 				}
 			}
-			else if (tag < relative) {
-				if (LONGS.compareAndSet(cells, cell, v, tagged | 1)) {
-					addTotal(counter, 1 - (v & COUNT_MASK));
+			else if (header == (live | SEALED)) {
+				if ((v & COUNT_MASK) == COUNT_MASK) {
+					return false;
+				}
+				if (LONGS.compareAndSet(cells, i, v, v + 1)) {
+					addTotal(counter, 1);
+					evictIfOut(e, relative);
+					return true;
+				}
+			}
+			else if ((v >>> TAG_SHIFT) < tagOf(relative)) {
+				// the cell still holds an older epoch (or nothing): this record opens it
+				boolean isHead = e == head;
+				if (LONGS.compareAndSet(cells, i, v, isHead ? live | 1 : live | SEALED | 1)) {
+					if ((v & SEALED) != 0) {
+						addTotal(counter, -(v & COUNT_MASK)); // an old sealed bucket leaves with it
+					}
+					if (isHead) {
+						// a thread moving the head on may have looked at this cell before it was opened
+						if (head != e) {
+							seal(i, live, counter);
+						}
+					}
+					else {
+						addTotal(counter, 1);
+					}
+					evictIfOut(e, relative);
 					return true;
 				}
 			}
@@ -113,18 +176,48 @@ final class TimeWindow extends SlidingWindow {
 		}
 	}
 
+	/** Moves the live cell {@code i} of the bucket {@code live} into the totals, once. */
+	private void seal(int i, long live, int counter) {
+		for (;;) {
+			long v = (long) LONGS.getVolatile(cells, i);
+			if ((v & ~COUNT_MASK) != live) {
+				return; // sealed already, emptied, or reused
+			}
+			if (LONGS.compareAndSet(cells, i, v, v | SEALED)) {
+				addTotal(counter, v & COUNT_MASK);
+				return;
+			}
+		}
+	}
+
+	/** A late record whose bucket slid out of the window meanwhile is taken out again. */
+	private void evictIfOut(long e, long relative) {
+		if (e <= head - size) {
+			evictUpTo((int) e & mask, relative);
+		}
+	}
+
 	/** Empties the cells of {@code slot} that hold epoch {@code relative} or an older one. */
 	private void evictUpTo(int slot, long relative) {
-		int base = slot * WIDTH;
-		for (int k = 0; k < WIDTH; k++) {
+		int base = PAD + slot * WIDTH;
+		// this slot holds the relative epochs first + lap × ring; evict the laps up to relative
+		long first = (slot - origin) & mask;
+		if (relative < first) {
+			return;
+		}
+		long newestTag = ((relative - first) >>> ringBits) + 1;
+		// calls last, so that a reader racing the eviction never sees a rate above the true one
+		for (int k = WIDTH - 1; k >= 0; k--) {
 			for (;;) {
 				long v = (long) LONGS.getVolatile(cells, base + k);
-				long count = v & COUNT_MASK;
-				if (count == 0 || (v >>> COUNT_BITS) > relative) {
+				long tag = v >>> TAG_SHIFT;
+				if (tag == 0 || tag > newestTag) {
 					break;
 				}
-				if (LONGS.compareAndSet(cells, base + k, v, v & ~COUNT_MASK)) {
-					addTotal(k, -count);
+				if (LONGS.compareAndSet(cells, base + k, v, 0L)) {
+					if ((v & SEALED) != 0) {
+						addTotal(k, -(v & COUNT_MASK));
+					}
 					break;
 				}
 			}
@@ -138,7 +231,13 @@ final class TimeWindow extends SlidingWindow {
 				return;
 			}
 		}
-		// this thread moved head from h to e: it empties the buckets that left the window
+		// this thread moved head from h to e: it closes h, then empties the buckets that left the window
+		if (h != NONE) {
+			long live = liveHeader(h - origin);
+			for (int k = 0; k < WIDTH; k++) {
+				seal(index(h, k), live, k);
+			}
+		}
 		long newest = e - size; // the newest epoch now out of the window
 		if (h == NONE || e - h >= mask + 1) {
 			long relative = newest - origin;
@@ -161,14 +260,27 @@ final class TimeWindow extends SlidingWindow {
 	void advanceTo(long nowNanos) {
 		long h = head;
 		long e = epochOf(nowNanos, h);
-		if (e > h && e - origin <= MAX_RELATIVE_EPOCH) {
+		if (e > h && e - origin <= maxRelativeEpoch) {
 			advance(h, e);
 		}
 	}
 
 	@Override
+	long rawTotal(int counter) {
+		// the closed buckets first, then the live one: a seal racing this read can hide the live
+		// bucket for an instant, never count it twice
+		long closed = (long) LONGS.getVolatile(totals, counter);
+		long h = head;
+		if (h == NONE) {
+			return closed;
+		}
+		long v = (long) LONGS.getVolatile(cells, index(h, counter));
+		return (v & ~COUNT_MASK) == liveHeader(h - origin) ? closed + (v & COUNT_MASK) : closed;
+	}
+
+	@Override
 	void reset() {
-		for (int cell = 0; cell < cells.length; cell++) {
+		for (int cell = PAD; cell < cells.length - PAD; cell++) {
 			for (;;) {
 				long v = (long) LONGS.getVolatile(cells, cell);
 				long count = v & COUNT_MASK;
@@ -176,7 +288,9 @@ final class TimeWindow extends SlidingWindow {
 					break;
 				}
 				if (LONGS.compareAndSet(cells, cell, v, v & ~COUNT_MASK)) {
-					addTotal(cell % WIDTH, -count);
+					if ((v & SEALED) != 0) {
+						addTotal((cell - PAD) % WIDTH, -count);
+					}
 					break;
 				}
 			}
@@ -194,11 +308,18 @@ final class TimeWindow extends SlidingWindow {
 				&& config.bucketLength().toNanos() == bucketNanos;
 	}
 
+	/** Tests only: sets the count of the live cell of {@code counter} in the head bucket. */
+	void setHeadCount(int counter, long count) {
+		long h = head;
+		int i = index(h, counter);
+		LONGS.setVolatile(cells, i, liveHeader(h - origin) | count);
+	}
+
 	@Override
 	long slotSum(int counter) {
 		long sum = 0;
 		for (int slot = 0; slot <= mask; slot++) {
-			sum += (long) LONGS.getVolatile(cells, slot * WIDTH + counter) & COUNT_MASK;
+			sum += (long) LONGS.getVolatile(cells, PAD + slot * WIDTH + counter) & COUNT_MASK;
 		}
 		return sum;
 	}

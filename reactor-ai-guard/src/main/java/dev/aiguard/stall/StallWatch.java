@@ -216,6 +216,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		startNanos = timer.now(TimeUnit.NANOSECONDS);
 		firstTokenDeadline = firstTokenTimeoutNanos > 0 ? startNanos + firstTokenTimeoutNanos : 0L;
 		upstream = s;
+		if (ended != 0) {
+			// cancelled before the upstream arrived: cancel() may not have seen it
+			s.cancel();
+			return;
+		}
 		if (standalone) {
 			actual.onSubscribe(this);
 		}
@@ -351,11 +356,13 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (ended != 0) {
 			return;
 		}
+		// end first, then look for the upstream: onSubscribe sets the upstream, then looks at ended,
+		// so one of the two always cancels it
+		end(End.CANCELLED, null);
 		Subscription s = upstream;
 		if (s != null) {
 			s.cancel();
 		}
-		end(End.CANCELLED, null);
 	}
 
 	/** The deadline task: decides a stall, confirms it, or re-arms itself. */

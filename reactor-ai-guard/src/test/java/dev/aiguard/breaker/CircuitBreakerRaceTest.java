@@ -189,6 +189,145 @@ class CircuitBreakerRaceTest {
 	}
 
 	@Test
+	void aProbeSettledWithTwoCountingOutcomesAtOnceCountsExactlyOnce() {
+		BreakerConfig config = base().minimumCalls(2).halfOpenProbes(3).successesToClose(3).build();
+		for (int round = 0; round < 500; round++) {
+			CircuitBreaker breaker = halfOpen(config);
+			BreakerPermit probe = breaker.tryAcquire();
+			long now = clock.nanoTime();
+			RaceTestUtils.race(Schedulers.boundedElastic(), () -> probe.record(Outcome.SUCCESS, FAST, now),
+					() -> probe.record(Outcome.FAILURE, -1, now));
+
+			CircuitBreaker.Phase phase = breaker.phase();
+			assertThat(phase.probeCalls).isEqualTo(1);
+			assertThat(phase.probeFailures + phase.probeHealthy).isEqualTo(1);
+		}
+	}
+
+	@Test
+	void aClosedPermitSettledOnOneThreadIsIgnoredOnAnother() throws InterruptedException {
+		CircuitBreaker breaker = CircuitBreaker.builder("race").config(base().minimumCalls(1_000_000).build())
+				.clock(clock).build();
+		BreakerPermit[] permits = new BreakerPermit[2_000];
+		for (int i = 0; i < permits.length; i++) {
+			permits[i] = breaker.tryAcquire(clock.nanoTime());
+		}
+		Thread first = new Thread(() -> {
+			for (BreakerPermit p : permits) {
+				p.record(Outcome.FAILURE, -1, clock.nanoTime());
+			}
+		});
+		first.start();
+		first.join(); // the happens-before edge between the first settlement and the repeats
+		Runnable repeat = () -> {
+			for (BreakerPermit p : permits) {
+				p.record(Outcome.SUCCESS, FAST);
+				p.record(Outcome.STALLED, -1, clock.nanoTime());
+			}
+		};
+		RaceTestUtils.race(Schedulers.boundedElastic(), repeat, repeat);
+
+		BreakerSnapshot s = breaker.snapshot();
+		assertThat(s.calls()).isEqualTo(permits.length);
+		assertThat(s.failures()).isEqualTo(permits.length);
+		assertThat(s.stalls()).isZero();
+	}
+
+	@Test
+	void timestampedRecordsFromManyThreadsWhileTheBucketsTurnLoseNoCount() {
+		for (int round = 0; round < 5; round++) {
+			ManualClock time = new ManualClock();
+			// 3600 buckets of 1 ms: the ticker below never lets one slide out
+			BreakerConfig config = base().minimumCalls(1_000_000).timeWindow(3600, Duration.ofMillis(1)).build();
+			CircuitBreaker breaker = CircuitBreaker.builder("race").config(config).clock(time).build();
+			int perWriter = 20_000;
+			AtomicInteger running = new AtomicInteger(3);
+			Runnable writer = () -> {
+				for (int i = 0; i < perWriter; i++) {
+					long now = time.nanoTime();
+					Outcome o = i % 5 == 0 ? Outcome.STALLED : Outcome.SUCCESS;
+					breaker.tryAcquire(now).record(o, FAST, now);
+				}
+				running.decrementAndGet();
+			};
+			Runnable ticker = () -> {
+				// a new bucket every 4 steps, turned by whoever comes first: a writer or this reader
+				for (int step = 0; step < 3_000_000 && running.get() > 0; step++) {
+					time.advanceNanos(250_000);
+					if (step % 4 == 0) {
+						breaker.snapshot();
+					}
+					if (time.nanoTime() > Duration.ofSeconds(3).toNanos()) {
+						break;
+					}
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), writer, writer, writer, ticker);
+
+			BreakerSnapshot s = breaker.snapshot();
+			assertThat(s.calls()).isEqualTo(3L * perWriter);
+			assertThat(s.stalls()).isEqualTo(3L * perWriter / 5);
+			assertConsistent(breaker.window());
+		}
+	}
+
+	@Test
+	void lateRecordsIntoClosedBucketsWhileTheHeadMovesLoseNoCount() {
+		for (int round = 0; round < 20; round++) {
+			ManualClock time = new ManualClock();
+			TimeWindow window = new TimeWindow(100_000, 1_000, 0);
+			int perWriter = 30_000;
+			AtomicInteger running = new AtomicInteger(3);
+			Runnable writer = () -> {
+				for (int i = 0; i < perWriter; i++) {
+					// up to 40 buckets late: into sealed buckets, or into a bucket still being sealed
+					long late = (i % 41) * 1_000L;
+					window.record(time.nanoTime() - late,
+							SlidingWindow.CALL_BIT | (i % 3 == 0 ? SlidingWindow.FAILURE_BIT : 0));
+				}
+				running.decrementAndGet();
+			};
+			Runnable ticker = () -> {
+				for (int step = 0; step < 90_000 && running.get() > 0; step++) {
+					time.advanceNanos(1_000);
+					window.advanceTo(time.nanoTime());
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), writer, writer, writer, ticker);
+
+			assertThat(window.calls()).isEqualTo(3L * perWriter);
+			assertThat(window.failures()).isEqualTo(3L * 10_000);
+			assertConsistent(window);
+		}
+	}
+
+	@Test
+	void aSmallCountWindowStaysConsistentUnderManyWriters() {
+		for (int round = 0; round < 20; round++) {
+			CountWindow window = new CountWindow(7);
+			Runnable writer = () -> {
+				for (int i = 0; i < 20_000; i++) {
+					// mostly plain successes, which usually write nothing
+					window.record(0, SlidingWindow.CALL_BIT | (i % 97 == 0 ? SlidingWindow.FAILURE_BIT : 0)
+							| (i % 89 == 0 ? SlidingWindow.SLOW_BIT : 0));
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), writer, writer, writer);
+
+			assertConsistent(window);
+			assertThat(window.calls()).isEqualTo(7);
+			window.record(0, SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT);
+			assertThat(window.failures()).isBetween(1L, 7L);
+			for (int i = 0; i < 7; i++) {
+				window.record(0, SlidingWindow.CALL_BIT);
+			}
+			assertThat(window.failures()).isZero();
+			assertThat(window.slowCalls()).isZero();
+			assertConsistent(window);
+		}
+	}
+
+	@Test
 	void writersAcrossManyBucketBoundariesLoseNoCount() {
 		for (int round = 0; round < 20; round++) {
 			ManualClock time = new ManualClock();

@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 
@@ -189,6 +190,108 @@ class CircuitBreakerTest {
 				.hasMessageContaining("outcome");
 		permit.record(Outcome.SUCCESS, FAST);
 		assertThat(breaker.snapshot().calls()).isEqualTo(1);
+	}
+
+	// ------------------------------------------------------------- caller's timestamps
+
+	@Test
+	void callsThatBringTheirTimeNeverReadTheBreakersClock() {
+		AtomicInteger reads = new AtomicInteger();
+		BreakerConfig config = base().build(); // time window: it needs a time for every call
+		CircuitBreaker breaker = CircuitBreaker.builder("llm").config(config).metrics(metrics)
+				.listener(events::add).clock(() -> {
+					reads.incrementAndGet();
+					return clock.nanoTime();
+				}).build();
+		reads.set(0);
+		long now = clock.nanoTime();
+
+		for (int i = 0; i < 4; i++) {
+			breaker.tryAcquire(now).record(Outcome.FAILURE, -1, now); // trips on the 4th
+		}
+		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
+		assertThat(breaker.tryAcquire(now + 1)).isNull();
+		long probeTime = now + config.openWait().toNanos();
+		for (int i = 0; i < 2; i++) {
+			breaker.tryAcquire(probeTime).record(Outcome.SUCCESS, FAST, probeTime);
+		}
+		assertThat(breaker.tryAcquire(probeTime)).isNotNull(); // two of four probes used: still probing
+
+		assertThat(transitions()).extracting(BreakerEvent.StateTransition::to)
+				.containsExactly(BreakerState.OPEN, BreakerState.HALF_OPEN);
+		assertThat(events).anySatisfy(e -> assertThat(e).isInstanceOfSatisfying(BreakerEvent.CallRejected.class,
+				r -> assertThat(r.nanoTime()).isEqualTo(now + 1)));
+		assertThat(reads).as("clock reads").hasValue(0);
+	}
+
+	@Test
+	void theOpenWaitIsMeasuredAgainstTheGivenTime() {
+		CircuitBreaker breaker = tripped(base().build());
+		long trippedAt = clock.nanoTime();
+		long wait = Duration.ofSeconds(10).toNanos();
+
+		assertThat(breaker.tryAcquire(trippedAt + wait - 1)).isNull();
+		assertThat(breaker.tryAcquire(trippedAt + wait)).isNotNull();
+		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
+		assertThat(transitions().get(1).nanoTime()).isEqualTo(trippedAt + wait);
+	}
+
+	@Test
+	void aTimestampedRecordLandsInTheBucketOfItsTime() {
+		CircuitBreaker breaker = breaker(base().minimumCalls(100).timeWindow(3, Duration.ofSeconds(1)).build());
+		long start = clock.nanoTime();
+		long second = Duration.ofSeconds(1).toNanos();
+		breaker.tryAcquire(start).record(Outcome.FAILURE, -1, start);
+		breaker.tryAcquire(start).record(Outcome.SUCCESS, FAST, start + 2 * second);
+		assertThat(breaker.snapshot().calls()).isEqualTo(2);
+
+		// three seconds on by the caller's time: the failure's bucket slides out, the success stays
+		breaker.tryAcquire(start).record(Outcome.SUCCESS, FAST, start + 3 * second);
+		assertThat(breaker.snapshot().calls()).isEqualTo(2);
+		assertThat(breaker.snapshot().failures()).isZero();
+
+		// a time older than the window is dropped, and corrupts nothing
+		breaker.tryAcquire(start).record(Outcome.FAILURE, -1, start);
+		assertThat(breaker.snapshot().calls()).isEqualTo(2);
+		assertThat(breaker.snapshot().failures()).isZero();
+	}
+
+	@Test
+	void aTimestampedPermitSettlesOnlyOnceWhicheverFormComesFirst() {
+		CircuitBreaker breaker = breaker(base().minimumCalls(1).build());
+		long now = clock.nanoTime();
+		BreakerPermit permit = breaker.tryAcquire(now);
+		permit.record(Outcome.SUCCESS, FAST, now);
+		permit.record(Outcome.FAILURE, -1, now);
+		permit.record(Outcome.FAILURE, -1);
+
+		BreakerPermit other = breaker.tryAcquire();
+		other.record(Outcome.SUCCESS, FAST);
+		other.record(Outcome.FAILURE, -1, now);
+
+		assertThat(breaker.snapshot().calls()).isEqualTo(2);
+		assertThat(breaker.snapshot().failures()).isZero();
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+	}
+
+	@Test
+	void aPermitOfYourOwnIgnoresTheTimestampByDefault() {
+		List<String> seen = new CopyOnWriteArrayList<>();
+		BreakerPermit own = (outcome, ttft) -> seen.add(outcome + " " + ttft);
+		own.record(Outcome.STALLED, 42, 1_000_000L);
+		assertThat(seen).containsExactly("STALLED 42");
+	}
+
+	@Test
+	void aProbeTakenWithATimestampStillGivesItsSlotBackOnCancel() {
+		CircuitBreaker breaker = halfOpen(base().halfOpenProbes(1).successesToClose(1).build());
+		long now = clock.nanoTime();
+		BreakerPermit probe = breaker.tryAcquire(now);
+		assertThat(breaker.tryAcquire(now)).isNull();
+		probe.record(Outcome.CANCELLED, -1, now);
+		probe.record(Outcome.SUCCESS, FAST, now); // settled already: ignored
+		assertThat(breaker.phase().probeCalls).isZero();
+		assertThat(breaker.tryAcquire(now)).isNotNull();
 	}
 
 	// ------------------------------------------------------------- OPEN

@@ -60,4 +60,26 @@ class CountWindowTest {
 		assertThat(w.calls()).isEqualTo(3);
 		assertConsistent(w);
 	}
+
+	@Test
+	void aFailureSlidesOutAfterExactlySizeCallsWhenTheSuccessesBeforeItWroteNothing() {
+		CountWindow w = new CountWindow(3);
+		for (int i = 0; i < 8; i++) {
+			w.record(0, OK); // from the 4th on, a success replaces a success: nothing is written
+		}
+		w.record(0, FAIL);
+		assertThat(w.failures()).isEqualTo(1);
+		w.record(0, OK);
+		w.record(0, OK | SlidingWindow.SLOW_BIT);
+		assertThat(w.failures()).isEqualTo(1);
+		assertThat(w.slowCalls()).isEqualTo(1);
+		w.record(0, OK); // the failure is the 3rd call back: it leaves
+		assertThat(w.failures()).isZero();
+		assertThat(w.slowCalls()).isEqualTo(1);
+		w.record(0, OK);
+		w.record(0, OK);
+		assertThat(w.slowCalls()).isZero();
+		assertThat(w.calls()).isEqualTo(3);
+		assertConsistent(w);
+	}
 }

@@ -2,6 +2,8 @@ package dev.aiguard.breaker;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
+
 import org.junit.jupiter.api.Test;
 
 class TimeWindowTest {
@@ -136,14 +138,26 @@ class TimeWindowTest {
 	@Test
 	void countsSaturateInsteadOfOverflowingIntoTheEpoch() {
 		TimeWindow w = new TimeWindow(1, SECOND, 0);
-		int max = (1 << 24) - 1;
-		for (int i = 0; i < max; i++) {
-			w.record(0, OK);
-		}
+		long max = TimeWindow.COUNT_MASK;
+		w.record(0, OK);
+		w.setHeadCount(SlidingWindow.CALLS, max - 2);
+		assertThat(w.record(0, OK)).isTrue();
+		assertThat(w.record(0, OK)).isTrue();
 		assertThat(w.record(0, OK)).isFalse();
 		assertThat(w.calls()).isEqualTo(max);
-		w.record(SECOND, OK);
+		w.record(SECOND, OK); // seals the full bucket, then evicts it
 		assertThat(w.calls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	@Test
+	void aFullSealedBucketSaturatesLateRecordsToo() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(0, OK);
+		w.setHeadCount(SlidingWindow.CALLS, TimeWindow.COUNT_MASK);
+		w.record(SECOND, OK); // epoch 0 is sealed with a full count
+		assertThat(w.record(5, OK)).isFalse();
+		assertThat(w.calls()).isEqualTo(TimeWindow.COUNT_MASK + 1);
 		assertConsistent(w);
 	}
 
@@ -156,6 +170,78 @@ class TimeWindowTest {
 		assertThat(w.calls()).isZero();
 		w.record(SECOND, OK);
 		assertThat(w.calls()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	private static long closed(SlidingWindow w, int counter) {
+		return (long) SlidingWindow.LONGS.getVolatile(w.totals, counter);
+	}
+
+	@Test
+	void theNewestBucketIsCountedOnTheFlyAndJoinsTheTotalsWhenTheHeadMovesOn() {
+		TimeWindow w = new TimeWindow(60, SECOND, 0);
+		w.record(0, OK);
+		w.record(1, FAIL);
+		w.record(2, OK);
+		assertThat(w.calls()).isEqualTo(3);
+		assertThat(closed(w, SlidingWindow.CALLS)).as("recording touched no total").isZero();
+
+		w.advanceTo(SECOND);
+		assertThat(closed(w, SlidingWindow.CALLS)).isEqualTo(3);
+		assertThat(closed(w, SlidingWindow.FAILURES)).isEqualTo(1);
+		assertThat(w.calls()).isEqualTo(3);
+		assertThat(w.failures()).isEqualTo(1);
+		assertConsistent(w);
+	}
+
+	@Test
+	void aLateRecordInAClosedBucketCountsAndLeavesWithItsBucket() {
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(0, OK);
+		w.record(2 * SECOND, OK);
+		assertThat(w.record(5, FAIL)).isTrue(); // epoch 0, closed already
+		assertThat(w.record(SECOND, FAIL)).isTrue(); // epoch 1, never the head
+		assertThat(w.calls()).isEqualTo(4);
+		assertThat(w.failures()).isEqualTo(2);
+		assertConsistent(w);
+
+		w.advanceTo(3 * SECOND); // epoch 0 leaves with its late failure
+		assertThat(w.calls()).isEqualTo(2);
+		assertThat(w.failures()).isEqualTo(1);
+		w.advanceTo(4 * SECOND); // then epoch 1
+		assertThat(w.calls()).isEqualTo(1);
+		assertThat(w.failures()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void millisecondBucketsStillCountAfterDecades() {
+		long millis = 1_000_000L;
+		TimeWindow w = new TimeWindow(60, millis, 0);
+		long decades = Duration.ofDays(365L * 40).toNanos();
+		assertThat(w.record(decades, FAIL)).isTrue();
+		assertThat(w.record(decades + 59 * millis, OK)).isTrue();
+		assertThat(w.calls()).isEqualTo(2);
+		assertThat(w.record(decades + 60 * millis, OK)).isTrue();
+		assertThat(w.calls()).isEqualTo(2);
+		assertThat(w.failures()).isZero();
+		assertConsistent(w);
+	}
+
+	@Test
+	void slotsSharedByEpochsALapApartNeverMix() {
+		// 3 buckets in a ring of 64 slots: epochs 0 and 64 share a slot
+		TimeWindow w = new TimeWindow(3, SECOND, 0);
+		w.record(0, FAIL);
+		w.record(64 * SECOND, OK);
+		assertThat(w.calls()).isEqualTo(1);
+		assertThat(w.failures()).isZero();
+		assertThat(w.record(0, FAIL)).as("a lap too late").isFalse();
+		w.record(65 * SECOND, OK);
+		w.record(66 * SECOND, FAIL);
+		w.record(67 * SECOND, OK); // epoch 64 leaves
+		assertThat(w.calls()).isEqualTo(3);
+		assertThat(w.failures()).isEqualTo(1);
 		assertConsistent(w);
 	}
 }
