@@ -55,8 +55,12 @@ final class ChatHandler {
 			.onErrorResume(BadRequestException.class, e -> ErrorResponses.of(e));
 	}
 
-	/** The events of one answer; nothing is sent upstream before the response subscribes. */
+	/** The events of one answer; each subscription is a new request with its own id, signals and counts. */
 	Flux<ServerSentEvent<String>> answer(ChatInput input) {
+		return Flux.defer(() -> newAnswer(input));
+	}
+
+	private Flux<ServerSentEvent<String>> newAnswer(ChatInput input) {
 		String requestId = idPrefix + '-' + ids.incrementAndGet();
 		GuardSignals signals = GuardSignals.create();
 		ChatRequest request = ChatRequest.of(upstream.model(), input.messages());
