@@ -1,0 +1,117 @@
+package dev.aiguard.demo;
+
+import dev.aiguard.GuardReport;
+import dev.aiguard.Priority;
+import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.breaker.BreakerOpenException;
+import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.provider.ProviderClientException;
+import dev.aiguard.provider.ProviderConnectionException;
+import dev.aiguard.provider.ProviderFormatException;
+import dev.aiguard.provider.ProviderOverloadedException;
+import dev.aiguard.provider.ProviderServerException;
+import dev.aiguard.provider.ProviderStreamException;
+import dev.aiguard.provider.RateLimitedException;
+import dev.aiguard.retry.PartialStreamException;
+import dev.aiguard.stall.IncompleteStreamException;
+import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.truncation.PromptTooLargeException;
+import org.springframework.http.codec.ServerSentEvent;
+import reactor.core.Exceptions;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The events of the demo contract ({@code meta}, {@code token}, {@code done}, {@code error}),
+ * with their JSON written here so the field order and names are exactly the contract's.
+ */
+final class ChatEvents {
+
+	private final JsonMapper json;
+
+	ChatEvents(JsonMapper json) {
+		this.json = json;
+	}
+
+	ServerSentEvent<String> meta(String requestId, Priority priority) {
+		return event("meta", json.createObjectNode().put("requestId", requestId).put("priority", priority.name()));
+	}
+
+	ServerSentEvent<String> token(String text) {
+		return event("token", json.createObjectNode().put("text", text));
+	}
+
+	ServerSentEvent<String> done(GuardReport report) {
+		return event("done", json.createObjectNode()
+			.put("source", report.source().name())
+			.put("finishReason", report.finishReason())
+			.put("tokens", report.tokens()));
+	}
+
+	/** @param partial whether tokens of this answer were already sent */
+	ServerSentEvent<String> error(Throwable error, boolean partial) {
+		Throwable cause = rootOf(error);
+		String type = type(cause);
+		// unknown errors may carry anything: say what happened, not what the exception says
+		String message = "internal".equals(type) || cause.getMessage() == null ? "the answer failed unexpectedly"
+				: cause.getMessage();
+		return event("error", json.createObjectNode()
+			.put("type", type)
+			.put("message", message)
+			.put("partial", partial));
+	}
+
+	/** @return the short, stable name of an error for clients: {@code stalled}, {@code breaker_open}... */
+	static String type(Throwable error) {
+		Throwable e = rootOf(error);
+		if (e instanceof StreamStalledException) {
+			return "stalled";
+		}
+		if (e instanceof IncompleteStreamException) {
+			return "incomplete";
+		}
+		if (e instanceof BreakerOpenException) {
+			return "breaker_open";
+		}
+		if (e instanceof AdmissionRejectedException) {
+			return "rejected";
+		}
+		if (e instanceof RateLimitedException) {
+			return "rate_limited";
+		}
+		if (e instanceof ProviderOverloadedException) {
+			return "overloaded";
+		}
+		if (e instanceof ProviderServerException) {
+			return "server_error";
+		}
+		if (e instanceof ContextLengthExceededException) {
+			return "context_length";
+		}
+		if (e instanceof PromptTooLargeException) {
+			return "prompt_too_large";
+		}
+		if (e instanceof ProviderClientException) {
+			return "client_error";
+		}
+		if (e instanceof ProviderConnectionException) {
+			return "connection";
+		}
+		if (e instanceof ProviderStreamException) {
+			return "stream_error";
+		}
+		if (e instanceof ProviderFormatException) {
+			return "bad_response";
+		}
+		return "internal";
+	}
+
+	private static Throwable rootOf(Throwable error) {
+		Throwable e = Exceptions.unwrap(error);
+		return e instanceof PartialStreamException && e.getCause() != null ? e.getCause() : e;
+	}
+
+	private ServerSentEvent<String> event(String name, ObjectNode data) {
+		return ServerSentEvent.<String>builder().event(name).data(json.writeValueAsString(data)).build();
+	}
+}

@@ -1,0 +1,95 @@
+package dev.aiguard.demo;
+
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.GuardSignals;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.MediaType;
+import org.springframework.http.codec.ServerSentEvent;
+import org.springframework.web.reactive.function.BodyInserters;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code POST /api/chat}: checks the body, then streams the guarded answer as the contract's
+ * events — {@code meta}, a {@code token} per content chunk, then exactly one {@code done} (built
+ * from the request's {@link dev.aiguard.GuardReport}) or {@code error}. Closing the response
+ * cancels the guarded stream and with it the upstream call.
+ */
+final class ChatHandler {
+
+	private static final Logger log = LoggerFactory.getLogger(ChatHandler.class);
+
+	private final AiGuard<ChatChunk> guard;
+	private final ModelUpstream upstream;
+	private final JsonMapper json;
+	private final ChatEvents events;
+	private final int maxBodyBytes;
+	private final String idPrefix = Long.toString(ThreadLocalRandom.current().nextLong(1L << 20, 1L << 24), 36);
+	private final AtomicLong ids = new AtomicLong();
+
+	ChatHandler(AiGuard<ChatChunk> guard, ModelUpstream upstream, JsonMapper json, int maxBodyBytes) {
+		this.guard = guard;
+		this.upstream = upstream;
+		this.json = json;
+		this.events = new ChatEvents(json);
+		this.maxBodyBytes = maxBodyBytes;
+	}
+
+	Mono<ServerResponse> chat(ServerRequest request) {
+		String header = request.headers().firstHeader("X-Priority");
+		return RequestBodies.text(request, maxBodyBytes)
+			.map(body -> ChatInput.parse(json, body, header))
+			.flatMap(input -> ServerResponse.ok()
+				.contentType(MediaType.TEXT_EVENT_STREAM)
+				.header("Cache-Control", "no-cache")
+				.body(BodyInserters.fromServerSentEvents(answer(input))))
+			.onErrorResume(BadRequestException.class, e -> ErrorResponses.of(e));
+	}
+
+	/** The events of one answer; each subscription is a new request with its own id, signals and counts. */
+	Flux<ServerSentEvent<String>> answer(ChatInput input) {
+		return Flux.defer(() -> newAnswer(input));
+	}
+
+	private Flux<ServerSentEvent<String>> newAnswer(ChatInput input) {
+		String requestId = idPrefix + '-' + ids.incrementAndGet();
+		GuardSignals signals = GuardSignals.create();
+		ChatRequest request = ChatRequest.of(upstream.model(), input.messages());
+		TokensSent sent = new TokensSent();
+		Flux<ServerSentEvent<String>> tokens = guarded(request)
+			.filter(chunk -> chunk.text() != null && !chunk.text().isEmpty())
+			.map(chunk -> {
+				sent.count++;
+				return events.token(chunk.text());
+			});
+		Flux<ServerSentEvent<String>> answer = tokens
+			.concatWith(signals.report().map(events::done))
+			.onErrorResume(e -> {
+				log.debug("request {} failed after {} tokens: {}", requestId, sent.count, e.toString());
+				return Mono.just(events.error(e, sent.count > 0));
+			});
+		return Flux.concat(Mono.just(events.meta(requestId, input.priority())), answer)
+			.contextWrite(signals::into)
+			.contextWrite(input.priority().asContext());
+	}
+
+	/** The call form: the guard owns the request, so it can retry, shrink it, and hand it to the fallbacks. */
+	private Flux<ChatChunk> guarded(ChatRequest request) {
+		return guard.call(request, upstream::stream);
+	}
+
+	/** Tokens sent so far; written and read only by the serialised signals of one answer. */
+	private static final class TokensSent {
+
+		long count;
+	}
+}

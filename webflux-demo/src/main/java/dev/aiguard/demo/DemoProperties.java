@@ -1,0 +1,91 @@
+package dev.aiguard.demo;
+
+import java.time.Duration;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+import reactor.util.annotation.Nullable;
+
+/**
+ * Settings of the demo under {@code aiguard.*}. The upstream comes from the environment
+ * ({@code AIGUARD_BASE_URL}, {@code AIGUARD_API_KEY}, {@code AIGUARD_MODEL}); without a base URL
+ * the embedded mock model answers. Everything else has defaults that suit a person watching the
+ * page; tests shorten them.
+ *
+ * @param baseUrl an OpenAI-compatible API root, or empty for the embedded mock
+ * @param apiKey its bearer token (never logged, never shown)
+ * @param model the model to ask
+ */
+@ConfigurationProperties("aiguard")
+record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullable String model,
+		@DefaultValue Chat chat, @DefaultValue Mock mock, @DefaultValue Stall stall, @DefaultValue Breaker breaker,
+		@DefaultValue Lanes lanes, @DefaultValue Retry retry, @DefaultValue Truncation truncation,
+		@DefaultValue Fallback fallback) {
+
+	/** @return whether the embedded mock model answers */
+	boolean usesMock() {
+		return baseUrl == null || baseUrl.isBlank();
+	}
+
+	/** The key must not reach a log line through an accidental {@code toString()}. */
+	@Override
+	public String toString() {
+		return "DemoProperties{baseUrl=" + (usesMock() ? "(embedded mock)" : baseUrl) + ", apiKey="
+				+ (apiKey == null || apiKey.isBlank() ? "(none)" : "(set)") + ", model=" + model + '}';
+	}
+
+	/** @param maxBodySize the largest {@code POST /api/chat} body accepted; larger ones get 413 */
+	record Chat(@DefaultValue("1MB") DataSize maxBodySize) {
+	}
+
+	/** The mock's pace when no fault is set (and after {@code DELETE /api/faults}). */
+	record Mock(@DefaultValue("300ms") Duration firstTokenDelay, @DefaultValue("40ms") Duration tokenInterval) {
+	}
+
+	/** The guard's deadlines. */
+	record Stall(@DefaultValue("4s") Duration firstTokenTimeout, @DefaultValue("2s") Duration idleTimeout,
+			@DefaultValue("2m") Duration maxDuration) {
+	}
+
+	/** The breaker in front of the model; small numbers so a demo trips it in seconds. */
+	record Breaker(@DefaultValue("0.5") double failureRateThreshold, @DefaultValue("6") int minimumCalls,
+			@DefaultValue("30") int windowSeconds, @DefaultValue("15s") Duration openWait,
+			@DefaultValue("3") int halfOpenProbes, @DefaultValue("2") int successesToClose,
+			@DefaultValue("2s") Duration minimumDwell, @DefaultValue("2s") Duration slowTimeToFirstToken) {
+	}
+
+	/** Streams in flight per priority, and the queue in front of each lane. */
+	record Lanes(@DefaultValue("4") int p0, @DefaultValue("4") int p1, @DefaultValue("2") int p2,
+			@DefaultValue("16") int maxQueueSize, @DefaultValue("5s") Duration maxQueueWait) {
+	}
+
+	/** Retries before the first token, and the share of traffic they may add. */
+	record Retry(@DefaultValue("3") int maxAttempts, @DefaultValue("200ms") Duration minBackoff,
+			@DefaultValue("2s") Duration maxBackoff, @DefaultValue("10s") Duration maxRetryAfter,
+			@DefaultValue("0.2") double budgetRatio, @DefaultValue("5") int budgetMinPerSecond) {
+	}
+
+	/**
+	 * Prompt shrinking after a context-length error.
+	 *
+	 * @param reservedOutputTokens room kept for the answer when the request sets no output limit;
+	 *        small by default because the mock's context limit is small
+	 */
+	record Truncation(@DefaultValue("2") int maxTruncations, @DefaultValue("64") int reservedOutputTokens) {
+	}
+
+	/**
+	 * The ladder below the model: the response cache, canned answers, then a fixed message.
+	 *
+	 * @param staticText the last rung's message
+	 * @param timeout how long each rung may take to its first chunk
+	 * @param cacheEntries answers kept in the response cache
+	 * @param cacheTtl how long a cached answer stays
+	 */
+	record Fallback(
+			@DefaultValue("The assistant is busy right now, so this is a canned reply. Please try again in a minute.") String staticText,
+			@DefaultValue("2s") Duration timeout, @DefaultValue("1000") long cacheEntries,
+			@DefaultValue("30m") Duration cacheTtl) {
+	}
+}

@@ -1,0 +1,188 @@
+package dev.aiguard.demo;
+
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.Priority;
+import dev.aiguard.admission.LaneSpec;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.demo.mock.FaultProfile;
+import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.fallback.Fallback;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.fallback.ResponseCacheSpec;
+import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.stall.StallSpec;
+import dev.aiguard.truncation.TruncationSpec;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Condition;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.type.AnnotatedTypeMetadata;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Wires the demo: the upstream (embedded mock or a real server), the guard and its parts, the
+ * handlers and their routes. Every part of the guard is built once here and shared by all
+ * requests.
+ */
+@Configuration(proxyBeanMethods = false)
+class GuardConfiguration {
+
+	@Bean
+	@Conditional(UsesMock.class)
+	MockModelServer mockModelServer(DemoProperties properties, JsonMapper json) {
+		DemoProperties.Mock pace = properties.mock();
+		return new MockModelServer(FaultProfile.defaults(pace.firstTokenDelay(), pace.tokenInterval()), json,
+				() -> ThreadLocalRandom.current().nextDouble());
+	}
+
+	@Bean
+	ModelUpstream modelUpstream(DemoProperties properties, ObjectProvider<MockModelServer> mock) {
+		return new ModelUpstream(properties, mock.getIfAvailable());
+	}
+
+	@Bean
+	GuardMetrics guardMetrics(MeterRegistry registry) {
+		return new MicrometerGuardMetrics(registry);
+	}
+
+	@Bean
+	CircuitBreaker modelBreaker(DemoProperties properties, GuardMetrics metrics) {
+		DemoProperties.Breaker b = properties.breaker();
+		return CircuitBreaker.builder("model")
+			.config(BreakerConfig.custom()
+				.failureRateThreshold(b.failureRateThreshold())
+				.minimumCalls(b.minimumCalls())
+				.timeWindow(b.windowSeconds(), Duration.ofSeconds(1))
+				.openWait(b.openWait())
+				.maxOpenWait(b.openWait().multipliedBy(8))
+				.halfOpenProbes(b.halfOpenProbes())
+				.successesToClose(b.successesToClose())
+				.minimumDwell(b.minimumDwell())
+				.slowTimeToFirstToken(b.slowTimeToFirstToken())
+				.build())
+			.metrics(metrics)
+			.build();
+	}
+
+	@Bean(destroyMethod = "dispose")
+	PriorityLanes priorityLanes(DemoProperties properties, GuardMetrics metrics) {
+		DemoProperties.Lanes l = properties.lanes();
+		return PriorityLanes.builder()
+			.name("chat")
+			.lane(Priority.P0, lane(l.p0(), l))
+			.lane(Priority.P1, lane(l.p1(), l))
+			.lane(Priority.P2, lane(l.p2(), l))
+			.metrics(metrics)
+			.build();
+	}
+
+	private static LaneSpec lane(int concurrency, DemoProperties.Lanes l) {
+		return LaneSpec.of(concurrency).maxQueueSize(l.maxQueueSize()).maxQueueWait(l.maxQueueWait());
+	}
+
+	@Bean
+	GuardStats guardStats() {
+		return new GuardStats();
+	}
+
+	@Bean
+	ResponseCache<ChatChunk> responseCache(DemoProperties properties) {
+		DemoProperties.Fallback f = properties.fallback();
+		return ResponseCache.caffeine(ResponseCacheSpec.defaults()
+			.maximumEntries(f.cacheEntries())
+			.timeToLive(f.cacheTtl()));
+	}
+
+	@Bean
+	FallbackChain<ChatChunk> fallbackChain(DemoProperties properties, ResponseCache<ChatChunk> cache) {
+		DemoProperties.Fallback f = properties.fallback();
+		return FallbackChain.<ChatChunk>builder()
+			.step(Fallback.cache(cache))
+			.step(new DemoFaq().step())
+			.step(Fallback.staticText(f.staticText()))
+			.timeout(f.timeout())
+			.build();
+	}
+
+	@Bean
+	GuardPolicy guardPolicy(DemoProperties properties, GuardMetrics metrics, GuardStats stats, CircuitBreaker breaker,
+			PriorityLanes lanes, FallbackChain<ChatChunk> fallback, ResponseCache<ChatChunk> cache) {
+		DemoProperties.Stall s = properties.stall();
+		DemoProperties.Retry r = properties.retry();
+		DemoProperties.Truncation t = properties.truncation();
+		return GuardPolicy.builder("chat")
+			.defaultPriority(Priority.P1)
+			.stall(StallSpec.defaults()
+				.firstTokenTimeout(s.firstTokenTimeout())
+				.idleTimeout(s.idleTimeout())
+				.maxDuration(s.maxDuration()))
+			.lanes(lanes)
+			.breaker(breaker)
+			.retry(RetrySpec.backoff(r.maxAttempts(), r.minBackoff())
+				.maxBackoff(r.maxBackoff())
+				.maxRetryAfter(r.maxRetryAfter()))
+			.retryBudget(RetryBudget.of(r.budgetRatio(), r.budgetMinPerSecond(), Duration.ofSeconds(10)))
+			.midStream(MidStreamPolicy.fail())
+			.truncation(TruncationSpec.defaults()
+				.maxTruncations(t.maxTruncations())
+				.reservedOutputTokens(t.reservedOutputTokens()))
+			.fallback(fallback)
+			.responseCache(cache)
+			.metrics(metrics)
+			.onReport(stats)
+			.build();
+	}
+
+	@Bean
+	AiGuard<ChatChunk> chatGuard(GuardPolicy policy) {
+		return AiGuard.of(policy);
+	}
+
+	@Bean
+	BreakerHealthIndicator breakerHealthIndicator(CircuitBreaker breaker) {
+		return new BreakerHealthIndicator(breaker);
+	}
+
+	@Bean
+	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
+			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, PriorityLanes lanes, GuardStats stats) {
+		ChatHandler chat = new ChatHandler(guard, upstream, json, (int) properties.chat().maxBodySize().toBytes());
+		FaultHandler faults = new FaultHandler(upstream.mock(), json);
+		GuardStatusHandler status = new GuardStatusHandler(breaker, lanes, stats, upstream);
+		return RouterFunctions.route()
+			.POST("/api/chat", chat::chat)
+			.GET("/api/faults", faults::get)
+			.PUT("/api/faults", faults::put)
+			.DELETE("/api/faults", faults::reset)
+			.GET("/api/guard", status::status)
+			.build();
+	}
+
+	/** The mock runs unless {@code aiguard.base-url} ({@code AIGUARD_BASE_URL}) names a real server. */
+	static final class UsesMock implements Condition {
+
+		@Override
+		public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
+			String url = context.getEnvironment().getProperty("aiguard.base-url");
+			return url == null || url.isBlank();
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package dev.aiguard.demo;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+
+import dev.aiguard.GuardReport;
+import dev.aiguard.Outcome;
+import dev.aiguard.fallback.Source;
+import reactor.util.annotation.Nullable;
+
+/**
+ * What the page's live panel shows about answers: counts by outcome and source, and the last few
+ * requests. Fed by the guard's report listener, once per request after it ended; lock-free, so
+ * it never holds up the thread that ends a stream.
+ */
+final class GuardStats implements Consumer<GuardReport> {
+
+	/** How many recent requests are kept for the chart. */
+	static final int RECENT = 40;
+
+	private final LongAdder requests = new LongAdder();
+	private final LongAdder attempts = new LongAdder();
+	private final LongAdder tokens = new LongAdder();
+	private final Map<Outcome, LongAdder> outcomes = new EnumMap<>(Outcome.class);
+	private final Map<Source, LongAdder> sources = new EnumMap<>(Source.class);
+	private final ConcurrentLinkedDeque<Recent> recent = new ConcurrentLinkedDeque<>();
+	private final AtomicInteger recentSize = new AtomicInteger();
+
+	GuardStats() {
+		for (Outcome o : Outcome.values()) {
+			outcomes.put(o, new LongAdder());
+		}
+		for (Source s : Source.values()) {
+			sources.put(s, new LongAdder());
+		}
+	}
+
+	/**
+	 * One finished request.
+	 *
+	 * @param at wall-clock end, epoch milliseconds
+	 * @param timeToFirstTokenMs {@code null} when no token arrived
+	 */
+	record Recent(long at, String priority, String outcome, String source, @Nullable Long timeToFirstTokenMs,
+			long tokens, long durationMs, int attempts, @Nullable String finishReason) {
+	}
+
+	@Override
+	public void accept(GuardReport report) {
+		requests.increment();
+		attempts.add(Math.max(1, report.attempts().size()));
+		tokens.add(report.tokens());
+		outcomes.get(report.outcome()).increment();
+		sources.get(report.source()).increment();
+		Duration ttft = report.timeToFirstToken();
+		recent.addLast(new Recent(System.currentTimeMillis(), report.priority().name(), report.outcome().name(),
+				report.source().name(), ttft == null ? null : ttft.toMillis(), report.tokens(),
+				report.duration().toMillis(), report.attempts().size(), report.finishReason()));
+		if (recentSize.incrementAndGet() > RECENT) {
+			recent.pollFirst();
+			recentSize.decrementAndGet();
+		}
+	}
+
+	long requests() {
+		return requests.sum();
+	}
+
+	long attempts() {
+		return attempts.sum();
+	}
+
+	long tokens() {
+		return tokens.sum();
+	}
+
+	Map<String, Long> outcomes() {
+		Map<String, Long> m = new LinkedHashMap<>();
+		outcomes.forEach((k, v) -> m.put(k.name(), v.sum()));
+		return m;
+	}
+
+	Map<String, Long> sources() {
+		Map<String, Long> m = new LinkedHashMap<>();
+		sources.forEach((k, v) -> m.put(k.name(), v.sum()));
+		return m;
+	}
+
+	/** @return the recent requests, oldest first */
+	List<Recent> recent() {
+		List<Recent> list = new ArrayList<>(RECENT);
+		for (Iterator<Recent> it = recent.iterator(); it.hasNext();) {
+			list.add(it.next());
+		}
+		return list;
+	}
+}

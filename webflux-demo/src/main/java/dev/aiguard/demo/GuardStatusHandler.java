@@ -1,0 +1,92 @@
+package dev.aiguard.demo;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import dev.aiguard.Priority;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerSnapshot;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.demo.mock.MockModelServer;
+import org.springframework.http.MediaType;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.core.publisher.Mono;
+import reactor.util.annotation.Nullable;
+
+/**
+ * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state and rates, per-lane
+ * occupancy, answer counters, the last requests, and what the mock has seen.
+ */
+final class GuardStatusHandler {
+
+	private final CircuitBreaker breaker;
+	private final PriorityLanes lanes;
+	private final GuardStats stats;
+	private final ModelUpstream upstream;
+
+	GuardStatusHandler(CircuitBreaker breaker, PriorityLanes lanes, GuardStats stats, ModelUpstream upstream) {
+		this.breaker = breaker;
+		this.lanes = lanes;
+		this.stats = stats;
+		this.upstream = upstream;
+	}
+
+	Mono<ServerResponse> status(ServerRequest request) {
+		return ServerResponse.ok().contentType(MediaType.APPLICATION_JSON).bodyValue(snapshot());
+	}
+
+	Map<String, Object> snapshot() {
+		Map<String, Object> body = new LinkedHashMap<>();
+		body.put("upstream", upstream.describe());
+		body.put("breaker", breaker());
+		body.put("lanes", lanes());
+		// the load governor is not in the library yet; the field is kept so clients need not change
+		body.put("load", null);
+		Map<String, Object> counters = new LinkedHashMap<>();
+		counters.put("requests", stats.requests());
+		counters.put("attempts", stats.attempts());
+		counters.put("tokens", stats.tokens());
+		counters.put("outcomes", stats.outcomes());
+		counters.put("sources", stats.sources());
+		body.put("counters", counters);
+		body.put("recent", stats.recent());
+		body.put("mock", mock(upstream.mock()));
+		return body;
+	}
+
+	private Map<String, Object> breaker() {
+		BreakerSnapshot window = breaker.snapshot();
+		Map<String, Object> b = new LinkedHashMap<>();
+		b.put("name", breaker.name());
+		b.put("state", breaker.state().name());
+		b.put("failureRate", window.failureRate());
+		b.put("failureRateThreshold", breaker.config().failureRateThreshold());
+		b.put("minimumCalls", breaker.config().minimumCalls());
+		b.put("slowCallRate", window.slowCallRate());
+		b.put("calls", window.calls());
+		b.put("failures", window.failures());
+		b.put("stalls", window.stalls());
+		b.put("incomplete", window.incomplete());
+		b.put("rejected", breaker.rejectedCalls());
+		return b;
+	}
+
+	private Map<String, Object> lanes() {
+		Map<String, Object> all = new LinkedHashMap<>();
+		for (Priority p : Priority.values()) {
+			Map<String, Object> lane = new LinkedHashMap<>();
+			lane.put("capacity", lanes.spec(p).concurrency());
+			lane.put("inFlight", lanes.inFlight(p));
+			lane.put("borrowed", lanes.borrowedInFlight(p));
+			lane.put("queued", lanes.queued(p));
+			all.put(p.name(), lane);
+		}
+		return all;
+	}
+
+	@Nullable
+	private static MockModelServer.Stats mock(@Nullable MockModelServer mock) {
+		return mock == null || !mock.isRunning() ? null : mock.stats();
+	}
+}

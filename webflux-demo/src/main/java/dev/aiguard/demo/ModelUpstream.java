@@ -1,0 +1,98 @@
+package dev.aiguard.demo;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.provider.OpenAiCompatibleClient;
+import reactor.core.publisher.Flux;
+import reactor.util.annotation.Nullable;
+
+/**
+ * The model the guard protects: the embedded mock, or the OpenAI-compatible server named by
+ * {@code AIGUARD_BASE_URL}. The mock only has a port once it has started, and gets a new one if
+ * the context stops and starts it again, so its client is built on first use and rebuilt when
+ * the port changed.
+ */
+final class ModelUpstream {
+
+	private final DemoProperties properties;
+	@Nullable
+	private final MockModelServer mock;
+	@Nullable
+	private volatile Client client;
+
+	/** A client and the base URL it was built for. */
+	private record Client(String baseUrl, OpenAiCompatibleClient http) {
+	}
+
+	/**
+	 * @throws IllegalStateException when a real server is named without a key or a model
+	 */
+	ModelUpstream(DemoProperties properties, @Nullable MockModelServer mock) {
+		this.properties = Objects.requireNonNull(properties, "properties");
+		this.mock = mock;
+		if (properties.usesMock()) {
+			Objects.requireNonNull(mock, "mock");
+			return;
+		}
+		if (isBlank(properties.apiKey())) {
+			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + properties.baseUrl()
+					+ ") but AIGUARD_API_KEY is not. Set the key of that server (any placeholder for a local "
+					+ "server that needs none), or unset AIGUARD_BASE_URL to use the embedded mock model.");
+		}
+		if (isBlank(properties.model())) {
+			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + properties.baseUrl()
+					+ ") but AIGUARD_MODEL is not. Name the model to ask, e.g. AIGUARD_MODEL=gpt-4o-mini.");
+		}
+		this.client = new Client(properties.baseUrl(), OpenAiCompatibleClient.builder(properties.baseUrl())
+			.apiKey(properties.apiKey())
+			.model(properties.model())
+			.responseTimeout(Duration.ofSeconds(30))
+			.build());
+	}
+
+	/** @return the answer to {@code request}, unguarded: the caller guards it */
+	Flux<ChatChunk> stream(ChatRequest request) {
+		return Flux.defer(() -> client().stream(request));
+	}
+
+	/** @return the model asked, for the request body */
+	String model() {
+		return properties.usesMock() ? MockModelServer.MODEL : properties.model();
+	}
+
+	/** @return where answers come from, safe to show (never the key) */
+	String describe() {
+		return properties.usesMock() ? "embedded mock model" : properties.baseUrl() + " (" + properties.model() + ")";
+	}
+
+	/** @return the mock, when it is the upstream */
+	@Nullable
+	MockModelServer mock() {
+		return mock;
+	}
+
+	private OpenAiCompatibleClient client() {
+		Client c = client;
+		if (mock == null) {
+			return Objects.requireNonNull(c, "client").http();
+		}
+		String url = mock.baseUrl();
+		if (c == null || !c.baseUrl().equals(url)) {
+			// racing calls may each build one; they are equivalent and cheap
+			c = new Client(url, OpenAiCompatibleClient.builder(url)
+				.model(MockModelServer.MODEL)
+				.responseTimeout(Duration.ofSeconds(30))
+				.build());
+			client = c;
+		}
+		return c.http();
+	}
+
+	private static boolean isBlank(@Nullable String s) {
+		return s == null || s.isBlank();
+	}
+}

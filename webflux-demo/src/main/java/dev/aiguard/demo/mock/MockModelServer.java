@@ -1,0 +1,328 @@
+package dev.aiguard.demo.mock;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.DoubleSupplier;
+
+import dev.aiguard.chat.ChatMessage;
+import dev.aiguard.truncation.TokenCounter;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import org.reactivestreams.Publisher;
+import org.springframework.context.SmartLifecycle;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+import reactor.util.annotation.Nullable;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * An OpenAI-compatible {@code POST /v1/chat/completions} streaming server on Reactor Netty, bound
+ * to 127.0.0.1 on a free port, that misbehaves on request. It starts and stops with the Spring
+ * context.
+ *
+ * <pre>{@code
+ * MockModelServer mock = new MockModelServer(FaultProfile.defaults(Duration.ofMillis(300), Duration.ofMillis(40)),
+ *     JsonMapper.builder().build(), Math::random);
+ * mock.start();
+ * OpenAiCompatibleClient client = OpenAiCompatibleClient.builder(mock.baseUrl()).model("mock-1").build();
+ * mock.faults(mock.faults().withStallAfter(5));     // the next answers stop after 5 tokens
+ * }</pre>
+ *
+ * Answers come from {@link MockAnswers}, paced by the profile, followed by a {@code stop} chunk, a
+ * usage chunk and {@code [DONE]}. The profile in force when a request arrives applies to the whole
+ * of that request. Counters in {@link #stats()} record what happened, including answers the client
+ * abandoned ({@code cancelled}: the connection closed before the answer ended).
+ */
+public final class MockModelServer implements SmartLifecycle {
+
+	/** The model name the mock reports when the request names none. */
+	public static final String MODEL = "mock-1";
+
+	private static final TokenCounter COUNTER = TokenCounter.estimate();
+
+	private final FaultProfile defaults;
+	private final JsonMapper json;
+	private final DoubleSupplier random;
+	private final AtomicReference<FaultProfile> faults;
+
+	private final AtomicLong requests = new AtomicLong();
+	private final AtomicLong completed = new AtomicLong();
+	private final AtomicLong cancelled = new AtomicLong();
+	private final AtomicLong injectedErrors = new AtomicLong();
+	private final AtomicLong contextRejections = new AtomicLong();
+	private final AtomicLong stalled = new AtomicLong();
+	private final AtomicLong dropped = new AtomicLong();
+
+	@Nullable
+	private volatile DisposableServer server;
+
+	/**
+	 * @param defaults the profile in force at start and after {@link #resetFaults()}
+	 * @param json writes and reads the wire JSON
+	 * @param random draws in [0, 1) that decide {@link FaultProfile#errorRate()}
+	 */
+	public MockModelServer(FaultProfile defaults, JsonMapper json, DoubleSupplier random) {
+		this.defaults = Objects.requireNonNull(defaults, "defaults");
+		this.json = Objects.requireNonNull(json, "json");
+		this.random = Objects.requireNonNull(random, "random");
+		this.faults = new AtomicReference<>(defaults);
+	}
+
+	/** @return the API root for an OpenAI-compatible client, e.g. {@code http://127.0.0.1:41234/v1} */
+	public String baseUrl() {
+		DisposableServer s = server;
+		if (s == null) {
+			throw new IllegalStateException("the mock model server is not running");
+		}
+		return "http://127.0.0.1:" + s.port() + "/v1";
+	}
+
+	/** @return the profile new requests get */
+	public FaultProfile faults() {
+		return faults.get();
+	}
+
+	/** Sets the profile for requests that arrive from now on; answers already streaming keep theirs. */
+	public void faults(FaultProfile profile) {
+		faults.set(Objects.requireNonNull(profile, "profile"));
+	}
+
+	/** Back to the profile the server started with. */
+	public FaultProfile resetFaults() {
+		faults.set(defaults);
+		return defaults;
+	}
+
+	/** @return the profile {@link #resetFaults()} restores */
+	public FaultProfile defaultFaults() {
+		return defaults;
+	}
+
+	/** @return what the server has done so far */
+	public Stats stats() {
+		return new Stats(requests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
+				contextRejections.get(), stalled.get(), dropped.get());
+	}
+
+	/**
+	 * Counters since start.
+	 *
+	 * @param requests chat requests received
+	 * @param completed answers sent to the end (with or without the terminal marker)
+	 * @param cancelled answers the client abandoned: the connection closed before the end
+	 * @param injectedErrors requests answered with the profile's error status
+	 * @param contextRejections requests refused for exceeding the context limit
+	 * @param stalled answers that stopped sending on purpose
+	 * @param dropped connections closed on purpose mid-answer
+	 */
+	public record Stats(long requests, long completed, long cancelled, long injectedErrors, long contextRejections,
+			long stalled, long dropped) {
+	}
+
+	@Override
+	public void start() {
+		if (server == null) {
+			server = HttpServer.create()
+				.host("127.0.0.1")
+				.port(0)
+				.route(routes -> routes.post("/v1/chat/completions", this::chat))
+				.bindNow(Duration.ofSeconds(10));
+		}
+	}
+
+	@Override
+	public void stop() {
+		DisposableServer s = server;
+		server = null;
+		if (s != null) {
+			s.disposeNow(Duration.ofSeconds(5));
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return server != null;
+	}
+
+	/** Starts before the web server, stops after it. */
+	@Override
+	public int getPhase() {
+		return SmartLifecycle.DEFAULT_PHASE - 2048;
+	}
+
+	private Publisher<Void> chat(HttpServerRequest request, HttpServerResponse response) {
+		FaultProfile profile = faults.get();
+		long number = requests.incrementAndGet();
+		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+			.flatMap(body -> answer(number, body, profile, response));
+	}
+
+	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
+		List<ChatMessage> messages;
+		String model;
+		try {
+			JsonNode root = json.readTree(body);
+			messages = messages(root.path("messages"));
+			model = root.path("model").asString(MODEL);
+		}
+		catch (JacksonException | IllegalArgumentException e) {
+			return error(response, 400, errorBody("invalid_request_error", null, "Invalid request: " + e.getMessage()), 0);
+		}
+		if (profile.errorRate() > 0 && random.getAsDouble() < profile.errorRate()) {
+			injectedErrors.incrementAndGet();
+			return injectedError(response, profile);
+		}
+		int promptTokens = COUNTER.count(messages);
+		if (profile.contextLimitTokens() != null) {
+			if (promptTokens > profile.contextLimitTokens()) {
+				contextRejections.incrementAndGet();
+				return error(response, 400, errorBody("invalid_request_error", "context_length_exceeded",
+						"This model's maximum context length is " + profile.contextLimitTokens()
+								+ " tokens. However, your messages resulted in " + promptTokens
+								+ " tokens. Please reduce the length of the messages."), 0);
+			}
+		}
+		String prompt = lastUserText(messages);
+		String id = "chatcmpl-mock-" + number;
+		long created = System.currentTimeMillis() / 1000;
+		return response.status(HttpResponseStatus.OK)
+			.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
+			.header(HttpHeaderNames.CACHE_CONTROL, "no-cache")
+			// flush every event as it is written, like a model server does (and so a drop cuts after it)
+			.send(events(response, id, created, model, MockAnswers.tokens(prompt), promptTokens, profile)
+				.map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)), buffer -> true)
+			.then();
+	}
+
+	private Flux<String> events(HttpServerResponse response, String id, long created, String model, List<String> tokens, int promptTokens,
+			FaultProfile profile) {
+		int cut = tokens.size();
+		boolean stall = profile.stallAfterTokens() != null && profile.stallAfterTokens() < cut;
+		boolean drop = !stall && profile.dropAfterTokens() != null && profile.dropAfterTokens() < cut;
+		if (stall) {
+			cut = profile.stallAfterTokens();
+		}
+		else if (drop) {
+			cut = profile.dropAfterTokens();
+		}
+		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
+		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
+		Flux<String> content = Flux.range(0, cut)
+			.concatMap(i -> Mono.delay(i == 0 ? first : interval)
+				.thenReturn(event(chunk(id, created, model, null, tokens.get(i), null))));
+		Flux<String> ending;
+		if (stall) {
+			ending = Flux.<String>never().doOnSubscribe(s -> stalled.incrementAndGet());
+		}
+		else if (drop) {
+			// close the socket under the pending body: the client sees a premature close
+			ending = Flux.defer(() -> {
+				dropped.incrementAndGet();
+				response.withConnection(connection -> connection.channel().close());
+				return Flux.never();
+			});
+		}
+		else if (profile.omitTerminal()) {
+			ending = Flux.empty();
+		}
+		else {
+			ObjectNode usage = json.createObjectNode()
+				.put("prompt_tokens", promptTokens)
+				.put("completion_tokens", tokens.size())
+				.put("total_tokens", promptTokens + tokens.size());
+			ObjectNode usageChunk = chunk(id, created, model, null, null, null);
+			usageChunk.putArray("choices");
+			usageChunk.set("usage", usage);
+			ending = Flux.just(event(chunk(id, created, model, null, null, "stop")), event(usageChunk),
+					"data: [DONE]\n\n");
+		}
+		return Flux.concat(Mono.just(event(chunk(id, created, model, "assistant", "", null))), content, ending)
+			.doOnComplete(completed::incrementAndGet)
+			.doOnCancel(drop ? () -> { } : cancelled::incrementAndGet);
+	}
+
+	private ObjectNode chunk(String id, long created, String model, @Nullable String role, @Nullable String content,
+			@Nullable String finishReason) {
+		ObjectNode chunk = json.createObjectNode()
+			.put("id", id)
+			.put("object", "chat.completion.chunk")
+			.put("created", created)
+			.put("model", model);
+		if (content != null || finishReason != null || role != null) {
+			ObjectNode choice = chunk.putArray("choices").addObject().put("index", 0);
+			ObjectNode delta = choice.putObject("delta");
+			if (role != null) {
+				delta.put("role", role);
+			}
+			if (content != null) {
+				delta.put("content", content);
+			}
+			choice.put("finish_reason", finishReason);
+		}
+		return chunk;
+	}
+
+	private String event(JsonNode node) {
+		return "data: " + json.writeValueAsString(node) + "\n\n";
+	}
+
+	private Mono<Void> injectedError(HttpServerResponse response, FaultProfile profile) {
+		String body = switch (profile.errorStatus()) {
+			case 429 -> errorBody("requests", "rate_limit_exceeded", "Rate limit reached for requests");
+			case 529 -> errorBody("overloaded_error", null, "Overloaded");
+			default -> errorBody("server_error", null, "The server had an error while processing your request.");
+		};
+		return error(response, profile.errorStatus(), body, profile.retryAfterSeconds());
+	}
+
+	private String errorBody(String type, @Nullable String code, String message) {
+		ObjectNode root = json.createObjectNode();
+		root.putObject("error").put("message", message).put("type", type).putNull("param").put("code", code);
+		return json.writeValueAsString(root);
+	}
+
+	private static Mono<Void> error(HttpServerResponse response, int status, String body, int retryAfterSeconds) {
+		HttpServerResponse r = response.status(status).header(HttpHeaderNames.CONTENT_TYPE, "application/json");
+		if (retryAfterSeconds > 0) {
+			r = r.header(HttpHeaderNames.RETRY_AFTER, Integer.toString(retryAfterSeconds));
+		}
+		return r.sendString(Mono.just(body), StandardCharsets.UTF_8).then();
+	}
+
+	private static List<ChatMessage> messages(JsonNode array) {
+		if (!array.isArray() || array.isEmpty()) {
+			throw new IllegalArgumentException("messages must be a non-empty array");
+		}
+		List<ChatMessage> messages = new ArrayList<>(array.size());
+		for (JsonNode m : array) {
+			ChatMessage.Role role = ChatMessage.Role.parse(m.path("role").asString(""));
+			String content = m.path("content").asString("");
+			messages.add(role == ChatMessage.Role.TOOL
+					? ChatMessage.tool(m.path("tool_call_id").asString("call"), content)
+					: new ChatMessage(role, content, List.of(), null));
+		}
+		return messages;
+	}
+
+	private static String lastUserText(List<ChatMessage> messages) {
+		for (int i = messages.size() - 1; i >= 0; i--) {
+			if (messages.get(i).role() == ChatMessage.Role.USER) {
+				return messages.get(i).content();
+			}
+		}
+		return messages.get(messages.size() - 1).content();
+	}
+}

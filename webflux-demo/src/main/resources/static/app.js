@@ -1,0 +1,383 @@
+// The demo page: streams POST /api/chat (server-sent events read from fetch, since EventSource
+// cannot POST), drives /api/faults, and polls /api/guard for the live panel. No build step.
+(function () {
+  'use strict';
+
+  const $ = (id) => document.getElementById(id);
+  const history = [];                // the conversation sent with each request
+  let current = null;                // { controller, bubble } of the answer streaming now
+
+  // ---------------------------------------------------------------- server-sent events over fetch
+
+  /** Yields {event, data} for each event of a text/event-stream response body (WHATWG rules). */
+  async function* readEvents(response) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      // normalise line ends, but keep a trailing \r: its \n may be in the next chunk
+      const keep = buffer.endsWith('\r') ? '\r' : '';
+      buffer = buffer.slice(0, buffer.length - keep.length).replace(/\r\n?/g, '\n') + keep;
+      let end;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const parsed = parseEvent(block);
+        if (parsed) yield parsed;
+      }
+    }
+  }
+
+  function parseEvent(block) {
+    let event = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line === '' || line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'event') event = value;
+      else if (field === 'data') data.push(value);
+    }
+    return data.length ? { event, data: data.join('\n') } : null;
+  }
+
+  // ---------------------------------------------------------------- chat
+
+  function bubble(role, text) {
+    $('hint')?.remove();
+    const el = document.createElement('div');
+    el.className = 'msg ' + role;
+    const body = document.createElement('div');
+    body.className = 'text';
+    body.textContent = text;
+    el.appendChild(body);
+    $('messages').appendChild(el);
+    scrollDown();
+    return el;
+  }
+
+  function scrollDown() {
+    const box = $('messages');
+    box.scrollTop = box.scrollHeight;
+  }
+
+  function addMeta(el, parts) {
+    const meta = document.createElement('div');
+    meta.className = 'meta';
+    for (const part of parts) meta.appendChild(part);
+    el.appendChild(meta);
+    scrollDown();
+  }
+
+  function badge(text, cls, attrs) {
+    const b = document.createElement('span');
+    b.className = 'badge ' + cls;
+    b.textContent = text;
+    for (const [k, v] of Object.entries(attrs || {})) b.setAttribute(k, v);
+    return b;
+  }
+
+  function note(text) {
+    const s = document.createElement('span');
+    s.textContent = text;
+    return s;
+  }
+
+  function setBusy(busy) {
+    $('send').disabled = busy;
+    $('stop').disabled = !busy;
+  }
+
+  async function send(prompt) {
+    const priority = $('priority').value;
+    history.push({ role: 'user', content: prompt });
+    bubble('user', prompt);
+    const el = bubble('assistant', '');
+    el.classList.add('streaming');
+    const text = el.querySelector('.text');
+    const controller = new AbortController();
+    current = { controller, el };
+    setBusy(true);
+    const started = performance.now();
+    let firstTokenAt = null;
+    let answer = '';
+    let ended = false;
+    try {
+      const response = await fetch('/api/chat', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Accept': 'text/event-stream' },
+        body: JSON.stringify({ messages: history, priority }),
+        signal: controller.signal,
+      });
+      if (!response.ok) {
+        const err = await response.json().catch(() => ({ error: 'http_' + response.status, message: response.statusText }));
+        history.pop();
+        addMeta(el, [badge('refused: ' + err.error, 'outcome-error', { 'data-error': err.error }), note(err.message)]);
+        ended = true;
+        return;
+      }
+      for await (const ev of readEvents(response)) {
+        const data = JSON.parse(ev.data);
+        if (ev.event === 'meta') {
+          el.dataset.requestId = data.requestId;
+        } else if (ev.event === 'token') {
+          if (firstTokenAt === null) firstTokenAt = performance.now();
+          answer += data.text;
+          text.textContent = answer;
+          scrollDown();
+        } else if (ev.event === 'done') {
+          ended = true;
+          history.push({ role: 'assistant', content: answer });
+          const ttft = firstTokenAt === null ? '—' : Math.round(firstTokenAt - started) + ' ms to first token';
+          addMeta(el, [
+            badge(data.source, 'source-label source-' + data.source, { 'data-source': data.source }),
+            note((data.finishReason || 'no finish reason') + ' · ' + data.tokens + ' tokens · ' + ttft),
+          ]);
+          showLastSource(data.source);
+        } else if (ev.event === 'error') {
+          ended = true;
+          history.pop();
+          addMeta(el, [
+            badge('error: ' + data.type, 'error-label outcome-error', { 'data-error': data.type }),
+            note(data.message + (data.partial ? ' (answer cut: partial)' : '')),
+          ]);
+          if (!answer) text.textContent = '';
+        }
+      }
+      if (!ended) {
+        history.pop();
+        addMeta(el, [badge('connection ended', 'outcome-error')]);
+      }
+    } catch (e) {
+      history.pop();
+      if (e.name === 'AbortError') {
+        addMeta(el, [badge('stopped', 'grey'), note('the guard cancelled the upstream call')]);
+      } else {
+        addMeta(el, [badge('network error', 'outcome-error'), note(String(e.message || e))]);
+      }
+    } finally {
+      el.classList.remove('streaming');
+      current = null;
+      setBusy(false);
+      refreshGuard();
+    }
+  }
+
+  $('composer').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const prompt = $('prompt').value.trim();
+    if (!prompt || current) return;
+    $('prompt').value = '';
+    send(prompt);
+  });
+  $('prompt').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+  $('stop').addEventListener('click', () => current && current.controller.abort());
+  $('new-chat').addEventListener('click', () => {
+    if (current) current.controller.abort();
+    history.length = 0;
+    $('messages').replaceChildren();
+  });
+
+  // ---------------------------------------------------------------- faults
+
+  let pace = { firstTokenDelayMs: 300, tokenIntervalMs: 40 };
+  const SLOW_FIRST_TOKEN_MS = 6000;
+
+  function profileFromSwitches() {
+    const status = Number($('fault-error-status').value);
+    return {
+      firstTokenDelayMs: $('fault-slow').checked ? SLOW_FIRST_TOKEN_MS : pace.firstTokenDelayMs,
+      tokenIntervalMs: pace.tokenIntervalMs,
+      stallAfterTokens: $('fault-stall').checked ? 5 : null,
+      dropAfterTokens: $('fault-drop').checked ? 8 : null,
+      errorRate: $('fault-errors').checked ? Number($('fault-error-rate').value) : 0,
+      errorStatus: status,
+      retryAfterSeconds: status === 429 ? 1 : 0,
+      contextLimitTokens: $('fault-context').checked ? 120 : null,
+      omitTerminal: $('fault-omit').checked,
+    };
+  }
+
+  function showProfile(p) {
+    if (p.firstTokenDelayMs !== SLOW_FIRST_TOKEN_MS) pace.firstTokenDelayMs = p.firstTokenDelayMs;
+    pace.tokenIntervalMs = p.tokenIntervalMs;
+    $('fault-slow').checked = p.firstTokenDelayMs === SLOW_FIRST_TOKEN_MS;
+    $('fault-stall').checked = p.stallAfterTokens !== null;
+    $('fault-drop').checked = p.dropAfterTokens !== null;
+    $('fault-omit').checked = p.omitTerminal;
+    $('fault-errors').checked = p.errorRate > 0;
+    $('fault-error-status').value = String(p.errorStatus);
+    if (p.errorRate > 0) $('fault-error-rate').value = String(p.errorRate);
+    $('fault-context').checked = p.contextLimitTokens !== null;
+    const active = ['fault-slow', 'fault-stall', 'fault-drop', 'fault-omit', 'fault-errors', 'fault-context']
+      .filter((id) => $(id).checked).length;
+    $('fault-status').textContent = active ? active + ' fault(s) active — applies to new requests' : 'the model behaves';
+  }
+
+  async function faults(method, body) {
+    try {
+      const response = await fetch('/api/faults', {
+        method,
+        headers: body ? { 'Content-Type': 'application/json' } : {},
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const json = await response.json();
+      if (!response.ok) {
+        $('fault-status').textContent = json.message || ('HTTP ' + response.status);
+        $('faults').querySelectorAll('input, select').forEach((i) => { i.disabled = response.status === 409; });
+        return;
+      }
+      showProfile(json);
+    } catch (e) {
+      $('fault-status').textContent = 'fault API unreachable';
+    }
+  }
+
+  $('faults').addEventListener('change', () => faults('PUT', profileFromSwitches()));
+  $('fault-reset').addEventListener('click', () => faults('DELETE'));
+
+  // ---------------------------------------------------------------- live panel
+
+  function showLastSource(source) {
+    const b = $('last-source');
+    b.textContent = source || '—';
+    b.dataset.source = source || '';
+    b.className = 'badge ' + (source ? 'source-' + source : 'source-none');
+  }
+
+  function renderBreaker(b) {
+    const state = $('breaker-state');
+    state.textContent = b.state.replace('_', ' ');
+    state.dataset.state = b.state;
+    state.className = 'badge state-' + b.state;
+    const pct = Math.round(b.failureRate * 100);
+    $('breaker-rate').textContent = pct + ' %';
+    const bar = $('breaker-rate-bar');
+    bar.style.width = Math.min(100, pct) + '%';
+    bar.style.background = b.failureRate >= b.failureRateThreshold ? 'var(--bad)'
+      : b.failureRate > 0 ? 'var(--warn)' : 'var(--ok)';
+    $('breaker-threshold').style.left = Math.round(b.failureRateThreshold * 100) + '%';
+    $('breaker-calls').textContent = b.calls + ' (min ' + b.minimumCalls + ')';
+    $('breaker-stalls').textContent = b.stalls + ' / ' + b.incomplete;
+    $('breaker-rejected').textContent = b.rejected;
+  }
+
+  function renderLanes(lanes) {
+    const box = $('lanes');
+    for (const [name, lane] of Object.entries(lanes)) {
+      let row = box.querySelector('[data-lane="' + name + '"]');
+      if (!row) {
+        row = document.createElement('div');
+        row.className = 'lane';
+        row.dataset.lane = name;
+        row.innerHTML = '<span class="lane-name"></span><div class="lane-bar"><div class="lane-own"></div>' +
+          '<div class="lane-borrowed"></div></div><span class="lane-nums"></span>';
+        row.querySelector('.lane-name').textContent = name;
+        box.appendChild(row);
+      }
+      const cap = Math.max(1, lane.capacity);
+      const own = Math.min(100, (lane.inFlight / cap) * 100);
+      const borrowed = Math.min(100 - own, (lane.borrowed / cap) * 100);
+      row.querySelector('.lane-own').style.width = own + '%';
+      const b = row.querySelector('.lane-borrowed');
+      b.style.left = own + '%';
+      b.style.width = borrowed + '%';
+      row.querySelector('.lane-nums').textContent =
+        (lane.inFlight + lane.borrowed) + ' / ' + lane.capacity + (lane.queued ? ' · ' + lane.queued + ' q' : '');
+      row.title = lane.inFlight + ' on own permits, ' + lane.borrowed + ' borrowed, ' + lane.queued + ' queued';
+    }
+  }
+
+  const OUTCOME_COLOURS = {
+    SUCCESS: '#2f9e44', STALLED: '#e8890c', INCOMPLETE: '#e8890c', FAILURE: '#e03131', CLIENT_ERROR: '#e03131',
+    CANCELLED: '#98a0b0', REJECTED: '#98a0b0',
+  };
+
+  function renderChart(recent) {
+    const canvas = $('chart');
+    const ratio = window.devicePixelRatio || 1;
+    const w = canvas.clientWidth;
+    const h = canvas.clientHeight;
+    if (canvas.width !== Math.round(w * ratio)) {
+      canvas.width = Math.round(w * ratio);
+      canvas.height = Math.round(h * ratio);
+    }
+    const g = canvas.getContext('2d');
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    g.clearRect(0, 0, w, h);
+    const top = 14;
+    const bottom = h - 4;
+    const maxTtft = Math.max(1000, ...recent.map((r) => r.timeToFirstTokenMs || 0));
+    g.fillStyle = '#6b7385';
+    g.font = '10px system-ui, sans-serif';
+    g.fillText('time to first token · max ' + maxTtft + ' ms', 4, 10);
+    g.strokeStyle = '#e3e6ec';
+    g.beginPath();
+    g.moveTo(0, bottom + 0.5);
+    g.lineTo(w, bottom + 0.5);
+    g.stroke();
+    const slots = 40;
+    const slot = w / slots;
+    const barW = Math.max(3, slot - 3);
+    recent.slice(-slots).forEach((r, i) => {
+      const x = i * slot + (slot - barW) / 2;
+      const colour = OUTCOME_COLOURS[r.outcome] || '#98a0b0';
+      const height = r.timeToFirstTokenMs == null ? 3 : Math.max(3, (r.timeToFirstTokenMs / maxTtft) * (bottom - top));
+      g.fillStyle = colour;
+      g.fillRect(x, bottom - height, barW, height);
+      if (r.source !== 'REALTIME') {
+        g.strokeStyle = '#c25e00';
+        g.lineWidth = 2;
+        g.beginPath();
+        g.arc(x + barW / 2, bottom - height - 5, 3, 0, Math.PI * 2);
+        g.stroke();
+        g.lineWidth = 1;
+      }
+    });
+  }
+
+  function renderCounters(c, mock) {
+    const plural = (n, word) => '<b>' + n + '</b> ' + word + (n === 1 ? '' : 's');
+    const parts = [plural(c.requests, 'request'), plural(c.attempts - c.requests, 'retry attempt'),
+      plural(c.tokens, 'token')];
+    const outcomes = Object.entries(c.outcomes).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
+    const sources = Object.entries(c.sources).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
+    let html = parts.join(' · ');
+    if (outcomes.length) html += '<br>outcomes: ' + outcomes.join(', ');
+    if (sources.length) html += '<br>sources: ' + sources.join(', ');
+    if (mock) html += '<br>the mock saw ' + mock.requests + ' call' + (mock.requests === 1 ? '' : 's') + ', '
+      + mock.cancelled + ' abandoned by the guard or the client';
+    $('counters').innerHTML = html;
+  }
+
+  async function refreshGuard() {
+    try {
+      const response = await fetch('/api/guard', { cache: 'no-store' });
+      if (!response.ok) return;
+      const s = await response.json();
+      $('upstream').textContent = s.upstream;
+      renderBreaker(s.breaker);
+      renderLanes(s.lanes);
+      renderChart(s.recent);
+      renderCounters(s.counters, s.mock);
+      const last = s.recent[s.recent.length - 1];
+      if (last && !current) showLastSource(last.source);
+    } catch (e) {
+      // the next poll tries again
+    }
+  }
+
+  faults('GET');
+  refreshGuard();
+  setInterval(refreshGuard, 1000);
+})();

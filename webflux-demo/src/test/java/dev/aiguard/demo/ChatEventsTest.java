@@ -1,0 +1,86 @@
+package dev.aiguard.demo;
+
+import java.time.Duration;
+
+import dev.aiguard.Priority;
+import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.breaker.BreakerOpenException;
+import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.provider.ProviderClientException;
+import dev.aiguard.provider.ProviderConnectionException;
+import dev.aiguard.provider.ProviderFormatException;
+import dev.aiguard.provider.ProviderOverloadedException;
+import dev.aiguard.provider.ProviderServerException;
+import dev.aiguard.provider.ProviderStreamException;
+import dev.aiguard.provider.RateLimitedException;
+import dev.aiguard.provider.RateLimits;
+import dev.aiguard.retry.PartialStreamException;
+import dev.aiguard.stall.IncompleteStreamException;
+import dev.aiguard.stall.StallPhase;
+import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.truncation.PromptTooLargeException;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.codec.ServerSentEvent;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The contract's event bodies, and the stable error types clients switch on. */
+class ChatEventsTest {
+
+	private final JsonMapper json = JsonMapper.builder().build();
+	private final ChatEvents events = new ChatEvents(json);
+
+	@Test
+	void everyLibraryErrorHasItsStableType() {
+		assertThat(ChatEvents.type(new StreamStalledException(StallPhase.IDLE, 3, Duration.ofSeconds(2)))).isEqualTo("stalled");
+		assertThat(ChatEvents.type(new IncompleteStreamException(9))).isEqualTo("incomplete");
+		assertThat(ChatEvents.type(new BreakerOpenException("model", BreakerState.OPEN))).isEqualTo("breaker_open");
+		assertThat(ChatEvents.type(new AdmissionRejectedException(Priority.P2, AdmissionRejectedException.Reason.QUEUE_FULL,
+				"full"))).isEqualTo("rejected");
+		assertThat(ChatEvents.type(new RateLimitedException("openai", 429, "requests", "rate_limit_exceeded", "slow down",
+				Duration.ofSeconds(1), RateLimits.UNKNOWN))).isEqualTo("rate_limited");
+		assertThat(ChatEvents.type(new ProviderOverloadedException("openai", 529, "overloaded_error", "busy", null)))
+			.isEqualTo("overloaded");
+		assertThat(ChatEvents.type(new ProviderServerException("openai", 500, "server_error", null, "oops", null)))
+			.isEqualTo("server_error");
+		assertThat(ChatEvents.type(new ContextLengthExceededException("openai", 400, "invalid_request_error",
+				"context_length_exceeded", "too long", 100, 200))).isEqualTo("context_length");
+		assertThat(ChatEvents.type(new PromptTooLargeException(36, 80))).isEqualTo("prompt_too_large");
+		assertThat(ChatEvents.type(new ProviderClientException("openai", 401, "auth", null, "no key"))).isEqualTo("client_error");
+		assertThat(ChatEvents.type(new ProviderConnectionException("openai", "reset", null))).isEqualTo("connection");
+		assertThat(ChatEvents.type(new ProviderStreamException("openai", "server_error", null, "boom"))).isEqualTo("stream_error");
+		assertThat(ChatEvents.type(new ProviderFormatException("openai", "bad json", null))).isEqualTo("bad_response");
+		assertThat(ChatEvents.type(new IllegalStateException("?"))).isEqualTo("internal");
+	}
+
+	@Test
+	void aPartialFailureIsNamedByWhatCutIt() {
+		PartialStreamException partial = new PartialStreamException(new IncompleteStreamException(5), 5);
+
+		JsonNode body = json.readTree(events.error(partial, true).data());
+
+		assertThat(body.propertyNames()).containsExactly("type", "message", "partial");
+		assertThat(body.get("type").stringValue()).isEqualTo("incomplete");
+		assertThat(body.get("partial").booleanValue()).isTrue();
+	}
+
+	@Test
+	void unknownErrorsDoNotLeakTheirMessage() {
+		ServerSentEvent<String> e = events.error(new IllegalStateException("secret detail sk-123"), false);
+
+		assertThat(e.event()).isEqualTo("error");
+		assertThat(e.data()).doesNotContain("secret").contains("\"type\":\"internal\"").contains("\"partial\":false");
+	}
+
+	@Test
+	void tokenTextIsEscapedJson() {
+		ServerSentEvent<String> e = events.token("line \"one\"\nline two");
+
+		assertThat(e.event()).isEqualTo("token");
+		assertThat(e.data()).doesNotContain("\n");
+		assertThat(json.readTree(e.data()).get("text").stringValue()).isEqualTo("line \"one\"\nline two");
+	}
+}

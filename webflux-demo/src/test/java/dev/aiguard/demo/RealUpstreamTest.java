@@ -1,0 +1,103 @@
+package dev.aiguard.demo;
+
+import java.time.Duration;
+import java.util.List;
+
+import dev.aiguard.demo.mock.FaultProfile;
+import dev.aiguard.demo.mock.MockAnswers;
+import dev.aiguard.demo.mock.MockModelServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.core.ParameterizedTypeReference;
+import org.springframework.http.MediaType;
+import org.springframework.http.codec.ServerSentEvent;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.test.web.reactive.server.WebTestClient;
+import tools.jackson.databind.json.JsonMapper;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The demo in front of a "real" OpenAI-compatible server named by {@code AIGUARD_BASE_URL} (here a
+ * mock started outside the app): answers flow through the library's client, fault injection is
+ * refused, and the API key shows up in no response and no log line.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class RealUpstreamTest {
+
+	static final String KEY = "sk-demo-THIS-KEY-MUST-STAY-SECRET-42";
+
+	static final MockModelServer provider = new MockModelServer(FaultProfile.defaults(Duration.ZERO, Duration.ZERO),
+			JsonMapper.builder().build(), () -> 0.0);
+
+	@DynamicPropertySource
+	static void upstream(DynamicPropertyRegistry registry) {
+		provider.start();
+		registry.add("aiguard.base-url", provider::baseUrl);
+		registry.add("aiguard.api-key", () -> KEY);
+		registry.add("aiguard.model", () -> "gpt-test");
+	}
+
+	@AfterAll
+	static void stopProvider() {
+		provider.stop();
+	}
+
+	@LocalServerPort
+	int port;
+
+	WebTestClient client;
+
+	@BeforeEach
+	void client() {
+		provider.resetFaults();
+		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(Duration.ofSeconds(20))
+			.build();
+	}
+
+	@Test
+	void answersComeFromTheNamedServerAndTheKeyNeverShows(CapturedOutput output) {
+		List<ServerSentEvent<String>> ok = chat("Hello real world");
+		String answer = String.join("", ok.stream().filter(e -> "token".equals(e.event()))
+			.map(e -> JsonMapper.builder().build().readTree(e.data()).get("text").stringValue()).toList());
+		assertThat(answer).isEqualTo(MockAnswers.text("Hello real world"));
+		assertThat(ok.get(ok.size() - 1).event()).isEqualTo("done");
+
+		provider.faults(provider.faults().withErrors(1.0, 500, 0));
+		List<ServerSentEvent<String>> failed = chat("and now it fails");
+		assertThat(failed.get(failed.size() - 1).event()).isIn("error", "done");
+
+		StringBuilder seen = new StringBuilder();
+		ok.forEach(e -> seen.append(e.data()));
+		failed.forEach(e -> seen.append(e.data()));
+		for (String path : List.of("/api/guard", "/actuator/health", "/actuator/prometheus", "/", "/app.js")) {
+			seen.append(client.get().uri(path).exchange().expectStatus().isOk().expectBody(String.class).returnResult()
+				.getResponseBody());
+		}
+		String faults = client.get().uri("/api/faults").exchange().expectStatus().isEqualTo(409)
+			.expectBody(String.class).returnResult().getResponseBody();
+		seen.append(faults);
+
+		assertThat(faults).contains("no_mock");
+		assertThat(seen.toString()).contains("gpt-test").doesNotContain(KEY).doesNotContain("THIS-KEY");
+		assertThat(output.getAll()).doesNotContain(KEY).doesNotContain("THIS-KEY");
+		assertThat(provider.stats().requests()).as("the named server was asked").isPositive();
+	}
+
+	private List<ServerSentEvent<String>> chat(String question) {
+		return client.post().uri("/api/chat").contentType(MediaType.APPLICATION_JSON)
+			.bodyValue("{\"messages\":[{\"role\":\"user\",\"content\":\"" + question + "\"}]}")
+			.exchange().expectStatus().isOk()
+			.returnResult(new ParameterizedTypeReference<ServerSentEvent<String>>() {
+			})
+			.getResponseBody().collectList().block(Duration.ofSeconds(20));
+	}
+}
