@@ -31,8 +31,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
-import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
 
@@ -91,13 +89,13 @@ public class FallbackLadderBenchmark {
 
 	@Benchmark
 	public void baselineReplay(Blackhole bh) {
-		Flux.fromArray(chunks).map(Function.identity()).subscribe(new Sink(bh));
+		Flux.fromArray(chunks).map(Function.identity()).subscribe(new BlackholeSink<>(bh));
 	}
 
 	/** The same chunks from the same kind of list the static step holds: isolates the walk itself. */
 	@Benchmark
 	public void baselineReplayList(Blackhole bh) {
-		Flux.fromIterable(answer).map(Function.identity()).subscribe(new Sink(bh));
+		Flux.fromIterable(answer).map(Function.identity()).subscribe(new BlackholeSink<>(bh));
 	}
 
 	@Benchmark
@@ -116,7 +114,7 @@ public class FallbackLadderBenchmark {
 	}
 
 	private void walk(FallbackChain<ChatChunk> chain, Blackhole bh) {
-		chain.answer(request, Schedulers.immediate(), bh::consume, metrics, "bench").subscribe(new Sink(bh));
+		chain.answer(request, Schedulers.immediate(), bh::consume, metrics, "bench").subscribe(new BlackholeSink<>(bh));
 	}
 
 	@Benchmark
@@ -169,36 +167,6 @@ public class FallbackLadderBenchmark {
 		@Override
 		public void store(Object key, List<ChatChunk> answer) {
 			bh.consume(answer);
-		}
-	}
-
-	/** Requests everything and feeds each chunk to the Blackhole. */
-	static final class Sink implements CoreSubscriber<ChatChunk> {
-
-		private final Blackhole bh;
-
-		Sink(Blackhole bh) {
-			this.bh = bh;
-		}
-
-		@Override
-		public void onSubscribe(Subscription s) {
-			s.request(Long.MAX_VALUE);
-		}
-
-		@Override
-		public void onNext(ChatChunk chunk) {
-			bh.consume(chunk);
-		}
-
-		@Override
-		public void onError(Throwable t) {
-			bh.consume(t);
-		}
-
-		@Override
-		public void onComplete() {
-			bh.consume(true);
 		}
 	}
 

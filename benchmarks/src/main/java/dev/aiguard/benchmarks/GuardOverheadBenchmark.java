@@ -26,8 +26,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
-import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 
 /**
@@ -67,23 +65,23 @@ public class GuardOverheadBenchmark {
 
 	@Benchmark
 	public void passThrough(Blackhole bh) {
-		Flux.fromArray(chunks).map(Function.identity()).subscribe(new Sink(bh));
+		Flux.fromArray(chunks).map(Function.identity()).subscribe(new BlackholeSink<>(bh));
 	}
 
 	@Benchmark
 	public void guarded(Blackhole bh) {
-		Flux.fromArray(chunks).transform(guard).subscribe(new Sink(bh));
+		Flux.fromArray(chunks).transform(guard).subscribe(new BlackholeSink<>(bh));
 	}
 
 	/** Deadlines and metrics only, to separate the per-token watch from per-stream admission costs. */
 	@Benchmark
 	public void guardedStallOnly(Blackhole bh) {
-		Flux.fromArray(chunks).transform(stallOnly).subscribe(new Sink(bh));
+		Flux.fromArray(chunks).transform(stallOnly).subscribe(new BlackholeSink<>(bh));
 	}
 
 	@Benchmark
 	public void fluxTimeout(Blackhole bh) {
-		Flux.fromArray(chunks).timeout(Duration.ofSeconds(30)).subscribe(new Sink(bh));
+		Flux.fromArray(chunks).timeout(Duration.ofSeconds(30)).subscribe(new BlackholeSink<>(bh));
 	}
 
 	@Benchmark
@@ -92,36 +90,6 @@ public class GuardOverheadBenchmark {
 				.timeout(Duration.ofSeconds(30))
 				.transformDeferred(CircuitBreakerOperator.of(r4jBreaker))
 				.transformDeferred(BulkheadOperator.of(r4jBulkhead))
-				.subscribe(new Sink(bh));
-	}
-
-	/** Requests everything and feeds each chunk to the Blackhole. */
-	static final class Sink implements CoreSubscriber<ChatChunk> {
-
-		private final Blackhole bh;
-
-		Sink(Blackhole bh) {
-			this.bh = bh;
-		}
-
-		@Override
-		public void onSubscribe(Subscription s) {
-			s.request(Long.MAX_VALUE);
-		}
-
-		@Override
-		public void onNext(ChatChunk chunk) {
-			bh.consume(chunk);
-		}
-
-		@Override
-		public void onError(Throwable t) {
-			bh.consume(t);
-		}
-
-		@Override
-		public void onComplete() {
-			bh.consume(true);
-		}
+				.subscribe(new BlackholeSink<>(bh));
 	}
 }
