@@ -649,10 +649,9 @@ class PriorityLanesTest {
 
 	@Test
 	void blockHoundIsWatchingNonBlockingThreads() {
-		assertThatThrownBy(() -> Mono.fromCallable(() -> {
-					Thread.sleep(1);
-					return 1;
-				}).subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
+		assertThatThrownBy(() -> Mono.fromCallable(() -> new java.util.concurrent.CountDownLatch(1)
+						.await(1, java.util.concurrent.TimeUnit.MILLISECONDS))
+				.subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
 				.hasMessageContaining("Blocking call");
 	}
 
