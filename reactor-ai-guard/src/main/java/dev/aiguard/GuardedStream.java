@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -25,6 +24,7 @@ import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.Source;
+import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
@@ -61,7 +61,8 @@ import reactor.util.context.Context;
  * request; {@link #cancel()} may race any of them and is settled by {@link #cancelled} checks on
  * both sides plus the once-only {@link #finish}.
  */
-final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Scannable {
+final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
+		implements Subscription, StallWatch.Terminal<T>, Scannable {
 
 	/** Deadlines do not apply to fallback answers and notices: the ladder has its own timeout. */
 	private static final StallSpec TAIL_SPEC = StallSpec.defaults().requireTerminal(false);
@@ -124,20 +125,6 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	private volatile Disposable admission;
 	@Nullable
 	private volatile Disposable pendingRetry;
-
-	// demand hand-over between attempts, serialised by the drain loop
-	volatile int wip;
-	static final AtomicIntegerFieldUpdater<GuardedStream> WIP =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "wip");
-	volatile long missedRequested;
-	static final AtomicLongFieldUpdater<GuardedStream> MISSED_REQUESTED =
-			AtomicLongFieldUpdater.newUpdater(GuardedStream.class, "missedRequested");
-	volatile StallWatch<T> missedWatch;
-	@SuppressWarnings("rawtypes")
-	static final AtomicReferenceFieldUpdater<GuardedStream, StallWatch> MISSED_WATCH =
-			AtomicReferenceFieldUpdater.newUpdater(GuardedStream.class, StallWatch.class, "missedWatch");
-	private StallWatch<T> drainWatch;
-	private long outstanding;
 
 	/** The attempt running now, for cancellation and preemption. */
 	volatile StallWatch<T> active;
@@ -328,8 +315,7 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 	@Override
 	public void request(long n) {
 		if (Operators.validate(n)) {
-			Operators.addCap(MISSED_REQUESTED, this, n);
-			drain();
+			addDemand(n);
 		}
 	}
 
@@ -357,43 +343,10 @@ final class GuardedStream<T> implements Subscription, StallWatch.Terminal<T>, Sc
 		}
 	}
 
-	private void handOver(StallWatch<T> watch) {
-		missedWatch = watch;
-		drain();
-	}
-
-	/** Serialises demand from the subscriber with the switch to a new attempt. */
-	@SuppressWarnings("unchecked")
-	private void drain() {
-		if (WIP.getAndIncrement(this) != 0) {
-			return;
-		}
-		int missed = 1;
-		for (;;) {
-			StallWatch<T> next = (StallWatch<T>) MISSED_WATCH.getAndSet(this, null);
-			if (next != null) {
-				StallWatch<T> previous = drainWatch;
-				if (previous != null && outstanding != Long.MAX_VALUE) {
-					outstanding -= previous.emitted();
-				}
-				drainWatch = next;
-				if (outstanding > 0L) {
-					next.request(outstanding);
-				}
-			}
-			long r = MISSED_REQUESTED.getAndSet(this, 0L);
-			if (r != 0L) {
-				outstanding = Operators.addCap(outstanding, r);
-				StallWatch<T> w = drainWatch;
-				if (w != null) {
-					w.request(r);
-				}
-			}
-			missed = WIP.addAndGet(this, -missed);
-			if (missed == 0) {
-				return;
-			}
-		}
+	/** An attempt delivered these chunks; its successor is asked only for the rest. */
+	@Override
+	protected long consumedBy(StallWatch<T> previous) {
+		return previous.emitted();
 	}
 
 	// ---- attempt ends ----

@@ -9,10 +9,10 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Consumer;
 
+import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.metrics.GuardMetrics;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
@@ -58,7 +58,7 @@ final class FallbackWalk<T> extends Flux<T> {
 	}
 
 	/** The subscriber's subscription: demand hand-over between steps, and the walk itself. */
-	static final class WalkSubscription<T> implements Subscription, Scannable {
+	static final class WalkSubscription<T> extends DemandHandOver<StepSubscriber<T>> implements Subscription, Scannable {
 
 		final CoreSubscriber<? super T> actual;
 		final FallbackWalk<T> walk;
@@ -81,22 +81,6 @@ final class FallbackWalk<T> extends Flux<T> {
 		static final AtomicIntegerFieldUpdater<WalkSubscription> CANCELLED =
 				AtomicIntegerFieldUpdater.newUpdater(WalkSubscription.class, "cancelled");
 
-		// demand hand-over, serialised by the drain loop
-		volatile int wip;
-		@SuppressWarnings("rawtypes")
-		static final AtomicIntegerFieldUpdater<WalkSubscription> WIP =
-				AtomicIntegerFieldUpdater.newUpdater(WalkSubscription.class, "wip");
-		volatile long missedRequested;
-		@SuppressWarnings("rawtypes")
-		static final AtomicLongFieldUpdater<WalkSubscription> MISSED_REQUESTED =
-				AtomicLongFieldUpdater.newUpdater(WalkSubscription.class, "missedRequested");
-		volatile StepSubscriber<T> missedStep;
-		@SuppressWarnings("rawtypes")
-		static final AtomicReferenceFieldUpdater<WalkSubscription, StepSubscriber> MISSED_STEP =
-				AtomicReferenceFieldUpdater.newUpdater(WalkSubscription.class, StepSubscriber.class, "missedStep");
-		@Nullable
-		StepSubscriber<T> drainStep;
-		long outstanding;
 
 		WalkSubscription(FallbackWalk<T> walk, CoreSubscriber<? super T> actual) {
 			this.walk = walk;
@@ -241,8 +225,7 @@ final class FallbackWalk<T> extends Flux<T> {
 		@Override
 		public void request(long n) {
 			if (Operators.validate(n)) {
-				Operators.addCap(MISSED_REQUESTED, this, n);
-				drain();
+				addDemand(n);
 			}
 		}
 
@@ -257,43 +240,10 @@ final class FallbackWalk<T> extends Flux<T> {
 			}
 		}
 
-		private void handOver(StepSubscriber<T> s) {
-			missedStep = s;
-			drain();
-		}
-
-		/**
-		 * Serialises the subscriber's demand with the switch to a new step. Before a step commits
-		 * nothing has been delivered, so a new step inherits all demand made so far; after it
-		 * commits there is no switch any more.
-		 */
-		@SuppressWarnings("unchecked")
-		private void drain() {
-			if (WIP.getAndIncrement(this) != 0) {
-				return;
-			}
-			int missed = 1;
-			for (;;) {
-				StepSubscriber<T> next = (StepSubscriber<T>) MISSED_STEP.getAndSet(this, null);
-				if (next != null) {
-					drainStep = next;
-					if (outstanding > 0L) {
-						next.request(outstanding);
-					}
-				}
-				long r = MISSED_REQUESTED.getAndSet(this, 0L);
-				if (r != 0L) {
-					outstanding = Operators.addCap(outstanding, r);
-					StepSubscriber<T> s = drainStep;
-					if (s != null) {
-						s.request(r);
-					}
-				}
-				missed = WIP.addAndGet(this, -missed);
-				if (missed == 0) {
-					return;
-				}
-			}
+		/** Before a step commits it has delivered nothing, so its successor inherits all demand. */
+		@Override
+		protected long consumedBy(StepSubscriber<T> previous) {
+			return 0L;
 		}
 
 		@Override
@@ -309,7 +259,7 @@ final class FallbackWalk<T> extends Flux<T> {
 				return cancelled != 0;
 			}
 			if (key == Attr.REQUESTED_FROM_DOWNSTREAM) {
-				return outstanding;
+				return outstandingDemand();
 			}
 			if (key == Attr.RUN_STYLE) {
 				return Attr.RunStyle.SYNC;

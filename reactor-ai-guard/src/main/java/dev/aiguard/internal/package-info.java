@@ -1,0 +1,5 @@
+/**
+ * Building blocks shared by the library's own operators. Not API: public only so that several
+ * packages can use them; they may change in any release.
+ */
+package dev.aiguard.internal;
