@@ -239,8 +239,9 @@ class RetryBudgetTest {
 			AtomicInteger requested = new AtomicInteger();
 			Runnable depositor = () -> {
 				for (int i = 0; i < 20; i++) {
-					budget.onRequest();
+					// counted before it is deposited, so an acquirer's snapshot never lags the budget
 					requested.incrementAndGet();
+					budget.onRequest();
 				}
 			};
 			Runnable acquirer = () -> {
