@@ -12,6 +12,7 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.retry.MidStreamPolicy;
@@ -117,6 +118,21 @@ public final class GuardPolicy {
 	/** @return the scheduler for deadlines and time: the policy's, else the stall spec's (resolved now). */
 	public Scheduler timer() {
 		return timer != null ? timer : stall.scheduler();
+	}
+
+	/** The clock of the last {@link #timer()} seen; immutable, so a racy update only costs a lookup. */
+	@Nullable
+	private TimeSource lastClock;
+
+	/** @return the clock of {@link #timer()}, resolved once per scheduler instance */
+	TimeSource clock() {
+		Scheduler s = timer();
+		TimeSource c = lastClock;
+		if (c == null || c.scheduler() != s) {
+			c = TimeSource.of(s);
+			lastClock = c;
+		}
+		return c;
 	}
 
 	/** @return where report listeners run; {@code null} = on the thread that ended the stream */

@@ -25,6 +25,7 @@ import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.Source;
 import dev.aiguard.internal.DemandHandOver;
+import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
@@ -74,6 +75,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	private final GuardMetrics metrics;
 	private final CoreSubscriber<? super T> actual;
 	private final Scheduler timer;
+	private final TimeSource clock;
 	/** Created at the first attempt a report will read; copy-on-write because cancel may race a read. */
 	@Nullable
 	private volatile List<GuardReport.Attempt> attempts;
@@ -152,14 +154,15 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		this.policy = guard.policy();
 		this.metrics = policy.metrics();
 		this.actual = actual;
-		this.timer = policy.timer();
+		this.clock = policy.clock();
+		this.timer = clock.scheduler();
 		this.retry = policy.retry();
 		this.retryBudget = policy.retryBudget();
 		this.breaker = policy.breaker();
 	}
 
 	void start() {
-		requestStart = timer.now(TimeUnit.NANOSECONDS);
+		requestStart = clock.nanos();
 		signals = GuardSignals.from(actual.currentContext());
 		try {
 			priority = Priority.from(actual.currentContext(), policy.defaultPriority());
@@ -277,7 +280,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	private void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next) {
 		stage = next;
 		CoreSubscriber<? super T> target = tapFor(next);
-		StallWatch<T> watch = StallWatch.forAttempt(target, spec, timer, guard.inspector(), this);
+		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock, guard.inspector(), this);
 		active = watch;
 		handOver(watch);
 		if (cancelled != 0) {
@@ -617,7 +620,12 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	}
 
 	private void answered(Source from) {
-		safely(() -> metrics.answered(policy.name(), priority, from));
+		try {
+			metrics.answered(policy.name(), priority, from);
+		}
+		catch (Throwable metricsFailure) {
+			metricsFailed(metricsFailure);
+		}
 	}
 
 	private void storeAnswer(StallWatch<T> watch) {
@@ -680,12 +688,16 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
 					watch.finishReason(), error));
 		}
-		safely(() -> {
+		// try/catch rather than safely(..): no capturing lambda on the once-per-attempt path
+		try {
 			metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
 			if (error instanceof StreamStalledException) {
 				metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
 			}
-		});
+		}
+		catch (Throwable metricsFailure) {
+			metricsFailed(metricsFailure);
+		}
 	}
 
 	private void finishCancelled() {
@@ -718,7 +730,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		if (listeners.isEmpty() && signals == null) {
 			return;
 		}
-		long now = timer.now(TimeUnit.NANOSECONDS);
+		long now = clock.nanos();
 		long first = firstTokenAt;
 		List<GuardReport.Attempt> made = attempts;
 		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, made == null ? List.of() : made, deliveredTokens,
@@ -761,8 +773,12 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			recording.run();
 		}
 		catch (Throwable metricsFailure) {
-			Operators.onErrorDropped(metricsFailure, actual.currentContext());
+			metricsFailed(metricsFailure);
 		}
+	}
+
+	private void metricsFailed(Throwable metricsFailure) {
+		Operators.onErrorDropped(metricsFailure, actual.currentContext());
 	}
 
 	@Override

@@ -46,6 +46,7 @@ public class GuardOverheadBenchmark {
 	ChatChunk[] chunks;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> guard;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> stallOnly;
+	MicrometerGuardMetrics floorMetrics;
 	CircuitBreaker r4jBreaker;
 	Bulkhead r4jBulkhead;
 
@@ -59,6 +60,7 @@ public class GuardOverheadBenchmark {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
 		guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)));
 		stallOnly = AiGuard.of(BenchmarkPolicies.stallOnlyPolicy(new MicrometerGuardMetrics(registry)));
+		floorMetrics = new MicrometerGuardMetrics(registry);
 		r4jBreaker = CircuitBreaker.of("bench", CircuitBreakerConfig.ofDefaults());
 		r4jBulkhead = Bulkhead.of("bench", BulkheadConfig.custom().maxConcurrentCalls(1000).build());
 	}
@@ -77,6 +79,12 @@ public class GuardOverheadBenchmark {
 	@Benchmark
 	public void guardedStallOnly(Blackhole bh) {
 		Flux.fromArray(chunks).transform(stallOnly).subscribe(new BlackholeSink<>(bh));
+	}
+
+	/** The floor: what any watcher meeting the rules must do at least (see {@link MinimalWatch}). */
+	@Benchmark
+	public void minimalWatch(Blackhole bh) {
+		Flux.fromArray(chunks).subscribe(new MinimalWatch<>(new BlackholeSink<>(bh), ChatChunk.INSPECTOR, floorMetrics));
 	}
 
 	@Benchmark

@@ -49,14 +49,37 @@ public abstract class DemandHandOver<S extends Subscription> {
 
 	/** Adds the subscriber's demand ({@code n} already validated) and passes it to the current one. */
 	protected final void addDemand(long n) {
+		if (wip == 0 && WIP.compareAndSet(this, 0, 1)) {
+			// nobody else is in the loop: serve the demand directly, without parking it in missedRequested
+			outstanding = Operators.addCap(outstanding, n);
+			S s = current;
+			if (s != null) {
+				s.request(n);
+			}
+			if (WIP.decrementAndGet(this) != 0) {
+				drainLoop();
+			}
+			return;
+		}
 		Operators.addCap(MISSED_REQUESTED, this, n);
-		drain();
+		if (WIP.getAndIncrement(this) == 0) {
+			drainLoop();
+		}
 	}
 
 	/** Makes {@code next} the inner subscription; it is asked for the demand still outstanding. */
 	protected final void handOver(S next) {
+		if (wip == 0 && WIP.compareAndSet(this, 0, 1)) {
+			switchTo(next);
+			if (WIP.decrementAndGet(this) != 0) {
+				drainLoop();
+			}
+			return;
+		}
 		missedNext = next;
-		drain();
+		if (WIP.getAndIncrement(this) == 0) {
+			drainLoop();
+		}
 	}
 
 	/** @return the demand not yet served, as last seen by the drain loop */
@@ -64,25 +87,28 @@ public abstract class DemandHandOver<S extends Subscription> {
 		return outstanding;
 	}
 
-	@SuppressWarnings("unchecked")
-	private void drain() {
-		if (WIP.getAndIncrement(this) != 0) {
-			return;
+	private void switchTo(S next) {
+		S previous = current;
+		if (previous != null && outstanding != Long.MAX_VALUE) {
+			outstanding -= consumedBy(previous);
 		}
+		current = next;
+		if (outstanding > 0L) {
+			next.request(outstanding);
+		}
+	}
+
+	/** Entered with the loop owned (wip was 0); serves what others parked until nothing is left. */
+	@SuppressWarnings("unchecked")
+	private void drainLoop() {
 		int missed = 1;
 		for (;;) {
-			S next = (S) MISSED_NEXT.getAndSet(this, null);
+			// plain reads first: a swap is only paid when there is something to take
+			S next = missedNext == null ? null : (S) MISSED_NEXT.getAndSet(this, null);
 			if (next != null) {
-				S previous = current;
-				if (previous != null && outstanding != Long.MAX_VALUE) {
-					outstanding -= consumedBy(previous);
-				}
-				current = next;
-				if (outstanding > 0L) {
-					next.request(outstanding);
-				}
+				switchTo(next);
 			}
-			long r = MISSED_REQUESTED.getAndSet(this, 0L);
+			long r = missedRequested == 0L ? 0L : MISSED_REQUESTED.getAndSet(this, 0L);
 			if (r != 0L) {
 				outstanding = Operators.addCap(outstanding, r);
 				S s = current;

@@ -4,9 +4,11 @@ import java.util.Objects;
 import java.util.function.Function;
 
 import dev.aiguard.ChunkInspector;
+import dev.aiguard.internal.TimeSource;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxOperator;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * Stall and completeness detection as an operator of its own.
@@ -51,9 +53,18 @@ public final class Stall {
 			this.inspector = inspector;
 		}
 
+		/** The clock of the last scheduler seen; immutable, so a racy update only costs a lookup. */
+		private TimeSource lastClock;
+
 		@Override
 		public void subscribe(CoreSubscriber<? super T> actual) {
-			source.subscribe(new StallWatch<T>(actual, spec, spec.scheduler(), inspector, Standalone.instance(), true));
+			Scheduler timer = spec.scheduler();
+			TimeSource clock = lastClock;
+			if (clock == null || clock.scheduler() != timer) {
+				clock = TimeSource.of(timer);
+				lastClock = clock;
+			}
+			source.subscribe(new StallWatch<T>(actual, spec, clock, inspector, Standalone.instance(), true));
 		}
 	}
 

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 import dev.aiguard.ChunkInspector;
+import dev.aiguard.internal.TimeSource;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -101,6 +102,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private final ChunkInspector<T> inspector;
 	private final Terminal<T> terminal;
 	private final Scheduler timer;
+	private final TimeSource clock;
 	private final boolean standalone;
 	private final boolean requireTerminal;
 	private final boolean heartbeatsExtendIdle;
@@ -156,8 +158,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	// Written by onNext before its release store of seq; read by the deadline task after reading seq.
 	long tokens;
+	/** Heartbeats received; they count as activity only when {@link #heartbeatsExtendIdle}. */
 	long heartbeats;
-	boolean completeSeen;
+	/** The flags of every chunk that was not plain content, or'ed together. */
+	int seenFlags;
 	String finishReason;
 	long firstTokenAt = -1L;
 
@@ -175,7 +179,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone) {
+		this(actual, spec, TimeSource.of(timer), inspector, terminal, standalone);
+	}
+
+	StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
+			Terminal<T> terminal, boolean standalone) {
 		this.actual = actual;
+		this.clock = clock;
+		Scheduler timer = clock.scheduler();
 		this.inspector = inspector;
 		this.terminal = terminal;
 		this.timer = timer;
@@ -199,6 +210,15 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return new StallWatch<>(actual, spec, timer, inspector, terminal, false);
 	}
 
+	/**
+	 * As {@link #forAttempt(CoreSubscriber, StallSpec, Scheduler, ChunkInspector, Terminal)}, with the
+	 * timer's clock already resolved (the guard resolves it once per policy).
+	 */
+	public static <T> StallWatch<T> forAttempt(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock,
+			ChunkInspector<T> inspector, Terminal<T> terminal) {
+		return new StallWatch<>(actual, spec, clock, inspector, terminal, false);
+	}
+
 	private static long nanos(@Nullable Duration d) {
 		return d == null ? 0L : d.toNanos();
 	}
@@ -213,7 +233,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (!Operators.validate(upstream, s)) {
 			return;
 		}
-		startNanos = timer.now(TimeUnit.NANOSECONDS);
+		startNanos = clock.nanos();
 		firstTokenDeadline = firstTokenTimeoutNanos > 0 ? startNanos + firstTokenTimeoutNanos : 0L;
 		upstream = s;
 		if (ended != 0) {
@@ -231,7 +251,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		// armed after the first request: a stream that completed while being subscribed (a replayed
 		// or cached answer) never touches the timer; deadlines still count from startNanos
 		if (ended == 0) {
-			armNext(timer.now(TimeUnit.NANOSECONDS));
+			armNext(clock.nanos());
 		}
 	}
 
@@ -243,43 +263,33 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			slowNext(t, s);
 			return;
 		}
-		int f = inspector.flags(t);
-		if (f == ChunkInspector.CONTENT) {
-			if (tokens++ == 0L) {
-				firstToken();
-			}
-		}
-		else if (f != 0) {
-			flagged(t, f);
-		}
-		actual.onNext(t);
+		deliver(t);
 		SEQ.setRelease(this, s + 2L);
 	}
 
-	private void firstToken() {
-		firstTokenAt = timer.now(TimeUnit.NANOSECONDS);
-	}
-
-	/** The rare kinds of chunk: heartbeats, finish reasons, terminal markers, content carrying those. */
-	private void flagged(T t, int f) {
-		if ((f & ChunkInspector.CONTENT) != 0) {
-			if (tokens++ == 0L) {
-				firstToken();
+	/**
+	 * Notes what the chunk is and passes it on. Everything here stays inline in the caller's loop:
+	 * the JIT keeps a loop that contains a call (even one taken once per stream, like a terminal
+	 * chunk's) measurably slower, so the rare kinds are handled by a few stores, not a method.
+	 */
+	private void deliver(T t) {
+		int f = inspector.flags(t);
+		if ((f & ChunkInspector.CONTENT) != 0 && tokens++ == 0L) {
+			firstTokenAt = clock.nanos();
+		}
+		if (f != ChunkInspector.CONTENT) {
+			seenFlags |= f;
+			if ((f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT)) == ChunkInspector.HEARTBEAT) {
+				heartbeats++;
+			}
+			if ((f & ChunkInspector.FINISH) != 0) {
+				String reason = inspector.finishReason(t);
+				if (reason != null) {
+					finishReason = reason;
+				}
 			}
 		}
-		else if ((f & ChunkInspector.HEARTBEAT) != 0 && heartbeatsExtendIdle) {
-			heartbeats++;
-		}
-		if ((f & ChunkInspector.FINISH) != 0) {
-			String reason = inspector.finishReason(t);
-			if (reason != null) {
-				finishReason = reason;
-			}
-			completeSeen = true;
-		}
-		if ((f & ChunkInspector.TERMINAL) != 0) {
-			completeSeen = true;
-		}
+		actual.onNext(t);
 	}
 
 	/** The gate is closed: a stall is being confirmed, or the stream has ended. */
@@ -290,11 +300,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			Operators.onNextDropped(t, actual.currentContext());
 			return;
 		}
-		int f = inspector.flags(t);
-		if (f != 0) {
-			flagged(t, f);
-		}
-		actual.onNext(t);
+		deliver(t);
 		STATE.set(this, v + 2 < 0 ? 0 : v + 2);
 		SEQ.setRelease(this, s + 2L);
 	}
@@ -326,7 +332,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (!win()) {
 			return;
 		}
-		if (completeSeen || !requireTerminal) {
+		if ((seenFlags & (ChunkInspector.TERMINAL | ChunkInspector.FINISH)) != 0 || !requireTerminal) {
 			end(End.COMPLETED, null);
 		}
 		else {
@@ -375,7 +381,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (state == DONE || ended != 0) {
 			return;
 		}
-		long now = timer.now(TimeUnit.NANOSECONDS);
+		long now = clock.nanos();
 		if (pendingPhase != null) {
 			confirm(now);
 			return;
@@ -437,7 +443,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 * does nothing once the attempt has ended.
 	 */
 	public void abort(Throwable cause) {
-		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause)) {
+		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause) || ended != 0) {
 			return;
 		}
 		GATE.getAndBitwiseOr(this, GATE_ABORT);
@@ -496,7 +502,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	/** Content chunks, plus heartbeats when they extend the idle deadline; read after reading seq. */
 	private long activitySeen() {
-		return tokens + heartbeats;
+		return heartbeatsExtendIdle ? tokens + heartbeats : tokens;
 	}
 
 	/** @return the deadline passed, or {@code null}; updates the idle bookkeeping. */
@@ -588,6 +594,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 				return;
 			}
 			if (TASK.compareAndSet(this, current, next)) {
+				if (ended != 0) {
+					// end() may have found no task to dispose (it does not swap in the marker then): do it here
+					disposeTask();
+				}
 				return;
 			}
 		}
@@ -600,17 +610,39 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
-		GATE.getAndBitwiseOr(this, GATE_END);
+		if (end == End.CANCELLED) {
+			// the upstream may still send a few chunks, from its own thread: they take the slow path and are dropped
+			GATE.getAndBitwiseOr(this, GATE_END);
+		}
+		else {
+			// a terminal signal or a deadline ended it; a chunk after an upstream's terminal signal would
+			// come from that same thread, so an ordered store is enough. Other writers only add bits or
+			// clear GATE_STALL, so the gate stays non-zero either way.
+			GATE.setRelease(this, (int) GATE.getVolatile(this) | GATE_END);
+		}
+		// a stream that ended while being subscribed (a replayed answer) never armed its timer: no swap for it.
+		// schedule() installs a task and then looks at ended, we set ended and then look at the task, so one
+		// of the two sees the other and disposes it
+		if (task != null) {
+			disposeTask();
+		}
+		// abort() sets abortCause and then looks at ended, we set ended and then look at abortCause:
+		// one of the two sees the other, so an abort confirmation is either never scheduled or disposed
+		if (abortCause != null) {
+			Disposable a = ABORT_TASK.getAndSet(this, CANCELLED_TIMER);
+			if (a != null) {
+				a.dispose();
+			}
+		}
+		endNanos = clock.nanos();
+		terminal.onEnd(this, end, error);
+	}
+
+	private void disposeTask() {
 		Disposable t = TASK.getAndSet(this, CANCELLED_TIMER);
-		if (t != null) {
+		if (t != null && t != CANCELLED_TIMER) {
 			t.dispose();
 		}
-		Disposable a = ABORT_TASK.getAndSet(this, CANCELLED_TIMER);
-		if (a != null) {
-			a.dispose();
-		}
-		endNanos = timer.now(TimeUnit.NANOSECONDS);
-		terminal.onEnd(this, end, error);
 	}
 
 	/** @return content chunks received so far (final once ended) */

@@ -176,4 +176,66 @@ class StallWatchRaceTest {
 		assertThat(ts.getReceivedOnNext()).extracting(ChatChunk::text).doesNotContain("late");
 		assertThat(up.cancels).hasValue(1);
 	}
+
+	@RepeatedTest(1000)
+	void cancelVersusArmingLeavesNoTimerBehind() {
+		TrackingScheduler timer = new TrackingScheduler();
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		CountingSubscription up = new CountingSubscription();
+		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults().idleTimeout(Duration.ofSeconds(5))
+				.maxDuration(Duration.ofMinutes(1)), timer, ChunkInspector.chatChunks(), terminal, true);
+
+		// onSubscribe arms the deadline task while cancel ends the watch: end() skips the swap when it
+		// sees no task, so schedule() must notice the end and dispose what it installed
+		RaceTestUtils.race(Schedulers.boundedElastic(), () -> w.onSubscribe(up), w::cancel);
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(timer.pending()).isZero();
+		// both sides may cancel the upstream (cancel is idempotent); what matters is that one always does
+		assertThat(up.cancels.get()).isBetween(1, 2);
+	}
+
+	@RepeatedTest(300)
+	void abortVersusCancelLeavesNoConfirmationBehind() {
+		TrackingScheduler timer = new TrackingScheduler();
+		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+		CountingTerminal terminal = new CountingTerminal();
+		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), timer, ChunkInspector.chatChunks(),
+				terminal, true);
+		w.onSubscribe(new CountingSubscription());
+
+		RaceTestUtils.race(Schedulers.boundedElastic(), () -> w.abort(new IllegalStateException("preempted")),
+				w::cancel);
+
+		assertThat(terminal.ends).hasValue(1);
+		assertThat(terminal.end).isEqualTo(StallWatch.End.CANCELLED);
+		assertThat(timer.pending()).isZero();
+	}
+
+	@RepeatedTest(50)
+	void aChunkAfterTheUpstreamCompletedIsDropped() {
+		AtomicInteger dropped = new AtomicInteger();
+		Hooks.onNextDropped(c -> dropped.incrementAndGet());
+		try {
+			TestSubscriber<ChatChunk> ts = TestSubscriber.create();
+			CountingTerminal terminal = new CountingTerminal();
+			StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), new ManualClock(),
+					ChunkInspector.chatChunks(), terminal, true);
+			w.onSubscribe(new CountingSubscription());
+			w.onNext(ChatChunk.token("a"));
+			w.onNext(ChatChunk.done());
+			w.onComplete();
+			// a misbehaving upstream: the chunk must not reach a subscriber that saw onComplete
+			w.onNext(ChatChunk.token("late"));
+
+			assertThat(ts.getReceivedOnNext()).extracting(ChatChunk::text).containsExactly("a", "");
+			assertThat(ts.isTerminatedComplete()).isTrue();
+			assertThat(dropped).hasValue(1);
+			assertThat(terminal.ends).hasValue(1);
+		}
+		finally {
+			Hooks.resetOnNextDropped();
+		}
+	}
 }
