@@ -6,6 +6,7 @@ import java.util.function.Function;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
 import io.github.resilience4j.bulkhead.Bulkhead;
 import io.github.resilience4j.bulkhead.BulkheadConfig;
@@ -85,6 +86,12 @@ public class GuardOverheadBenchmark {
 	@Benchmark
 	public void minimalWatch(Blackhole bh) {
 		Flux.fromArray(chunks).subscribe(new MinimalWatch<>(new BlackholeSink<>(bh), ChatChunk.INSPECTOR, floorMetrics));
+	}
+
+	/** The floor's per-chunk part alone: no meters, no clock reads beyond the watch's three. */
+	@Benchmark
+	public void minimalWatchNoMetrics(Blackhole bh) {
+		Flux.fromArray(chunks).subscribe(new MinimalWatch<>(new BlackholeSink<>(bh), ChatChunk.INSPECTOR, GuardMetrics.noop()));
 	}
 
 	@Benchmark
