@@ -515,6 +515,12 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		catch (ContinuationRefusedException refused) {
 			return false;
 		}
+		// a continuation is one more upstream request: it draws on the shared budget like a retry, so a
+		// provider that cuts every stream short cannot multiply the load by maxContinuations
+		if (retryBudget != null && !retryBudget.tryAcquireRetry()) {
+			safely(() -> metrics.retryBudgetExhausted(policy.name(), priority));
+			return false;
+		}
 		continuations++;
 		request = next;
 		t.discardRecording();

@@ -23,6 +23,7 @@ import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
+import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StallPhase;
@@ -424,6 +425,59 @@ class GuardMidStreamTest {
 	}
 
 	@Test
+	void aContinuationDrawsOnTheRetryBudgetAndStopsWhenItIsSpent() {
+		// one grant in the window, on a clock that does not move
+		RetryBudget budget = RetryBudget.of(0.0, 1, Duration.ofSeconds(1), () -> 0L);
+		IOException second = new IOException("reset again");
+		Model model = new Model(
+				request -> tokens("The", " quick").concatWith(Flux.error(new IOException("reset"))),
+				request -> tokens(" brown").concatWith(Flux.error(second)),
+				request -> answer(" fox"));
+
+		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
+								.retryBudget(budget)
+								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 3))
+								.build())
+						.call(QUESTION, model))
+				.expectNext(ChatChunk.token("The"), ChatChunk.token(" quick"), ChatChunk.token(" brown"))
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(PartialStreamException.class);
+					assertThat(((PartialStreamException) e).tokensDelivered()).isEqualTo(3);
+					assertThat(e.getCause()).isSameAs(second);
+				})
+				.verify(Duration.ofSeconds(5));
+
+		assertThat(model.received).as("the second continuation found the budget spent").hasSize(2);
+		assertThat(metrics.continued.sum()).isEqualTo(1);
+		assertThat(metrics.budgetExhausted.sum()).isEqualTo(1);
+	}
+
+	@Test
+	void anEmptyRetryBudgetSendsNoContinuationAtAll() {
+		RetryBudget empty = RetryBudget.of(0.0, 0, Duration.ofSeconds(1), () -> 0L);
+		IOException reset = new IOException("reset");
+		Model model = new Model(
+				request -> tokens("The", " quick").concatWith(Flux.error(reset)),
+				request -> answer("never sent"));
+
+		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
+								.retryBudget(empty)
+								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 3))
+								.build())
+						.call(QUESTION, model))
+				.expectNextCount(2)
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(PartialStreamException.class);
+					assertThat(e.getCause()).isSameAs(reset);
+				})
+				.verify(Duration.ofSeconds(5));
+
+		assertThat(model.received).hasSize(1);
+		assertThat(metrics.continued.sum()).isZero();
+		assertThat(metrics.budgetExhausted.sum()).isEqualTo(1);
+	}
+
+	@Test
 	void aContinuationRefusedByAnOpenBreakerFailsPartialWithTheStreamsOwnFailure() {
 		CircuitBreaker breaker = CircuitBreaker.of("it-midstream", BreakerConfig.defaults());
 		IOException reset = new IOException("reset");
@@ -515,6 +569,7 @@ class GuardMidStreamTest {
 	static final class RecordingMetrics implements GuardMetrics {
 
 		final LongAdder continued = new LongAdder();
+		final LongAdder budgetExhausted = new LongAdder();
 		final Queue<Long> tokensWasted = new ConcurrentLinkedQueue<>();
 		final Queue<String> retried = new ConcurrentLinkedQueue<>();
 
@@ -531,6 +586,11 @@ class GuardMidStreamTest {
 		@Override
 		public void retried(String policy, Priority priority, String reason) {
 			retried.add(reason);
+		}
+
+		@Override
+		public void retryBudgetExhausted(String policy, Priority priority) {
+			budgetExhausted.increment();
 		}
 	}
 }
