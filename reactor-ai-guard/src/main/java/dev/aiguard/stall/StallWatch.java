@@ -296,7 +296,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private void slowNext(T t, long s) {
 		int v = state;
 		if (ended != 0 || v < 0 || (v & 1) != 0 || !STATE.compareAndSet(this, v, v + 1)) {
-			SEQ.setRelease(this, s + 2L);
+			// back to s, not on to s + 2: a dropped chunk was not emitted, and emitted() tells the next
+			// attempt how much of the subscriber's demand is already served
+			SEQ.setRelease(this, s);
 			Operators.onNextDropped(t, actual.currentContext());
 			return;
 		}
