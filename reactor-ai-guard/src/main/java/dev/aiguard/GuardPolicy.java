@@ -126,12 +126,8 @@ public final class GuardPolicy {
 
 	/** @return the clock of {@link #timer()}, resolved once per scheduler instance */
 	TimeSource clock() {
-		Scheduler s = timer();
-		TimeSource c = lastClock;
-		if (c == null || c.scheduler() != s) {
-			c = TimeSource.of(s);
-			lastClock = c;
-		}
+		TimeSource c = TimeSource.reuse(lastClock, timer());
+		lastClock = c;
 		return c;
 	}
 

@@ -182,6 +182,13 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			nextAttempt();
 			return;
 		}
+		// a free permit on the request's own lane is taken at once; waiting, borrowing and
+		// preempting go through the acquire Mono
+		LanePermit now = lanes.tryAcquire(priority);
+		if (now != null) {
+			admitted(now);
+			return;
+		}
 		Admission waiting = new Admission(this);
 		admission = waiting;
 		lanes.acquire(priority).subscribe(waiting);

@@ -10,6 +10,8 @@ import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
+import reactor.util.annotation.Nullable;
+import reactor.util.context.Context;
 
 /**
  * One subscription to {@link PriorityLanes#acquire(Priority)}: first a request waiting for
@@ -40,6 +42,8 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 
 	final PriorityLanes lanes;
 	final Priority priority;
+	/** The acquire Mono's subscriber; {@code null} for a permit {@linkplain #grantedNow granted at once}. */
+	@Nullable
 	final CoreSubscriber<? super LanePermit> actual;
 
 	volatile int state;
@@ -82,6 +86,15 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 		this.lanes = lanes;
 		this.priority = priority;
 		this.actual = actual;
+	}
+
+	/** A permit of {@code lane}'s own priority, taken by {@link PriorityLanes#tryAcquire}: already delivered. */
+	static LaneTicket grantedNow(PriorityLanes lanes, PriorityLanes.Lane lane) {
+		LaneTicket t = new LaneTicket(lanes, lane.priority, null);
+		t.lane = lane;
+		t.grantedLane = lane.priority;
+		t.state = DELIVERED;
+		return t;
 	}
 
 	// ---- Subscription (the acquire Mono) ----
@@ -212,7 +225,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 			((Consumer<PreemptedException>) hook).accept(error);
 		}
 		catch (Throwable t) {
-			Operators.onErrorDropped(t, actual.currentContext());
+			Operators.onErrorDropped(t, actual != null ? actual.currentContext() : Context.empty());
 		}
 	}
 

@@ -21,6 +21,7 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.util.annotation.Nullable;
 import reactor.util.concurrent.Queues;
 import reactor.util.context.Context;
 
@@ -125,6 +126,42 @@ public final class PriorityLanes implements Disposable {
 	public Mono<LanePermit> acquire(Priority priority) {
 		Objects.requireNonNull(priority, "priority");
 		return new MonoAcquire(this, priority);
+	}
+
+	/**
+	 * Takes a permit at once if the request's own lane has one free and no request of any priority
+	 * is waiting (it never jumps a queue, never borrows and never preempts); otherwise returns
+	 * {@code null} and the caller uses {@link #acquire(Priority)}, which queues, borrows and
+	 * preempts as configured. The permit is the same as one {@code acquire} grants: release it
+	 * once. A zero queue wait is recorded, as for an immediate grant through {@code acquire}.
+	 *
+	 * <pre>{@code
+	 * LanePermit permit = lanes.tryAcquire(priority);
+	 * Mono<LanePermit> admission = permit != null ? Mono.just(permit) : lanes.acquire(priority);
+	 * }</pre>
+	 *
+	 * @param priority the request's priority
+	 * @return a permit, or {@code null} when the request would have to wait, borrow or be refused
+	 */
+	@Nullable
+	public LanePermit tryAcquire(Priority priority) {
+		Objects.requireNonNull(priority, "priority");
+		// the same order as submit's fast path: 'totalQueued' first, then 'available' (see drain)
+		if (disposed != 0 || totalQueued != 0) {
+			return null;
+		}
+		Lane own = lanes[priority.ordinal()];
+		if (!own.tryTake()) {
+			return null;
+		}
+		LaneTicket t = LaneTicket.grantedNow(this, own);
+		try {
+			metrics.admissionWaited(name, priority, 0L);
+		}
+		catch (Throwable e) {
+			dropped(e);
+		}
+		return t;
 	}
 
 	/**

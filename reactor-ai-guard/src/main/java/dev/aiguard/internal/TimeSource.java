@@ -5,6 +5,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 import reactor.core.scheduler.Scheduler;
+import reactor.util.annotation.Nullable;
 
 /**
  * A scheduler's clock, read in nanoseconds with as little work as possible.
@@ -46,6 +47,15 @@ public final class TimeSource {
 	public static TimeSource of(Scheduler scheduler) {
 		Objects.requireNonNull(scheduler, "scheduler");
 		return new TimeSource(scheduler, readsSystemNanoTime(scheduler));
+	}
+
+	/**
+	 * For holders that keep the last clock they resolved (a policy, an operator): {@code last} when it
+	 * is {@code scheduler}'s, else a newly resolved one. A scheduler looked up at each use (the
+	 * default {@code Schedulers.parallel()}) is usually the same instance, so this is one comparison.
+	 */
+	public static TimeSource reuse(@Nullable TimeSource last, Scheduler scheduler) {
+		return last != null && last.scheduler == scheduler ? last : of(scheduler);
 	}
 
 	static boolean readsSystemNanoTime(Scheduler scheduler) {

@@ -8,7 +8,6 @@ import dev.aiguard.internal.TimeSource;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxOperator;
-import reactor.core.scheduler.Scheduler;
 
 /**
  * Stall and completeness detection as an operator of its own.
@@ -58,12 +57,8 @@ public final class Stall {
 
 		@Override
 		public void subscribe(CoreSubscriber<? super T> actual) {
-			Scheduler timer = spec.scheduler();
-			TimeSource clock = lastClock;
-			if (clock == null || clock.scheduler() != timer) {
-				clock = TimeSource.of(timer);
-				lastClock = clock;
-			}
+			TimeSource clock = TimeSource.reuse(lastClock, spec.scheduler());
+			lastClock = clock;
 			source.subscribe(new StallWatch<T>(actual, spec, clock, inspector, Standalone.instance(), true));
 		}
 	}

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.Priority;
@@ -110,6 +111,64 @@ class PriorityLanesRaceTest {
 			assertThat(arrival.getReceivedOnNext()).as("admitted whichever came first").hasSize(1);
 			releaseReceived(arrival);
 			assertIdleWithCapacity(lanes, P0, 1);
+		}
+	}
+
+	/** A {@code tryAcquire(P0)} that keeps the permit it got, if any. */
+	static Runnable tryInto(PriorityLanes lanes, List<LanePermit> taken) {
+		return () -> {
+			LanePermit p = lanes.tryAcquire(P0);
+			if (p != null) {
+				taken.add(p);
+			}
+		};
+	}
+
+	@Test
+	void tryAcquireRacingReleaseTakesAFreedPermitAtMostOnce() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			LanePermit holder = request(lanes, P0).getReceivedOnNext().get(0);
+			List<LanePermit> taken = new CopyOnWriteArrayList<>();
+
+			RaceTestUtils.race(holder::release, tryInto(lanes, taken));
+
+			// null when it ran before the release; never two permits of a one-permit lane
+			assertThat(taken.size()).isLessThanOrEqualTo(1);
+			taken.forEach(LanePermit::release);
+			assertIdleWithCapacity(lanes, P0, 1);
+		}
+	}
+
+	@Test
+	void tryAcquireRacingAQueuedWaiterNeverJumpsTheQueue() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			LanePermit holder = request(lanes, P0).getReceivedOnNext().get(0);
+			TestSubscriber<LanePermit> waiter = request(lanes, P0);
+			List<LanePermit> taken = new CopyOnWriteArrayList<>();
+
+			RaceTestUtils.race(holder::release, tryInto(lanes, taken));
+
+			assertThat(waiter.getReceivedOnNext()).as("the waiter gets the freed permit").hasSize(1);
+			assertThat(taken).as("the newcomer does not take it").isEmpty();
+			releaseReceived(waiter);
+			assertIdleWithCapacity(lanes, P0, 1);
+		}
+	}
+
+	@Test
+	void tryAcquireRacingTryAcquireNeverOverbooks() {
+		PriorityLanes lanes = lanes(LaneSpec.of(2), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			List<LanePermit> taken = new CopyOnWriteArrayList<>();
+			Runnable attempt = tryInto(lanes, taken);
+
+			RaceTestUtils.race(attempt, attempt, attempt);
+
+			assertThat(taken).hasSize(2);
+			taken.forEach(LanePermit::release);
+			assertIdleWithCapacity(lanes, P0, 2);
 		}
 	}
 

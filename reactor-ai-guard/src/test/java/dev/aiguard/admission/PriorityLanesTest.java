@@ -102,6 +102,75 @@ class PriorityLanesTest {
 				.hasMessageContaining("name").hasMessageContaining("' '");
 	}
 
+	// ---------------------------------------------------------------- tryAcquire
+
+	@Test
+	void tryAcquireTakesAFreeOwnPermitAtOnceAndRecordsNoWait() {
+		RecordingMetrics metrics = new RecordingMetrics();
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1), metrics);
+
+		LanePermit permit = lanes.tryAcquire(P1);
+
+		assertThat(permit).isNotNull();
+		assertThat(permit.priority()).isEqualTo(P1);
+		assertThat(permit.lane()).isEqualTo(P1);
+		assertThat(permit.scheduler()).isSameAs(lanes.scheduler(P1));
+		assertThat(lanes.inFlight(P1)).isEqualTo(1);
+		assertThat(metrics.lastWaitNanos).isZero();
+		permit.release();
+		permit.release();
+		assertThat(lanes.inFlight(P1)).isZero();
+		admitNow(lanes, P1).release();
+	}
+
+	@Test
+	void tryAcquireNeverBorrowsAndLeavesThatToAcquire() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1));
+		LanePermit own = lanes.tryAcquire(P0);
+
+		// P0's own permit is taken; P1's is idle and acquire would borrow it
+		assertThat(lanes.tryAcquire(P0)).isNull();
+		LanePermit borrowed = admitNow(lanes, P0);
+		assertThat(borrowed.lane()).isEqualTo(P1);
+		own.release();
+		borrowed.release();
+	}
+
+	@Test
+	void tryAcquireDoesNotJumpAQueue() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(1).lendToLower(0.0));
+		LanePermit p2 = admitNow(lanes, P2);
+		TestSubscriber<LanePermit> waiting = request(lanes, P2);
+		assertWaiting(waiting);
+
+		// P0 has a free permit of its own, but somebody is queued: the caller must go through acquire
+		assertThat(lanes.tryAcquire(P0)).isNull();
+		LanePermit p0 = admitNow(lanes, P0);
+		p0.release();
+		p2.release();
+		admitted(waiting).release();
+	}
+
+	@Test
+	void tryAcquireOnDisposedLanesLeavesTheRefusalToAcquire() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1));
+		lanes.dispose();
+
+		assertThat(lanes.tryAcquire(P0)).isNull();
+		assertThat(rejection(request(lanes, P0)).reason()).isEqualTo(AdmissionRejectedException.Reason.DISPOSED);
+	}
+
+	@Test
+	void aPermitTakenAtOnceStillRunsPreemptionHooksOnlyIfPreemptedAndIgnoresThemAfterRelease() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1));
+		LanePermit permit = lanes.tryAcquire(P2);
+		java.util.concurrent.atomic.AtomicInteger hooks = new java.util.concurrent.atomic.AtomicInteger();
+		permit.onPreempted(e -> hooks.incrementAndGet());
+		permit.release();
+		permit.onPreempted(e -> hooks.incrementAndGet());
+		assertThat(hooks).hasValue(0);
+	}
+
 	@Test
 	void buildRegistersGaugesThatFollowTheLanes() {
 		RecordingMetrics metrics = new RecordingMetrics();
