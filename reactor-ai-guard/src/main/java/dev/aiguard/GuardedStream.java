@@ -74,7 +74,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	private final GuardPolicy policy;
 	private final GuardMetrics metrics;
 	private final CoreSubscriber<? super T> actual;
-	private final Scheduler timer;
+	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
 	private final TimeSource clock;
 	/** Created at the first attempt a report will read; copy-on-write because cancel may race a read. */
 	@Nullable
@@ -155,7 +155,6 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		this.metrics = policy.metrics();
 		this.actual = actual;
 		this.clock = policy.clock();
-		this.timer = clock.scheduler();
 		this.retry = policy.retry();
 		this.retryBudget = policy.retryBudget();
 		this.breaker = policy.breaker();
@@ -470,7 +469,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		Duration delay = retry.delayBefore(realtimeAttempts, error);
 		retryReason = error.getClass().getSimpleName();
 		try {
-			Disposable backoff = timer.schedule(this::nextAttempt, delay.toNanos(), TimeUnit.NANOSECONDS);
+			Disposable backoff = clock.scheduler().schedule(this::nextAttempt, delay.toNanos(), TimeUnit.NANOSECONDS);
 			pendingRetry = backoff;
 			if (cancelled != 0) {
 				backoff.dispose();

@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
@@ -93,6 +94,27 @@ class GuardMidStreamTest {
 		List<ChatMessage> all = new ArrayList<>(messages);
 		all.add(last);
 		return all;
+	}
+
+	/**
+	 * Runs the call form with {@code configure} applied to the test policy and expects the answer to
+	 * end as {@link PartialStreamException} caused by {@code cause}, after exactly {@code delivered}.
+	 */
+	void continuedUntilPartial(UnaryOperator<GuardPolicy.Builder> configure, Model model, Throwable cause,
+			String... delivered) {
+		ChatChunk[] expected = new ChatChunk[delivered.length];
+		for (int i = 0; i < delivered.length; i++) {
+			expected[i] = ChatChunk.token(delivered[i]);
+		}
+		StepVerifier.withVirtualTime(() -> AiGuard.of(configure.apply(policy(VirtualTimeScheduler.get())).build())
+						.call(QUESTION, model))
+				.expectNext(expected)
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(PartialStreamException.class);
+					assertThat(((PartialStreamException) e).tokensDelivered()).isEqualTo(delivered.length);
+					assertThat(e.getCause()).isSameAs(cause);
+				})
+				.verify(Duration.ofSeconds(5));
 	}
 
 	// ---- fail() ----
@@ -408,17 +430,8 @@ class GuardMidStreamTest {
 				request -> tokens(" brown").concatWith(Flux.error(last)),
 				request -> answer("never sent"));
 
-		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
-								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 1))
-								.build())
-						.call(QUESTION, model))
-				.expectNext(ChatChunk.token("The"), ChatChunk.token(" quick"), ChatChunk.token(" brown"))
-				.expectErrorSatisfies(e -> {
-					assertThat(e).isInstanceOf(PartialStreamException.class);
-					assertThat(((PartialStreamException) e).tokensDelivered()).isEqualTo(3);
-					assertThat(e.getCause()).isSameAs(last);
-				})
-				.verify(Duration.ofSeconds(5));
+		continuedUntilPartial(b -> b.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 1)),
+				model, last, "The", " quick", " brown");
 
 		assertThat(model.received).hasSize(2);
 		assertThat(metrics.tokensWasted).containsExactly(3L);
@@ -434,18 +447,9 @@ class GuardMidStreamTest {
 				request -> tokens(" brown").concatWith(Flux.error(second)),
 				request -> answer(" fox"));
 
-		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
-								.retryBudget(budget)
-								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 3))
-								.build())
-						.call(QUESTION, model))
-				.expectNext(ChatChunk.token("The"), ChatChunk.token(" quick"), ChatChunk.token(" brown"))
-				.expectErrorSatisfies(e -> {
-					assertThat(e).isInstanceOf(PartialStreamException.class);
-					assertThat(((PartialStreamException) e).tokensDelivered()).isEqualTo(3);
-					assertThat(e.getCause()).isSameAs(second);
-				})
-				.verify(Duration.ofSeconds(5));
+		continuedUntilPartial(b -> b.retryBudget(budget)
+				.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 3)),
+				model, second, "The", " quick", " brown");
 
 		assertThat(model.received).as("the second continuation found the budget spent").hasSize(2);
 		assertThat(metrics.continued.sum()).isEqualTo(1);
@@ -460,17 +464,9 @@ class GuardMidStreamTest {
 				request -> tokens("The", " quick").concatWith(Flux.error(reset)),
 				request -> answer("never sent"));
 
-		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
-								.retryBudget(empty)
-								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 3))
-								.build())
-						.call(QUESTION, model))
-				.expectNextCount(2)
-				.expectErrorSatisfies(e -> {
-					assertThat(e).isInstanceOf(PartialStreamException.class);
-					assertThat(e.getCause()).isSameAs(reset);
-				})
-				.verify(Duration.ofSeconds(5));
+		continuedUntilPartial(b -> b.retryBudget(empty)
+				.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 3)),
+				model, reset, "The", " quick");
 
 		assertThat(model.received).hasSize(1);
 		assertThat(metrics.continued.sum()).isZero();

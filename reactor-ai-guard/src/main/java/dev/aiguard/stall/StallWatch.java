@@ -101,7 +101,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	final CoreSubscriber<? super T> actual;
 	private final ChunkInspector<T> inspector;
 	private final Terminal<T> terminal;
-	private final Scheduler timer;
+	/** The timer's clock; its scheduler runs the deadline task. */
 	private final TimeSource clock;
 	private final boolean standalone;
 	private final boolean requireTerminal;
@@ -186,10 +186,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			Terminal<T> terminal, boolean standalone) {
 		this.actual = actual;
 		this.clock = clock;
-		Scheduler timer = clock.scheduler();
 		this.inspector = inspector;
 		this.terminal = terminal;
-		this.timer = timer;
 		this.standalone = standalone;
 		this.requireTerminal = spec.requireTerminal();
 		this.heartbeatsExtendIdle = spec.heartbeatsExtendIdle();
@@ -478,7 +476,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private void scheduleAbortConfirmation(long delayNanos) {
 		Disposable next;
 		try {
-			next = timer.schedule(this::confirmAbort, delayNanos, TimeUnit.NANOSECONDS);
+			next = clock.scheduler().schedule(this::confirmAbort, delayNanos, TimeUnit.NANOSECONDS);
 		}
 		catch (Throwable rejected) {
 			if (win()) {
@@ -576,7 +574,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private void schedule(long delayNanos) {
 		Disposable next;
 		try {
-			next = timer.schedule(this, delayNanos, TimeUnit.NANOSECONDS);
+			next = clock.scheduler().schedule(this, delayNanos, TimeUnit.NANOSECONDS);
 		}
 		catch (Throwable rejected) {
 			GATE.getAndBitwiseOr(this, GATE_END);
