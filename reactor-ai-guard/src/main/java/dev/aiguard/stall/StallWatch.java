@@ -443,7 +443,12 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 * does nothing once the attempt has ended.
 	 */
 	public void abort(Throwable cause) {
-		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause) || ended != 0) {
+		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause)) {
+			return;
+		}
+		if (ended != 0) {
+			// looked again after publishing the cause: end() looks at the cause after setting ended,
+			// so either it disposes our confirmation or we never schedule one
 			return;
 		}
 		GATE.getAndBitwiseOr(this, GATE_ABORT);
