@@ -56,6 +56,8 @@ public final class GuardPolicy {
 	private final PriorityLanes lanes;
 	private final boolean blockingUpstream;
 	private final RetrySpec retry;
+	/** Whether {@link Builder#retry} was called: only then does {@code maxAttempts} cap truncations too. */
+	private final boolean retrySet;
 	@Nullable
 	private final RetryBudget retryBudget;
 	private final MidStreamPolicy<?> midStream;
@@ -80,6 +82,7 @@ public final class GuardPolicy {
 		this.lanes = b.lanes;
 		this.blockingUpstream = b.blockingUpstream;
 		this.retry = b.retry;
+		this.retrySet = b.retrySet;
 		this.retryBudget = b.retryBudget;
 		this.midStream = b.midStream;
 		this.truncation = b.truncation;
@@ -164,6 +167,17 @@ public final class GuardPolicy {
 		return retry;
 	}
 
+	/**
+	 * The most upstream calls a request makes for the start of its answer: the first attempt,
+	 * retries and truncated retries together. That is {@link RetrySpec#maxAttempts()} when a retry
+	 * spec was set; without one the policy never retries a failure, and truncations are bounded by
+	 * {@link TruncationSpec#maxTruncations()} alone. Continuations are bounded by
+	 * {@link MidStreamPolicy#maxContinuations()}.
+	 */
+	int maxAnswerAttempts() {
+		return retrySet ? retry.maxAttempts() : Integer.MAX_VALUE;
+	}
+
 	/** @return the shared budget retries draw from, or {@code null} for none */
 	@Nullable
 	public RetryBudget retryBudget() {
@@ -212,6 +226,7 @@ public final class GuardPolicy {
 		b.lanes = lanes;
 		b.blockingUpstream = blockingUpstream;
 		b.retry = retry;
+		b.retrySet = retrySet;
 		b.retryBudget = retryBudget;
 		b.midStream = midStream;
 		b.truncation = truncation;
@@ -244,6 +259,7 @@ public final class GuardPolicy {
 		private PriorityLanes lanes;
 		private boolean blockingUpstream;
 		private RetrySpec retry = RetrySpec.none();
+		private boolean retrySet;
 		private RetryBudget retryBudget;
 		private MidStreamPolicy<?> midStream = MidStreamPolicy.fail();
 		private TruncationSpec truncation;
@@ -336,6 +352,7 @@ public final class GuardPolicy {
 		/** @param spec when and how attempts that failed before their first token are retried */
 		public Builder retry(RetrySpec spec) {
 			this.retry = require("retry", spec);
+			this.retrySet = true;
 			return this;
 		}
 

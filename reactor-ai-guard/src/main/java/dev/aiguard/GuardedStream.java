@@ -131,6 +131,22 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	/** The attempt running now, for cancellation and preemption. */
 	volatile StallWatch<T> active;
 
+	/** Set once when the lanes take the permit back; every phase of the request looks at it. */
+	@Nullable
+	volatile PreemptedException preemption;
+	static final AtomicReferenceFieldUpdater<GuardedStream, PreemptedException> PREEMPTION =
+			AtomicReferenceFieldUpdater.newUpdater(GuardedStream.class, PreemptedException.class, "preemption");
+
+	/**
+	 * {@link #WAITING} while a retry backoff is scheduled and no attempt runs; a CAS out of it
+	 * decides whether the backoff starts the next attempt or a preemption ends the request.
+	 */
+	volatile int phase;
+	static final AtomicIntegerFieldUpdater<GuardedStream> PHASE =
+			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "phase");
+	static final int RUNNING = 0;
+	static final int WAITING = 1;
+
 	volatile int cancelled;
 	static final AtomicIntegerFieldUpdater<GuardedStream> CANCELLED =
 			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "cancelled");
@@ -220,10 +236,40 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		fallbackOrFail(FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
 	}
 
+	/**
+	 * The lanes took the permit back (they released it already). Whatever the request is doing, it
+	 * stops: a running attempt, fallback answer or notice is aborted with the exception, a backoff
+	 * is called off, and an attempt about to start sees {@link #preemption} and never subscribes.
+	 */
 	private void preempted(PreemptedException e) {
+		if (!PREEMPTION.compareAndSet(this, null, e)) {
+			return;
+		}
+		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
+			// backing off: the retry will not start, so the request ends here
+			Disposable backoff = pendingRetry;
+			if (backoff != null) {
+				backoff.dispose();
+			}
+			failPreempted(e);
+			return;
+		}
+		// nextAttempt() sets `active` then reads `preemption`; we set `preemption` then read `active`
 		StallWatch<T> w = active;
-		if (w != null && stage == Stage.REALTIME) {
+		if (w != null) {
 			w.abort(e);
+		}
+	}
+
+	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
+	private void failPreempted(PreemptedException e) {
+		failWith(deliveredTokens > 0L ? policy.midStream().failure(e, deliveredTokens) : e, Outcome.REJECTED);
+	}
+
+	/** The retry backoff is over: start the next attempt unless a preemption ended the request first. */
+	private void retryNow() {
+		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
+			nextAttempt();
 		}
 	}
 
@@ -233,6 +279,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		pendingRetry = null;
 		if (cancelled != 0) {
 			finishCancelled();
+			return;
+		}
+		PreemptedException taken = preemption;
+		if (taken != null) {
+			failPreempted(taken);
 			return;
 		}
 		if (breaker != null) {
@@ -287,10 +338,19 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		stage = next;
 		CoreSubscriber<? super T> target = tapFor(next);
 		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock, guard.inspector(), this);
+		if (target == tap) {
+			tap.watch = watch;
+		}
 		active = watch;
 		handOver(watch);
 		if (cancelled != 0) {
 			watch.cancel();
+			return;
+		}
+		PreemptedException taken = preemption;
+		if (taken != null) {
+			// the permit went while this attempt was being set up: end it without calling the upstream
+			watch.abort(taken);
 			return;
 		}
 		source.subscribe(watch);
@@ -398,13 +458,13 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			finishCancelled();
 			return;
 		}
-		if (deliveredTokens > 0L) {
-			midStreamFailure(error, outcome);
+		if (error instanceof PreemptedException) {
+			// the lane took its permit back: no retry, continuation, notice or fallback may run on it
+			failPreempted((PreemptedException) error);
 			return;
 		}
-		if (error instanceof PreemptedException) {
-			// the lane took its permit back: no retry or fallback may run on it
-			failWith(error, outcome);
+		if (deliveredTokens > 0L) {
+			midStreamFailure(error, outcome);
 			return;
 		}
 		if (error instanceof ContextLengthExceededException && truncate((ContextLengthExceededException) error)) {
@@ -435,6 +495,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	private boolean truncate(ContextLengthExceededException e) {
 		TruncationSpec spec = policy.truncation();
 		if (!callForm || spec == null || request == null || spec.maxTruncations() == 0) {
+			return false;
+		}
+		if (realtimeAttempts >= policy.maxAnswerAttempts()) {
+			// maxAttempts caps the calls made for the answer's start, a truncated one included
 			return false;
 		}
 		if (truncations >= spec.maxTruncations()) {
@@ -468,16 +532,27 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	private void scheduleRetry(Throwable error) {
 		Duration delay = retry.delayBefore(realtimeAttempts, error);
 		retryReason = error.getClass().getSimpleName();
+		phase = WAITING;
+		PreemptedException taken = preemption;
+		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
+			// preempted while this attempt was ending: preempted() saw no backoff to call off
+			failPreempted(taken);
+			return;
+		}
 		try {
-			Disposable backoff = clock.scheduler().schedule(this::nextAttempt, delay.toNanos(), TimeUnit.NANOSECONDS);
+			Disposable backoff = clock.scheduler().schedule(this::retryNow, delay.toNanos(), TimeUnit.NANOSECONDS);
 			pendingRetry = backoff;
+			// a preemption that claims the wait before this store finds no backoff to dispose: the
+			// backoff then runs, fails to claim the wait and does nothing
 			if (cancelled != 0) {
 				backoff.dispose();
 				finishCancelled();
 			}
 		}
 		catch (Throwable rejected) {
-			failWith(Operators.onRejectedExecution(rejected, actual.currentContext()), Outcome.FAILURE);
+			if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
+				failWith(Operators.onRejectedExecution(rejected, actual.currentContext()), Outcome.FAILURE);
+			}
 		}
 	}
 
@@ -600,6 +675,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 				finish(Outcome.CANCELLED, null, watch.finishReason());
 				break;
 			default:
+				if (error instanceof PreemptedException) {
+					// a fallback answer or notice was running on the permit the lanes took back
+					failPreempted((PreemptedException) error);
+					return;
+				}
 				releaseLane();
 				actual.onError(error);
 				finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, error, watch.finishReason());
@@ -626,8 +706,19 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 	private void source(Source chosen) {
 		source = chosen;
-		if (signals != null) {
-			signals.sourceChosen(chosen);
+		GuardSignals sig = signals;
+		if (sig != null) {
+			signalSource(sig, chosen);
+		}
+	}
+
+	/** Whoever listens to the signals is user code: a throw from it never reaches the stream. */
+	void signalSource(GuardSignals sig, Source chosen) {
+		try {
+			sig.sourceChosen(chosen);
+		}
+		catch (Throwable listenerFailure) {
+			Operators.onErrorDropped(listenerFailure, actual.currentContext());
 		}
 	}
 
@@ -749,7 +840,12 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 				first < 0L ? null : Duration.ofNanos(first), Duration.ofNanos(now - requestStart), finishReason,
 				truncated, error);
 		if (signals != null) {
-			signals.ended(report);
+			try {
+				signals.ended(report);
+			}
+			catch (Throwable listenerFailure) {
+				Operators.onErrorDropped(listenerFailure, actual.currentContext());
+			}
 		}
 		if (listeners.isEmpty()) {
 			return;
@@ -886,6 +982,8 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		boolean collectingText;
 		boolean toolCalls;
 		boolean announced;
+		/** The attempt whose chunks pass now; set before it is subscribed. */
+		StallWatch<T> watch;
 
 		@SuppressWarnings("unchecked")
 		Tap(CoreSubscriber<? super T> actual, GuardedStream<T> parent) {
@@ -921,14 +1019,18 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 		@Override
 		public void onNext(T t) {
-			if (!announced && parent.guard.inspector().isContent(t)) {
+			// the watch already asked the inspector: reuse its answer rather than call user code while
+			// the chunk is marked as being delivered
+			int f = watch.chunkFlags();
+			if (!announced && (f & ChunkInspector.CONTENT) != 0) {
 				announced = true;
 				GuardSignals sig = parent.signals;
 				if (sig != null) {
-					sig.sourceChosen(parent.source);
+					parent.signalSource(sig, parent.source);
 				}
 			}
-			if (recording && recorder != null && !parent.guard.inspector().isHeartbeat(t)) {
+			if (recording && recorder != null && (f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT))
+					!= ChunkInspector.HEARTBEAT) {
 				recorder.record(t);
 			}
 			if (collectingText && t instanceof ChatChunk) {

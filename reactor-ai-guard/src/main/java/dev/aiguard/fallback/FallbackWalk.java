@@ -370,14 +370,27 @@ final class FallbackWalk<T> extends Flux<T> {
 			}
 		}
 
-		/** The step timeout: fires only while no element has arrived. */
+		/**
+		 * The step timeout: fires only while no element has arrived. The walk moves on first; the
+		 * step is cancelled afterwards on the blocking scheduler, since a step may be a client whose
+		 * cancel blocks (closing an HTTP response) and this runs on the shared timer.
+		 */
 		@Override
 		public void run() {
 			if (STATE.compareAndSet(this, PENDING, ENDED)) {
-				super.cancel();
 				parent.failed(this, new TimeoutException("fallback step " + index + " (" + step.source()
 						+ ") gave no answer within " + parent.timeout));
+				try {
+					parent.walk.blockingScheduler.schedule(this::cancelStep);
+				}
+				catch (Throwable rejected) {
+					cancelStep();
+				}
 			}
+		}
+
+		private void cancelStep() {
+			super.cancel();
 		}
 
 		/** The subscriber cancelled: end this step quietly, whatever its state. */

@@ -29,7 +29,7 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class StallSpec {
 
-	private static final StallSpec DEFAULTS = new StallSpec(null, null, null, false, true, 4, null);
+	private static final StallSpec DEFAULTS = new StallSpec(null, null, null, false, true, 4, null, null);
 
 	private final Duration firstTokenTimeout;
 	private final Duration idleTimeout;
@@ -38,9 +38,11 @@ public final class StallSpec {
 	private final boolean requireTerminal;
 	private final int idleChecks;
 	private final Scheduler scheduler;
+	private final Scheduler cancelScheduler;
 
 	private StallSpec(Duration firstTokenTimeout, Duration idleTimeout, Duration maxDuration,
-			boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks, Scheduler scheduler) {
+			boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks, Scheduler scheduler,
+			Scheduler cancelScheduler) {
 		this.firstTokenTimeout = firstTokenTimeout;
 		this.idleTimeout = idleTimeout;
 		this.maxDuration = maxDuration;
@@ -48,6 +50,7 @@ public final class StallSpec {
 		this.requireTerminal = requireTerminal;
 		this.idleChecks = idleChecks;
 		this.scheduler = scheduler;
+		this.cancelScheduler = cancelScheduler;
 	}
 
 	/** @return a spec with no deadlines, terminal marker required, parallel scheduler. */
@@ -61,7 +64,7 @@ public final class StallSpec {
 	 */
 	public StallSpec firstTokenTimeout(Duration timeout) {
 		return new StallSpec(positive("firstTokenTimeout", timeout), idleTimeout, maxDuration, heartbeatsExtendIdle,
-				requireTerminal, idleChecks, scheduler);
+				requireTerminal, idleChecks, scheduler, cancelScheduler);
 	}
 
 	/**
@@ -70,7 +73,7 @@ public final class StallSpec {
 	 */
 	public StallSpec idleTimeout(Duration timeout) {
 		return new StallSpec(firstTokenTimeout, positive("idleTimeout", timeout), maxDuration, heartbeatsExtendIdle,
-				requireTerminal, idleChecks, scheduler);
+				requireTerminal, idleChecks, scheduler, cancelScheduler);
 	}
 
 	/**
@@ -79,7 +82,7 @@ public final class StallSpec {
 	 */
 	public StallSpec maxDuration(Duration duration) {
 		return new StallSpec(firstTokenTimeout, idleTimeout, positive("maxDuration", duration), heartbeatsExtendIdle,
-				requireTerminal, idleChecks, scheduler);
+				requireTerminal, idleChecks, scheduler, cancelScheduler);
 	}
 
 	/**
@@ -89,7 +92,7 @@ public final class StallSpec {
 	 */
 	public StallSpec heartbeatsExtendIdle(boolean extend) {
 		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, extend, requireTerminal, idleChecks,
-				scheduler);
+				scheduler, cancelScheduler);
 	}
 
 	/**
@@ -98,7 +101,7 @@ public final class StallSpec {
 	 */
 	public StallSpec requireTerminal(boolean require) {
 		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, require, idleChecks,
-				scheduler);
+				scheduler, cancelScheduler);
 	}
 
 	/**
@@ -112,7 +115,7 @@ public final class StallSpec {
 			throw new IllegalArgumentException("idleChecks must be between 1 and 1000, was " + checks);
 		}
 		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, requireTerminal, checks,
-				scheduler);
+				scheduler, cancelScheduler);
 	}
 
 	/**
@@ -121,7 +124,20 @@ public final class StallSpec {
 	 */
 	public StallSpec scheduler(Scheduler timer) {
 		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, requireTerminal,
-				idleChecks, Objects.requireNonNull(timer, "scheduler"));
+				idleChecks, Objects.requireNonNull(timer, "scheduler"), cancelScheduler);
+	}
+
+	/**
+	 * Where the upstream is cancelled when a deadline ends the stream (default
+	 * {@link Schedulers#boundedElastic()}). The subscriber hears of the stall first; the cancel
+	 * follows on this scheduler, never on the timer, because clients such as the OpenAI Java SDK
+	 * or Spring AI close their HTTP response on cancel with a blocking call. Pass
+	 * {@link Schedulers#immediate()} to cancel on the timer thread right after the signal, for an
+	 * upstream whose cancel is known not to block.
+	 */
+	public StallSpec cancelOn(Scheduler cancelScheduler) {
+		return new StallSpec(firstTokenTimeout, idleTimeout, maxDuration, heartbeatsExtendIdle, requireTerminal,
+				idleChecks, scheduler, Objects.requireNonNull(cancelScheduler, "cancelScheduler"));
 	}
 
 	public Duration firstTokenTimeout() {
@@ -151,6 +167,11 @@ public final class StallSpec {
 	/** @return the injected scheduler, else {@link Schedulers#parallel()} as of now. */
 	public Scheduler scheduler() {
 		return scheduler != null ? scheduler : Schedulers.parallel();
+	}
+
+	/** @return the injected cancel scheduler, else {@link Schedulers#boundedElastic()} as of now. */
+	public Scheduler cancelScheduler() {
+		return cancelScheduler != null ? cancelScheduler : Schedulers.boundedElastic();
 	}
 
 	/** @return whether any deadline is set. */

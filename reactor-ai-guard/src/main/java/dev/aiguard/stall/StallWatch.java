@@ -8,11 +8,13 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
+import dev.aiguard.CallbackException;
 import dev.aiguard.ChunkInspector;
 import dev.aiguard.internal.TimeSource;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
+import reactor.core.Exceptions;
 import reactor.core.Scannable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
@@ -26,7 +28,8 @@ import reactor.util.context.Context;
  *
  * <h2>Cost per chunk</h2>
  * Two ordered stores and one ordered load of this object's own fields, one call to
- * {@link ChunkInspector#flags}, one counter increment: no atomic read-modify-write instruction,
+ * {@link ChunkInspector#flags}, one counter increment and one plain store of the chunk's flags:
+ * no atomic read-modify-write instruction,
  * no timer and no clock read (except once, for the first token). A single re-armed one-shot task
  * per subscription watches all three deadlines: it wakes at the first-token deadline, every
  * {@code idleTimeout / idleChecks} once idle watching applies, and at the max-duration deadline,
@@ -34,6 +37,16 @@ import reactor.util.context.Context;
  * signalled between {@code idleTimeout} and {@code idleTimeout + idleTimeout/idleChecks} after
  * the last content chunk, never earlier; every stall is confirmed {@link #CONFIRM_DELAY_NANOS}
  * after it is decided.
+ *
+ * <h2>User callbacks never hold a deadline</h2>
+ * The {@link ChunkInspector} runs before a chunk is marked as being delivered, so a deadline
+ * never waits for it: an inspector that blocks is overtaken by the deadline (its chunk is then
+ * dropped), and one that throws, like a {@code null} chunk (Reactive Streams rule 2.13), fails
+ * the attempt with that error and cancels the upstream. A subscriber whose {@code onNext} throws
+ * fails the attempt too, and the mark is cleared first. Only the subscriber's own {@code onNext}
+ * is waited for, as Reactive Streams requires signals to be serial. When a deadline ends the
+ * stream, the subscriber is told first and the upstream is cancelled afterwards on
+ * {@link StallSpec#cancelScheduler()}, never on the timer thread.
  *
  * <h2>Serialisation without a per-chunk CAS</h2>
  * {@code onNext} marks {@link #seq} odd before delivering and even after, and reads
@@ -110,6 +123,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private final long idleTickNanos;
 	private final int idleChecks;
 	private final long maxDurationNanos;
+	/** Where a deadline's cancel of the upstream runs; read only when a deadline ends the stream. */
+	private final StallSpec spec;
 
 	/** Twice the chunks started, plus one while a chunk is being delivered. Written by onNext only. */
 	volatile long seq;
@@ -164,6 +179,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	int seenFlags;
 	String finishReason;
 	long firstTokenAt = -1L;
+	/** The flags of the chunk being delivered, for a tap between the watch and the subscriber. */
+	int lastFlags;
 
 	// Touched only by the deadline task (one run at a time: each run schedules at most the next).
 	private long seenActivity;
@@ -196,6 +213,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		this.idleChecks = spec.idleChecks();
 		this.idleTickNanos = idleTimeoutNanos > 0 ? Math.max(1L, idleTimeoutNanos / idleChecks) : 0L;
 		this.maxDurationNanos = nanos(spec.maxDuration());
+		this.spec = spec;
 	}
 
 	/**
@@ -255,13 +273,37 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	@Override
 	public void onNext(T t) {
+		// the inspector is a user callback: it runs before the chunk is marked as being delivered, so
+		// no deadline ever waits for it to return, and a throw from it ends the stream
+		int f;
+		String reason = null;
+		try {
+			if (t == null) {
+				throw new NullPointerException("the upstream signalled onNext(null) (Reactive Streams rule 2.13)");
+			}
+			f = inspector.flags(t);
+			if (f != ChunkInspector.CONTENT && (f & ChunkInspector.FINISH) != 0) {
+				reason = inspector.finishReason(t);
+			}
+		}
+		catch (Throwable e) {
+			chunkRejected(e, t);
+			return;
+		}
 		long s = (long) SEQ.get(this);
 		SEQ.setOpaque(this, s + 1L);
 		if ((int) GATE.getOpaque(this) != 0) {
-			slowNext(t, s);
+			slowNext(t, f, reason, s);
 			return;
 		}
-		deliver(t);
+		try {
+			deliver(t, f, reason);
+		}
+		catch (Throwable e) {
+			SEQ.setRelease(this, s + 2L);
+			downstreamFailed(e);
+			return;
+		}
 		SEQ.setRelease(this, s + 2L);
 	}
 
@@ -270,8 +312,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 * the JIT keeps a loop that contains a call (even one taken once per stream, like a terminal
 	 * chunk's) measurably slower, so the rare kinds are handled by a few stores, not a method.
 	 */
-	private void deliver(T t) {
-		int f = inspector.flags(t);
+	private void deliver(T t, int f, @Nullable String reason) {
 		if ((f & ChunkInspector.CONTENT) != 0 && tokens++ == 0L) {
 			firstTokenAt = clock.nanos();
 		}
@@ -280,18 +321,16 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			if ((f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT)) == ChunkInspector.HEARTBEAT) {
 				heartbeats++;
 			}
-			if ((f & ChunkInspector.FINISH) != 0) {
-				String reason = inspector.finishReason(t);
-				if (reason != null) {
-					finishReason = reason;
-				}
+			if (reason != null) {
+				finishReason = reason;
 			}
 		}
+		lastFlags = f;
 		actual.onNext(t);
 	}
 
 	/** The gate is closed: a stall is being confirmed, or the stream has ended. */
-	private void slowNext(T t, long s) {
+	private void slowNext(T t, int f, @Nullable String reason, long s) {
 		int v = state;
 		if (ended != 0 || v < 0 || (v & 1) != 0 || !STATE.compareAndSet(this, v, v + 1)) {
 			// back to s, not on to s + 2: a dropped chunk was not emitted, and emitted() tells the next
@@ -300,9 +339,56 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			Operators.onNextDropped(t, actual.currentContext());
 			return;
 		}
-		deliver(t);
+		try {
+			deliver(t, f, reason);
+		}
+		catch (Throwable e) {
+			STATE.set(this, v + 2 < 0 ? 0 : v + 2);
+			SEQ.setRelease(this, s + 2L);
+			downstreamFailed(e);
+			return;
+		}
 		STATE.set(this, v + 2 < 0 ? 0 : v + 2);
 		SEQ.setRelease(this, s + 2L);
+	}
+
+	/**
+	 * The inspector threw, or the chunk was null: the attempt fails with that error. Runs on the
+	 * upstream's thread, serial with its other signals, so the upstream is cancelled right here.
+	 */
+	private void chunkRejected(Throwable e, @Nullable T t) {
+		Exceptions.throwIfJvmFatal(e);
+		Throwable error = t == null ? e
+				: Operators.onOperatorError(null, CallbackException.threw("ChunkInspector", e), t,
+						actual.currentContext());
+		if (!win()) {
+			Operators.onErrorDropped(error, actual.currentContext());
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_END);
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.ERROR, error);
+	}
+
+	/**
+	 * The subscriber (or a tap before it) threw from {@code onNext}: the chunk counts as delivered,
+	 * the attempt fails with what was thrown, and deadlines keep working meanwhile.
+	 */
+	private void downstreamFailed(Throwable e) {
+		Exceptions.throwIfJvmFatal(e);
+		if (!win()) {
+			Operators.onErrorDropped(e, actual.currentContext());
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_END);
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.ERROR, e);
 	}
 
 	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
@@ -429,11 +515,27 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
+		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - startNanos)));
+		cancelUpstreamOffTimer();
+	}
+
+	/**
+	 * A deadline ended the stream on the timer thread: the subscriber has been told, now the
+	 * upstream is cancelled on the spec's cancel scheduler, because some clients block in their
+	 * cancel (closing an HTTP response) and the timer serves every other stream's deadlines.
+	 */
+	private void cancelUpstreamOffTimer() {
 		Subscription up = upstream;
-		if (up != null) {
+		if (up == null) {
+			return;
+		}
+		try {
+			spec.cancelScheduler().schedule(up::cancel);
+		}
+		catch (Throwable rejected) {
+			// the cancel scheduler is shut down: cancelling here is better than leaking the upstream
 			up.cancel();
 		}
-		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - startNanos)));
 	}
 
 	/**
@@ -471,11 +573,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
-		Subscription up = upstream;
-		if (up != null) {
-			up.cancel();
-		}
 		end(End.ERROR, abortCause);
+		cancelUpstreamOffTimer();
 	}
 
 	private void scheduleAbortConfirmation(long delayNanos) {
@@ -485,11 +584,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		catch (Throwable rejected) {
 			if (win()) {
-				Subscription up = upstream;
-				if (up != null) {
-					up.cancel();
-				}
 				end(End.ERROR, abortCause);
+				cancelUpstreamOffTimer();
 			}
 			return;
 		}
@@ -584,11 +680,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		catch (Throwable rejected) {
 			GATE.getAndBitwiseOr(this, GATE_END);
 			if (win()) {
-				Subscription up = upstream;
-				if (up != null) {
-					up.cancel();
-				}
 				end(End.ERROR, Operators.onRejectedExecution(rejected, actual.currentContext()));
+				cancelUpstreamOffTimer();
 			}
 			return;
 		}
@@ -648,6 +741,15 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (t != null && t != CANCELLED_TIMER) {
 			t.dispose();
 		}
+	}
+
+	/**
+	 * @return the {@link ChunkInspector#flags} of the chunk being passed on; valid inside the
+	 * subscriber's {@code onNext}, so a tap between the watch and the subscriber need not ask the
+	 * inspector again
+	 */
+	public int chunkFlags() {
+		return lastFlags;
 	}
 
 	/** @return content chunks received so far (final once ended) */

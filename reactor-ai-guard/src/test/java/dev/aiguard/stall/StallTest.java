@@ -159,7 +159,7 @@ class StallTest {
 	void stallCancelsUpstreamAndDisposesTheTimer() {
 		TrackingScheduler timer = new TrackingScheduler();
 		TestPublisher<ChatChunk> upstream = TestPublisher.create();
-		StepVerifier.create(upstream.flux().transform(Stall.detect(spec().scheduler(timer)
+		StepVerifier.create(upstream.flux().transform(Stall.detect(spec().scheduler(timer).cancelOn(timer)
 						.firstTokenTimeout(Duration.ofSeconds(1)).idleTimeout(Duration.ofSeconds(1))
 						.maxDuration(Duration.ofSeconds(10)), CHAT)))
 				.expectSubscription()

@@ -83,7 +83,8 @@ class StallWatchRaceTest {
 			Subscription upstream) {
 		ManualClock clock = new ManualClock();
 		StallWatch<ChatChunk> w = new StallWatch<>(ts,
-				StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(1)).requireTerminal(false), clock,
+				StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(1)).requireTerminal(false)
+						.cancelOn(Schedulers.immediate()), clock,
 				ChunkInspector.chatChunks(), terminal, true);
 		w.onSubscribe(upstream);
 		clock.nanos = TimeUnit.SECONDS.toNanos(2);
