@@ -58,6 +58,8 @@ public final class GuardPolicy {
 	private final RetrySpec retry;
 	/** Whether {@link Builder#retry} was called: only then does {@code maxAttempts} cap truncations too. */
 	private final boolean retrySet;
+	/** Deadlines do not apply to fallback answers and notices (the ladder has its own timeout). */
+	private final StallSpec tailStall;
 	@Nullable
 	private final RetryBudget retryBudget;
 	private final MidStreamPolicy<?> midStream;
@@ -83,6 +85,7 @@ public final class GuardPolicy {
 		this.blockingUpstream = b.blockingUpstream;
 		this.retry = b.retry;
 		this.retrySet = b.retrySet;
+		this.tailStall = b.stall.withoutDeadlines();
 		this.retryBudget = b.retryBudget;
 		this.midStream = b.midStream;
 		this.truncation = b.truncation;
@@ -174,6 +177,10 @@ public final class GuardPolicy {
 	 * {@link TruncationSpec#maxTruncations()} alone. Continuations are bounded by
 	 * {@link MidStreamPolicy#maxContinuations()}.
 	 */
+	StallSpec tailStall() {
+		return tailStall;
+	}
+
 	int maxAnswerAttempts() {
 		return retrySet ? retry.maxAttempts() : Integer.MAX_VALUE;
 	}

@@ -65,8 +65,6 @@ import reactor.util.context.Context;
 final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		implements Subscription, StallWatch.Terminal<T>, Scannable {
 
-	/** Deadlines do not apply to fallback answers and notices: the ladder has its own timeout. */
-	private static final StallSpec TAIL_SPEC = StallSpec.defaults().requireTerminal(false);
 
 	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
 	private final boolean callForm;
@@ -570,7 +568,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 				@SuppressWarnings("unchecked")
 				T notice = (T) mid.noticeFor(error);
 				if (notice != null) {
-					subscribe(Flux.just(notice), TAIL_SPEC, Stage.NOTICE);
+					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE);
 					return;
 				}
 				break;
@@ -651,7 +649,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		LanePermit lp = lanePermit;
 		Scheduler blocking = lp != null ? lp.scheduler() : Schedulers.boundedElastic();
 		Flux<T> answer = chain.answer(fallbackRequest, blocking, this::source, metrics, policy.name());
-		subscribe(answer, TAIL_SPEC, Stage.FALLBACK);
+		subscribe(answer, policy.tailStall(), Stage.FALLBACK);
 	}
 
 	private void tailEnded(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {

@@ -493,7 +493,8 @@ class GuardFallbackTest {
 		AtomicBoolean upstreamCancelled = new AtomicBoolean();
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(ladder(busy))
-								.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(2))).build())
+								.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(2))
+										.cancelOn(VirtualTimeScheduler.get())).build())
 						.call(REQUEST, upstream(() -> Flux.just(ChatChunk.keepAlive()).concatWith(Flux.never())
 								.doOnCancel(() -> upstreamCancelled.set(true)))))
 				.expectNext(ChatChunk.keepAlive())

@@ -309,7 +309,8 @@ class GuardMidStreamTest {
 		List<ChatChunk> seen = new CopyOnWriteArrayList<>();
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
-								.stall(StallSpec.defaults().idleTimeout(Duration.ofSeconds(2)))
+								.stall(StallSpec.defaults().idleTimeout(Duration.ofSeconds(2))
+										.cancelOn(VirtualTimeScheduler.get()))
 								.midStream(MidStreamPolicy.continueWith(ContinuationStrategy.ASSISTANT_PREFILL, 1))
 								.build())
 						.call(QUESTION, model)

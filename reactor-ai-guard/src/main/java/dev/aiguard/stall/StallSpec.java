@@ -174,6 +174,14 @@ public final class StallSpec {
 		return cancelScheduler != null ? cancelScheduler : Schedulers.boundedElastic();
 	}
 
+	/**
+	 * @return this spec without deadlines and without the terminal-marker requirement, keeping its
+	 *         schedulers: what the guard watches a fallback answer or a notice with
+	 */
+	public StallSpec withoutDeadlines() {
+		return new StallSpec(null, null, null, heartbeatsExtendIdle, false, idleChecks, scheduler, cancelScheduler);
+	}
+
 	/** @return whether any deadline is set. */
 	public boolean hasDeadlines() {
 		return firstTokenTimeout != null || idleTimeout != null || maxDuration != null;

@@ -159,8 +159,8 @@ class StallWatchRaceTest {
 		CountingTerminal terminal = new CountingTerminal();
 		CountingSubscription up = new CountingSubscription();
 		ManualClock clock = new ManualClock();
-		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), clock, ChunkInspector.chatChunks(),
-				terminal, true);
+		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults().cancelOn(Schedulers.immediate()), clock,
+				ChunkInspector.chatChunks(), terminal, true);
 		w.onSubscribe(up);
 		IllegalStateException preempted = new IllegalStateException("preempted");
 		w.abort(preempted);
