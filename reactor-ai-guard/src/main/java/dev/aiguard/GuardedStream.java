@@ -316,10 +316,12 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		try {
 			source = upstream.apply(request);
 			if (source == null) {
-				throw new NullPointerException("the upstream function returned null");
+				source = Flux.error(CallbackException.returnedNull("the upstream function"));
 			}
 		}
 		catch (Throwable t) {
+			// a client may throw what it would otherwise signal (a refused connection): it stays the
+			// upstream's failure, classified and retried like one
 			source = Flux.error(Exceptions.unwrap(t));
 		}
 		if (continuations > 0) {
@@ -500,8 +502,15 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			return false;
 		}
 		if (truncations >= spec.maxTruncations()) {
-			failWith(new PromptTooLargeException(e.limit().orElse(-1),
-					spec.counter().count(request.messages()), e), Outcome.CLIENT_ERROR);
+			int size;
+			try {
+				size = spec.count(request);
+			}
+			catch (Throwable counterFailure) {
+				failWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
+				return true;
+			}
+			failWith(new PromptTooLargeException(e.limit().orElse(-1), size, e), Outcome.CLIENT_ERROR);
 			return true;
 		}
 		TruncationSpec.Result shrunk;
@@ -515,7 +524,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			return true;
 		}
 		catch (Throwable truncatorFailure) {
-			failWith(truncatorFailure, Outcome.CLIENT_ERROR);
+			failWith(CallbackException.threw("PromptTruncator", truncatorFailure), Outcome.CLIENT_ERROR);
 			return true;
 		}
 		truncations++;

@@ -3,6 +3,7 @@ package dev.aiguard.truncation;
 import java.util.Objects;
 import java.util.OptionalInt;
 
+import dev.aiguard.CallbackException;
 import dev.aiguard.chat.ChatRequest;
 
 /**
@@ -190,17 +191,40 @@ public final class TruncationSpec {
 	 */
 	public Result shrink(ChatRequest request, OptionalInt limit, OptionalInt actual) {
 		Objects.requireNonNull(request, "request");
-		int before = counter.count(request.messages());
+		int before = count(request);
 		int budget = nextBudget(request, limit, actual, Math.max(1, before));
-		ChatRequest smaller = truncator.truncate(request, budget, counter);
+		ChatRequest smaller;
+		try {
+			smaller = truncator.truncate(request, budget, counter);
+		}
+		catch (PromptTooLargeException | CallbackException e) {
+			throw e;
+		}
+		catch (RuntimeException e) {
+			throw CallbackException.threw("PromptTruncator", e);
+		}
 		if (smaller == null) {
 			throw new PromptTooLargeException(budget, before);
 		}
-		int after = counter.count(smaller.messages());
+		int after = count(smaller);
 		if (after >= before || after > budget) {
 			throw new PromptTooLargeException(budget, Math.min(before, after));
 		}
 		return new Result(smaller, before, after, budget);
+	}
+
+	/**
+	 * Counts the request's prompt with the configured counter.
+	 *
+	 * @throws CallbackException naming {@code TokenCounter} when the counter throws
+	 */
+	public int count(ChatRequest request) {
+		try {
+			return counter.count(request.messages());
+		}
+		catch (RuntimeException e) {
+			throw CallbackException.threw("TokenCounter", e);
+		}
 	}
 
 	private long shrunk(int currentSize) {
