@@ -8,6 +8,8 @@ import dev.aiguard.chat.ChatRequest;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.ChunkInspector;
 
 /**
  * Guards a token stream: stall and completeness detection, one outcome per attempt recorded in
@@ -39,7 +41,7 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 
 	/** @return a guard for the library's own {@link ChatChunk} streams */
 	public static AiGuard<ChatChunk> of(GuardPolicy policy) {
-		return of(policy, ChunkInspector.chatChunks());
+		return of(policy, ChatChunk.inspector());
 	}
 
 	/**

@@ -14,7 +14,6 @@ import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
-import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
@@ -22,6 +21,8 @@ import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * Everything a guard does, configured once and shared. Immutable.
@@ -261,7 +262,7 @@ public final class GuardPolicy {
 		private final List<Consumer<? super GuardReport>> reportListeners = new ArrayList<>();
 		private Scheduler timer;
 		private Scheduler reportScheduler;
-		private Function<Throwable, Outcome> errorClassifier = ProviderErrors::outcomeOf;
+		private Function<Throwable, Outcome> errorClassifier = ErrorClassifier::outcomeOf;
 		private CircuitBreaker breaker;
 		private PriorityLanes lanes;
 		private boolean blockingUpstream;
@@ -320,7 +321,7 @@ public final class GuardPolicy {
 
 		/**
 		 * @param classifier maps an upstream error to an outcome; the default,
-		 *        {@link ProviderErrors#outcomeOf}, knows the library's provider, stall, breaker and
+		 *        {@link ErrorClassifier#outcomeOf}, knows the library's provider, stall, breaker and
 		 *        admission exceptions and treats anything else as {@link Outcome#FAILURE}
 		 */
 		public Builder errorClassifier(Function<Throwable, Outcome> classifier) {

@@ -4,8 +4,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import reactor.util.annotation.Nullable;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * What happened to one guarded request, delivered once to the policy's report listeners after

@@ -2,7 +2,7 @@ package dev.aiguard;
 
 import java.util.Objects;
 
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.util.context.Context;

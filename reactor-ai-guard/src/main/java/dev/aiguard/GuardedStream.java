@@ -23,7 +23,7 @@ import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
@@ -32,7 +32,7 @@ import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
@@ -50,6 +50,11 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.ChunkInspector;
+import dev.aiguard.core.OutputLimits;
+import dev.aiguard.core.CallbackException;
 
 /**
  * One guarded request: the {@link Subscription} its subscriber holds, and the coordinator of its

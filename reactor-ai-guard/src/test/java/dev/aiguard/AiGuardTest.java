@@ -6,10 +6,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.chat.ChatChunk;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.Test;
@@ -21,6 +21,9 @@ import reactor.test.publisher.TestPublisher;
 import reactor.util.context.Context;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.ChunkInspector;
 
 class AiGuardTest {
 

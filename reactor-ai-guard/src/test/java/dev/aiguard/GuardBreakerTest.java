@@ -18,7 +18,7 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderServerException;
@@ -42,6 +42,7 @@ import reactor.test.util.RaceTestUtils;
 
 import static java.util.concurrent.TimeUnit.NANOSECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Outcome;
 
 /**
  * The circuit breaker as the guard drives it: one permission per attempt, exactly one outcome per

@@ -34,7 +34,7 @@ import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderServerException;
@@ -43,7 +43,7 @@ import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.AfterEach;
@@ -61,6 +61,8 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 import reactor.test.util.RaceTestUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * The degradation ladder as the composed guard drives it: what enters it, how it is walked, what

@@ -22,7 +22,7 @@ import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.PartialStreamException;
@@ -44,11 +44,13 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
 
-import static dev.aiguard.Priority.P0;
-import static dev.aiguard.Priority.P1;
-import static dev.aiguard.Priority.P2;
+import static dev.aiguard.core.Priority.P0;
+import static dev.aiguard.core.Priority.P1;
+import static dev.aiguard.core.Priority.P2;
 import static java.util.concurrent.TimeUnit.NANOSECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * Priority lanes as the guard drives them: non-blocking admission, priority from the Context, one

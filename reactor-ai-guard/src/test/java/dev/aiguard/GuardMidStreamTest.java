@@ -27,7 +27,7 @@ import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.Test;
@@ -37,6 +37,8 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * Failures after the first token reached the subscriber, through the composed guard: never a

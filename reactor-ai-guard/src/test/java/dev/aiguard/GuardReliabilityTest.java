@@ -26,7 +26,7 @@ import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.Stall;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
@@ -49,10 +49,14 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
 
-import static dev.aiguard.Priority.P0;
-import static dev.aiguard.Priority.P1;
-import static dev.aiguard.Priority.P2;
+import static dev.aiguard.core.Priority.P0;
+import static dev.aiguard.core.Priority.P1;
+import static dev.aiguard.core.Priority.P2;
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.ChunkInspector;
+import dev.aiguard.core.CallbackException;
 
 /**
  * The first invariant, "a guarded stream always terminates", against what broke it: a user
@@ -131,7 +135,7 @@ class GuardReliabilityTest {
 
 	/** An inspector for chat chunks that throws for the chunk whose text is {@code poison}. */
 	static ChunkInspector<ChatChunk> throwingAt(String poison, RuntimeException thrown) {
-		ChunkInspector<ChatChunk> chat = ChunkInspector.chatChunks();
+		ChunkInspector<ChatChunk> chat = ChatChunk.inspector();
 		return ChunkInspector.of(c -> {
 			if (poison.equals(c.text())) {
 				throw thrown;
@@ -188,7 +192,14 @@ class GuardReliabilityTest {
 			@Override
 			public void request(long n) {
 				if (sent.getAndIncrement() == 0) {
-					upstreamThread.schedule(() -> s.onNext(null));
+					upstreamThread.schedule(() -> {
+						try {
+							s.onNext(null);
+						}
+						catch (NullPointerException expected) {
+							// rule 2.13: the subscriber throws it back, after ending the stream
+						}
+					});
 				}
 			}
 
@@ -208,6 +219,29 @@ class GuardReliabilityTest {
 				.isEqualTo(Outcome.FAILURE);
 		assertIdle(lanes);
 		assertThat(timer.pending()).isZero();
+	}
+
+	@Test
+	void anErrorSignalWithoutACauseEndsTheStreamAndStillReachesTheFallbackLadder() {
+		Publisher<ChatChunk> broken = s -> {
+			s.onSubscribe(reactor.core.publisher.Operators.emptySubscription());
+			try {
+				s.onError(null);
+			}
+			catch (NullPointerException expected) {
+				// rule 2.13: the subscriber throws it back, after ending the stream
+			}
+		};
+		AiGuard<ChatChunk> guard = AiGuard.of(policy().fallback(FallbackChain.<ChatChunk>builder()
+				.step(Fallback.staticText("busy")).build()).build());
+
+		StepVerifier.create(Flux.from(broken).transform(guard))
+				.expectNextMatches(c -> c.text().equals("busy"))
+				.thenConsumeWhile(c -> true)
+				.verifyComplete();
+		StepVerifier.create(Flux.from(broken).transform(AiGuard.of(policy().build())))
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(NullPointerException.class).hasMessageContaining("2.13"))
+				.verify(Duration.ofSeconds(5));
 	}
 
 	@Test
@@ -267,7 +301,7 @@ class GuardReliabilityTest {
 		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1));
 		CountDownLatch entered = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		ChunkInspector<ChatChunk> chat = ChunkInspector.chatChunks();
+		ChunkInspector<ChatChunk> chat = ChatChunk.inspector();
 		ChunkInspector<ChatChunk> blocking = ChunkInspector.of(c -> {
 			if ("slow".equals(c.text())) {
 				entered.countDown();

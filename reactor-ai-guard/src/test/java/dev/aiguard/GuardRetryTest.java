@@ -25,7 +25,7 @@ import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderErrors;
@@ -34,7 +34,7 @@ import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetrySpec;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import org.junit.jupiter.api.AfterEach;
@@ -49,6 +49,8 @@ import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * Retries through the composed guard: when they happen (only retryable failures, only before the

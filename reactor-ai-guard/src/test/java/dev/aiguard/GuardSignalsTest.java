@@ -12,7 +12,7 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.StallSpec;
@@ -28,6 +28,7 @@ import static dev.aiguard.GuardFallbackTest.answer;
 import static dev.aiguard.GuardFallbackTest.chunks;
 import static dev.aiguard.GuardFallbackTest.unavailable;
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Outcome;
 
 /**
  * {@link GuardSignals} as a handler uses it: the source is known before the first chunk of the

@@ -35,6 +35,8 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
 
 /**
  * Prompt truncation through the guard's call form: a context-length error from the provider makes

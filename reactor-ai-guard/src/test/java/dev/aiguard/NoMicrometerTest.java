@@ -11,6 +11,7 @@ import reactor.test.StepVerifier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import dev.aiguard.core.Outcome;
 
 /**
  * Runs in its own Surefire execution with micrometer-core removed from the classpath (see the

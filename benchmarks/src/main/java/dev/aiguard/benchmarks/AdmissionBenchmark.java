@@ -3,7 +3,7 @@ package dev.aiguard.benchmarks;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LanePermit;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;

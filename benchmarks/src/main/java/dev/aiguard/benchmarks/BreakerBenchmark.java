@@ -12,7 +12,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Threads;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.CircuitBreaker;

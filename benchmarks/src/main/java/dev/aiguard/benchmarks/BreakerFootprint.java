@@ -22,7 +22,7 @@ public final class BreakerFootprint {
 		BreakerConfig config = BreakerConfig.defaults();
 		CircuitBreaker breaker = CircuitBreaker.of("footprint", config);
 		// use it once so lazily created parts exist
-		breaker.tryAcquire().record(dev.aiguard.Outcome.SUCCESS, 1_000_000L);
+		breaker.tryAcquire().record(dev.aiguard.core.Outcome.SUCCESS, 1_000_000L);
 		breaker.snapshot();
 
 		GraphLayout all = GraphLayout.parseInstance(breaker);

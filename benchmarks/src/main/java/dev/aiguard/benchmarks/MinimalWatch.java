@@ -3,9 +3,9 @@ package dev.aiguard.benchmarks;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
-import dev.aiguard.ChunkInspector;
-import dev.aiguard.Outcome;
-import dev.aiguard.Priority;
+import dev.aiguard.core.ChunkInspector;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import dev.aiguard.metrics.GuardMetrics;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;

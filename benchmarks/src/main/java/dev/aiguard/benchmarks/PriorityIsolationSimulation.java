@@ -8,7 +8,7 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PreemptedException;

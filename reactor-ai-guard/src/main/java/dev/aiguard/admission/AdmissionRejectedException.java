@@ -1,6 +1,6 @@
 package dev.aiguard.admission;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 
 /**
  * A request could not enter its lane. Cheap: no stack trace.

@@ -2,7 +2,7 @@ package dev.aiguard.admission;
 
 import java.util.function.Consumer;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import reactor.core.scheduler.Scheduler;
 
 /**

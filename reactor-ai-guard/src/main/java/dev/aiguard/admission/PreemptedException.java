@@ -1,6 +1,6 @@
 package dev.aiguard.admission;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 
 /**
  * A stream running on a borrowed, more urgent lane's permit was stopped so that a more urgent

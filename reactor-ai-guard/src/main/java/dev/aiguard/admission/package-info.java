@@ -1,6 +1,6 @@
 /**
  * Priority admission: {@link dev.aiguard.admission.PriorityLanes} gives each
- * {@link dev.aiguard.Priority} its own bounded lane (permits, a bounded FIFO wait queue with a
+ * {@link dev.aiguard.core.Priority} its own bounded lane (permits, a bounded FIFO wait queue with a
  * deadline, a bounded Scheduler), lets urgent requests borrow idle capacity of less urgent
  * lanes, and optionally lends idle urgent capacity to batch work that an urgent arrival can take
  * back. Admission never blocks a thread; refusals are typed

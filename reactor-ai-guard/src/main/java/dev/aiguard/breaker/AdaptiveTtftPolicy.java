@@ -3,7 +3,7 @@ package dev.aiguard.breaker;
 import java.time.Duration;
 import java.util.Objects;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * Trips on latency without a fixed number to guess: it learns the healthy p95 time to first token

@@ -2,7 +2,7 @@ package dev.aiguard.breaker;
 
 import java.util.Arrays;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /** Several policies at once: the highest pressure wins. */
 final class AnyOfPolicy implements TripPolicy {

@@ -1,6 +1,6 @@
 package dev.aiguard.breaker;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * Permission for one attempt, granted by {@link CircuitBreaker#tryAcquire()}. The holder settles

@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.concurrent.atomic.LongAdder;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.metrics.GuardMetrics;
 
 /**

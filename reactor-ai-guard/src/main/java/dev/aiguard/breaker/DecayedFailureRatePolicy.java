@@ -3,7 +3,7 @@ package dev.aiguard.breaker;
 import java.time.Duration;
 import java.util.Objects;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * A time-decayed, severity-weighted failure rate: each call weighs {@code 2^(-age / halfLife)}, so

@@ -1,6 +1,6 @@
 package dev.aiguard.breaker;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * The classic trip rule, read straight from the window's totals: with at least

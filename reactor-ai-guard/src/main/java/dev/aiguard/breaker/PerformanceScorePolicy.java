@@ -3,7 +3,7 @@ package dev.aiguard.breaker;
 import java.time.Duration;
 import java.util.Objects;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * A performance score that weighs speed and errors together:

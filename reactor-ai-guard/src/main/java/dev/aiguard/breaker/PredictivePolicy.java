@@ -3,7 +3,7 @@ package dev.aiguard.breaker;
 import java.time.Duration;
 import java.util.Objects;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * Trips <em>before</em> the threshold is crossed: samples another policy's pressure (the health

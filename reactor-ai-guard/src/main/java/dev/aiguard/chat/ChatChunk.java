@@ -3,7 +3,7 @@ package dev.aiguard.chat;
 import java.util.List;
 import java.util.Objects;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import reactor.util.annotation.Nullable;
 
 /**
@@ -24,6 +24,11 @@ public final class ChatChunk {
 	private static final ChatChunk DONE = new ChatChunk("", null, null, null, List.of(), false, true);
 
 	/** Inspector for {@link ChatChunk}; see {@link ChunkInspector#chatChunks()}. */
+	/** @return the inspector for chat chunks: {@link #INSPECTOR} */
+	public static ChunkInspector<ChatChunk> inspector() {
+		return INSPECTOR;
+	}
+
 	public static final ChunkInspector<ChatChunk> INSPECTOR = new ChunkInspector<>() {
 		@Override
 		public boolean isContent(ChatChunk chunk) {

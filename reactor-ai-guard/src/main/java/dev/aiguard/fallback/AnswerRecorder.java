@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.RandomAccess;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;

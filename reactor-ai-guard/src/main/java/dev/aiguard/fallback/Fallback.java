@@ -7,6 +7,7 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
+import dev.aiguard.core.Source;
 
 /**
  * One rung of the degradation ladder: a way to answer a request when the realtime model cannot,

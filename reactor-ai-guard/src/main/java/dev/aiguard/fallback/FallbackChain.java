@@ -15,6 +15,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.annotation.Nullable;
+import dev.aiguard.core.Source;
 
 /**
  * The degradation ladder: fallback steps tried in order, best first, until one answers. Immutable

@@ -2,7 +2,7 @@ package dev.aiguard.fallback;
 
 import java.util.Objects;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatRequest;
 import reactor.util.annotation.Nullable;
 

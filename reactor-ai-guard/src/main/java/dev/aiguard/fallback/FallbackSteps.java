@@ -10,6 +10,7 @@ import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.util.annotation.Nullable;
+import dev.aiguard.core.Source;
 
 /** The steps {@link Fallback}'s factories build. */
 final class FallbackSteps {

@@ -26,6 +26,7 @@ import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
+import dev.aiguard.core.Source;
 
 /**
  * One walk down a {@link FallbackChain}, per subscription. Each step gets its own

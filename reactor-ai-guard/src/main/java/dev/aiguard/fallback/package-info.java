@@ -2,7 +2,7 @@
  * The degradation ladder: when the realtime model cannot answer, a
  * {@link dev.aiguard.fallback.FallbackChain} tries {@link dev.aiguard.fallback.Fallback} steps
  * best first (another model, the {@link dev.aiguard.fallback.ResponseCache}, a lightweight
- * function, a static answer), and every answer says which {@link dev.aiguard.fallback.Source} it
+ * function, a static answer), and every answer says which {@link dev.aiguard.core.Source} it
  * came from. {@link dev.aiguard.fallback.CacheKeys} and {@link dev.aiguard.fallback.AnswerRecorder}
  * fill the cache with complete realtime answers.
  *
@@ -15,3 +15,4 @@
  * }</pre>
  */
 package dev.aiguard.fallback;
+

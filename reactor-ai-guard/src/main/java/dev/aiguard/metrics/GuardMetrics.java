@@ -4,10 +4,10 @@ import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
-import dev.aiguard.Outcome;
-import dev.aiguard.Priority;
-import dev.aiguard.fallback.Source;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
+import dev.aiguard.core.StallPhase;
 
 /**
  * Where the guard reports what happens. Every method has a no-op default, so an implementation

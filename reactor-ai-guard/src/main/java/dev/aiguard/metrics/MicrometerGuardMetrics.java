@@ -7,10 +7,10 @@ import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
-import dev.aiguard.Outcome;
-import dev.aiguard.Priority;
-import dev.aiguard.fallback.Source;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
+import dev.aiguard.core.StallPhase;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;

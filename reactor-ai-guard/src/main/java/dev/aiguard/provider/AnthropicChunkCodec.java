@@ -5,7 +5,7 @@ import java.util.Objects;
 import java.util.function.BiConsumer;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
@@ -59,7 +59,7 @@ public final class AnthropicChunkCodec {
 	 * thinking, terminal = {@code message_stop}, finish reason = {@code stop_reason}.
 	 */
 	public static ChunkInspector<ChatChunk> inspector() {
-		return ChunkInspector.chatChunks();
+		return ChatChunk.inspector();
 	}
 
 	/** Per-subscription state: the event count and the input tokens of {@code message_start}. */

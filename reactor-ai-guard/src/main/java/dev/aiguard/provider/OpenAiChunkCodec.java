@@ -6,7 +6,7 @@ import java.util.Objects;
 import java.util.function.BiConsumer;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
@@ -58,7 +58,7 @@ public final class OpenAiChunkCodec {
 	 * terminal = {@code [DONE]}, finish reason = {@code finish_reason}.
 	 */
 	public static ChunkInspector<ChatChunk> inspector() {
-		return ChunkInspector.chatChunks();
+		return ChatChunk.inspector();
 	}
 
 	/** Per-subscription state: only the event count, to name a bad event. */

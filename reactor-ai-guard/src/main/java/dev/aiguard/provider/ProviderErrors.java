@@ -8,11 +8,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
-import dev.aiguard.Outcome;
-import dev.aiguard.admission.AdmissionRejectedException;
-import dev.aiguard.breaker.BreakerOpenException;
-import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.core.RetryHint;
 import reactor.core.Exceptions;
 
 /**
@@ -24,7 +20,7 @@ import reactor.core.Exceptions;
  * ProviderException e = ProviderErrors.fromHttp("openai", 429, response.headers()::get, body);
  * // e is a RateLimitedException with retryAfter() = 2 s
  *
- * GuardPolicy policy = GuardPolicy.builder("chat").errorClassifier(ProviderErrors::outcomeOf).build();
+ * GuardPolicy policy = GuardPolicy.builder("chat").errorClassifier(ErrorClassifier::outcomeOf).build();
  * }</pre>
  *
  * <table>
@@ -39,7 +35,7 @@ import reactor.core.Exceptions;
  * <tr><td>error event in a 200 stream</td><td>{@link ProviderStreamException} (or the two above)</td><td>per type</td><td>FAILURE</td></tr>
  * </table>
  *
- * {@link #outcomeOf} and {@link #isRetryable} need neither Jackson nor Netty; parsing a body does
+ * {@link #isRetryable} needs neither Jackson nor Netty; parsing a body does
  * need Jackson.
  */
 public final class ProviderErrors {
@@ -122,41 +118,15 @@ public final class ProviderErrors {
 	}
 
 	/**
-	 * The outcome the breaker and metrics should record for an error, per the outcome table:
-	 * context length and other client errors are {@link Outcome#CLIENT_ERROR}; server errors, rate
-	 * limits, overload, transport and in-band errors {@link Outcome#FAILURE}; stalls
-	 * {@link Outcome#STALLED}; a missing terminal marker {@link Outcome#INCOMPLETE}; an open breaker
-	 * or refused admission {@link Outcome#REJECTED}; anything else {@link Outcome#FAILURE}.
-	 */
-	public static Outcome outcomeOf(Throwable error) {
-		Throwable e = Exceptions.unwrap(Objects.requireNonNull(error, "error"));
-		if (e instanceof ContextLengthExceededException || e instanceof ProviderClientException) {
-			return Outcome.CLIENT_ERROR;
-		}
-		if (e instanceof StreamStalledException) {
-			return Outcome.STALLED;
-		}
-		if (e instanceof IncompleteStreamException) {
-			return Outcome.INCOMPLETE;
-		}
-		if (e instanceof BreakerOpenException || e instanceof AdmissionRejectedException) {
-			return Outcome.REJECTED;
-		}
-		return Outcome.FAILURE;
-	}
-
-	/**
 	 * Whether sending the request again may help: a {@link ProviderException} says so itself;
 	 * stalls, truncated streams, I/O errors and timeouts (anywhere in the cause chain) are
 	 * retryable; anything else is not.
 	 */
 	public static boolean isRetryable(Throwable error) {
 		Throwable e = Exceptions.unwrap(Objects.requireNonNull(error, "error"));
-		if (e instanceof ProviderException) {
-			return ((ProviderException) e).retryable();
-		}
-		if (e instanceof StreamStalledException || e instanceof IncompleteStreamException) {
-			return true;
+		if (e instanceof RetryHint) {
+			// typed provider errors say it themselves, and so do stalled and incomplete streams
+			return ((RetryHint) e).retryable();
 		}
 		for (int depth = 0; e != null && depth < 8; depth++, e = e.getCause()) {
 			if (e instanceof IOException || e instanceof TimeoutException) {

@@ -1,6 +1,6 @@
 package dev.aiguard.provider;
 
-import dev.aiguard.retry.RetryHint;
+import dev.aiguard.core.RetryHint;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;

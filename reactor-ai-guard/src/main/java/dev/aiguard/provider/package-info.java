@@ -9,11 +9,11 @@
  * <pre>{@code
  * Flux<ChatChunk> answer = OpenAiCompatibleClient.builder("http://127.0.0.1:8000/v1").model("m").build()
  *     .stream(request)
- *     .transform(AiGuard.of(GuardPolicy.builder("chat").errorClassifier(ProviderErrors::outcomeOf).build()));
+ *     .transform(AiGuard.of(GuardPolicy.builder("chat").errorClassifier(ErrorClassifier::outcomeOf).build()));
  * }</pre>
  *
  * The codecs and error-body parsing need Jackson (an optional dependency), the client Reactor
- * Netty (optional too); the exceptions and {@code ProviderErrors.outcomeOf}/{@code isRetryable}
+ * Netty (optional too); the exceptions and {@code ProviderErrors.isRetryable}
  * need neither.
  */
 package dev.aiguard.provider;

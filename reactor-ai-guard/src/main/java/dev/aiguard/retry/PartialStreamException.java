@@ -1,5 +1,7 @@
 package dev.aiguard.retry;
 
+import dev.aiguard.core.RetryHint;
+
 /**
  * A stream failed after some of its tokens had already reached the subscriber. The guard does not
  * resubscribe then (the user would see those tokens twice); with {@link MidStreamPolicy#fail()}

@@ -10,10 +10,9 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.DoubleSupplier;
 import java.util.function.Predicate;
 
-import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StreamStalledException;
 import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
+import dev.aiguard.core.RetryHint;
 
 /**
  * When and how long to wait before sending a failed request again. Immutable and copy-on-write,
@@ -52,9 +51,8 @@ public final class RetrySpec {
 	 * match decides:
 	 * <ul>
 	 * <li>a {@link RetryHint}: its {@link RetryHint#retryable()} (typed provider errors: 429, 5xx,
-	 * overload are retryable; 4xx and context-length errors are not);</li>
-	 * <li>{@link StreamStalledException}, {@link IncompleteStreamException}: retryable (the guard
-	 * only retries them before the first token);</li>
+	 * overload are retryable; 4xx and context-length errors are not; a stalled or incomplete
+	 * stream is retryable, and the guard only retries it before the first token);</li>
 	 * <li>{@link IOException} (so {@code ConnectException} and Reactor Netty's premature close),
 	 * {@link UncheckedIOException}, {@link TimeoutException}: retryable;</li>
 	 * <li>{@link IllegalArgumentException}: not retryable.</li>
@@ -339,8 +337,7 @@ public final class RetrySpec {
 			if (t instanceof RetryHint) {
 				return ((RetryHint) t).retryable();
 			}
-			if (t instanceof StreamStalledException || t instanceof IncompleteStreamException
-					|| t instanceof IOException || t instanceof UncheckedIOException
+			if (t instanceof IOException || t instanceof UncheckedIOException
 					|| t instanceof TimeoutException) {
 				return true;
 			}

@@ -3,7 +3,7 @@ package dev.aiguard.stall;
 import java.util.Objects;
 import java.util.function.Function;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.internal.TimeSource;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
@@ -17,7 +17,7 @@ import reactor.core.publisher.FluxOperator;
  *     .transform(Stall.detect(StallSpec.defaults()
  *             .firstTokenTimeout(Duration.ofSeconds(10))
  *             .idleTimeout(Duration.ofSeconds(30)),
- *         ChunkInspector.chatChunks()));
+ *         ChatChunk.inspector()));
  * }</pre>
  *
  * A passed deadline cancels the upstream and fails with {@link StreamStalledException}; an

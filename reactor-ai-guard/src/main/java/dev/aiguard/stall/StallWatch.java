@@ -8,8 +8,8 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
-import dev.aiguard.CallbackException;
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.CallbackException;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.internal.TimeSource;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -20,6 +20,7 @@ import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
+import dev.aiguard.core.StallPhase;
 
 /**
  * The subscriber that watches one attempt of a token stream: first-token, idle and max-duration
@@ -275,12 +276,16 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	public void onNext(T t) {
 		// the inspector is a user callback: it runs before the chunk is marked as being delivered, so
 		// no deadline ever waits for it to return, and a throw from it ends the stream
+		if (t == null) {
+			// rule 2.13: end the attempt (so the stream terminates), then throw to the caller
+			NullPointerException npe = new NullPointerException(
+					"the upstream signalled onNext(null) (Reactive Streams rule 2.13)");
+			chunkRejected(npe, null);
+			throw npe;
+		}
 		int f;
 		String reason = null;
 		try {
-			if (t == null) {
-				throw new NullPointerException("the upstream signalled onNext(null) (Reactive Streams rule 2.13)");
-			}
 			f = inspector.flags(t);
 			if (f != ChunkInspector.CONTENT && (f & ChunkInspector.FINISH) != 0) {
 				reason = inspector.finishReason(t);
@@ -406,6 +411,13 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	@Override
 	public void onError(Throwable t) {
+		if (t == null) {
+			// rule 2.13: end the attempt with a real error (so the stream terminates), then throw
+			NullPointerException npe = new NullPointerException(
+					"the upstream signalled onError(null) (Reactive Streams rule 2.13)");
+			onError(npe);
+			throw npe;
+		}
 		if (!win()) {
 			Operators.onErrorDropped(t, actual.currentContext());
 			return;

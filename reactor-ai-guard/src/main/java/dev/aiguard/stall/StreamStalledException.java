@@ -1,12 +1,15 @@
 package dev.aiguard.stall;
 
+import dev.aiguard.core.RetryHint;
+
 import java.time.Duration;
+import dev.aiguard.core.StallPhase;
 
 /**
  * A stream passed one of its {@link StallSpec} deadlines: the upstream was cancelled and the
  * stream failed with this. Carries what a caller needs to decide about a retry.
  */
-public class StreamStalledException extends RuntimeException {
+public class StreamStalledException extends RuntimeException implements RetryHint {
 
 	private static final long serialVersionUID = 1L;
 
@@ -35,5 +38,11 @@ public class StreamStalledException extends RuntimeException {
 	/** @return time from subscription to the stall */
 	public Duration elapsed() {
 		return elapsed;
+	}
+
+	/** @return {@code true}: the same request, sent again, may well stream to the end */
+	@Override
+	public boolean retryable() {
+		return true;
 	}
 }

@@ -3,7 +3,7 @@ package dev.aiguard.truncation;
 import java.util.Objects;
 import java.util.OptionalInt;
 
-import dev.aiguard.CallbackException;
+import dev.aiguard.core.CallbackException;
 import dev.aiguard.chat.ChatRequest;
 
 /**

@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -24,9 +24,9 @@ import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
 import reactor.util.context.Context;
 
-import static dev.aiguard.Priority.P0;
-import static dev.aiguard.Priority.P1;
-import static dev.aiguard.Priority.P2;
+import static dev.aiguard.core.Priority.P0;
+import static dev.aiguard.core.Priority.P1;
+import static dev.aiguard.core.Priority.P2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 class FluxAdmitTest {

@@ -8,7 +8,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -18,9 +18,9 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
 
-import static dev.aiguard.Priority.P0;
-import static dev.aiguard.Priority.P1;
-import static dev.aiguard.Priority.P2;
+import static dev.aiguard.core.Priority.P0;
+import static dev.aiguard.core.Priority.P1;
+import static dev.aiguard.core.Priority.P2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**

@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
 import dev.aiguard.metrics.GuardMetrics;
 import org.junit.jupiter.api.AfterEach;
@@ -20,9 +20,9 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 import reactor.test.subscriber.TestSubscriber;
 
-import static dev.aiguard.Priority.P0;
-import static dev.aiguard.Priority.P1;
-import static dev.aiguard.Priority.P2;
+import static dev.aiguard.core.Priority.P0;
+import static dev.aiguard.core.Priority.P1;
+import static dev.aiguard.core.Priority.P2;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

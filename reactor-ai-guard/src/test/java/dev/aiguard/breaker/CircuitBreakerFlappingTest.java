@@ -8,7 +8,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 /**
  * Load hovering at the threshold must not flap the breaker: a failure rate oscillating ±5 % around

@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Test;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.util.RaceTestUtils;
 

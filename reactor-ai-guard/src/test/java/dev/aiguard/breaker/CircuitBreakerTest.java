@@ -15,7 +15,7 @@ import java.util.function.Supplier;
 
 import org.junit.jupiter.api.Test;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.metrics.GuardMetrics;
 
 class CircuitBreakerTest {

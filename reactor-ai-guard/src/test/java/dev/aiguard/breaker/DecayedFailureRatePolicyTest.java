@@ -9,7 +9,7 @@ import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 class DecayedFailureRatePolicyTest {
 

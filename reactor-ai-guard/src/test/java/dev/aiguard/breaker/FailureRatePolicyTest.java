@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 class FailureRatePolicyTest {
 

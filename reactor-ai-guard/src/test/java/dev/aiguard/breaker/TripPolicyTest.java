@@ -8,7 +8,7 @@ import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 
 class TripPolicyTest {
 

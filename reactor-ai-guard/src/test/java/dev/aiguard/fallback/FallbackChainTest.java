@@ -12,6 +12,7 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import dev.aiguard.core.Source;
 
 class FallbackChainTest {
 

@@ -6,7 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -17,6 +17,7 @@ import reactor.test.StepVerifier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import dev.aiguard.core.Source;
 
 class FallbackTest {
 

@@ -8,8 +8,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
-import dev.aiguard.Outcome;
-import dev.aiguard.Priority;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -28,6 +28,7 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 import reactor.test.util.RaceTestUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.core.Source;
 
 class FallbackWalkRaceTest {
 

@@ -5,8 +5,9 @@ import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.core.Source;
 
 /** Records the fallback metrics as readable lines, thread-safe. */
 final class RecordingMetrics implements GuardMetrics {

@@ -7,6 +7,7 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 import reactor.core.publisher.Flux;
+import dev.aiguard.core.Source;
 
 /** A fallback step for tests: any source, any answer, and a record of what happened to it. */
 final class TestStep<T> implements Fallback<T> {

@@ -5,10 +5,10 @@ import java.util.concurrent.TimeUnit;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
-import dev.aiguard.Outcome;
-import dev.aiguard.Priority;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatChunk;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.stall.StallSpec;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
@@ -71,7 +71,7 @@ class MicrometerGuardMetricsTest {
 		metrics.fallbackStepTime("p", Priority.P1, Source.STATIC, 10);
 		metrics.cacheLookup("p", true);
 		metrics.outputTruncated("p", Priority.P1);
-		metrics.stalled("p", Priority.P1, dev.aiguard.stall.StallPhase.IDLE);
+		metrics.stalled("p", Priority.P1, dev.aiguard.core.StallPhase.IDLE);
 		assertThat(registry.getMeters()).isNotEmpty()
 				.allSatisfy(m -> assertThat(m.getId().getName()).startsWith("aiguard."));
 		assertThat(registry.get("aiguard.breaker.state").tags("breaker", "b", "state", "SUCCESS").gauge().value())

@@ -3,7 +3,8 @@ package dev.aiguard.provider;
 import java.time.Duration;
 import java.util.List;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.ErrorClassifier;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
@@ -43,7 +44,7 @@ class AnthropicChunkCodecTest {
 					assertThat(p.inBand()).isTrue();
 					assertThat(p.errorType()).isEqualTo("overloaded_error");
 					assertThat(p.provider()).isEqualTo("anthropic");
-					assertThat(ProviderErrors.outcomeOf(p)).isEqualTo(dev.aiguard.Outcome.FAILURE);
+					assertThat(ErrorClassifier.outcomeOf(p)).isEqualTo(dev.aiguard.core.Outcome.FAILURE);
 				})
 				.verify();
 	}
@@ -129,7 +130,7 @@ class AnthropicChunkCodecTest {
 
 	@Test
 	void inspectorIsTheChatChunkInspector() {
-		assertThat(AnthropicChunkCodec.inspector()).isSameAs(ChunkInspector.chatChunks());
+		assertThat(AnthropicChunkCodec.inspector()).isSameAs(ChatChunk.inspector());
 	}
 
 	@Test

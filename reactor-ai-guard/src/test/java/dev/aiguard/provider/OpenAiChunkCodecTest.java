@@ -3,14 +3,14 @@ package dev.aiguard.provider;
 import java.time.Duration;
 import java.util.List;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.Stall;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.Test;
@@ -114,7 +114,7 @@ class OpenAiChunkCodecTest {
 
 	@Test
 	void inspectorIsTheChatChunkInspector() {
-		assertThat(OpenAiChunkCodec.inspector()).isSameAs(ChunkInspector.chatChunks());
+		assertThat(OpenAiChunkCodec.inspector()).isSameAs(ChatChunk.inspector());
 		assertThat(OpenAiChunkCodec.inspector().isTerminal(ChatChunk.done())).isTrue();
 	}
 

@@ -8,18 +8,19 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import dev.aiguard.ErrorClassifier;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.GuardReport;
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.retry.PartialStreamException;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import io.netty.buffer.ByteBuf;
@@ -178,7 +179,7 @@ class OpenAiCompatibleClientTest {
 	static AiGuard<ChatChunk> guard(CompletableFuture<GuardReport> report) {
 		return AiGuard.of(GuardPolicy.builder("wire")
 			.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(20)).idleTimeout(Duration.ofSeconds(20)))
-			.errorClassifier(ProviderErrors::outcomeOf)
+			.errorClassifier(ErrorClassifier::outcomeOf)
 			.onReport(report::complete)
 			.build());
 	}
@@ -226,7 +227,7 @@ class OpenAiCompatibleClientTest {
 		AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("wire")
 			.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(10)).idleTimeout(Duration.ofSeconds(30)))
 			.timer(clock)
-			.errorClassifier(ProviderErrors::outcomeOf)
+			.errorClassifier(ErrorClassifier::outcomeOf)
 			.onReport(report::complete)
 			.build());
 		StepVerifier.create(client("stalled").stream(REQUEST).transform(guard))
@@ -391,7 +392,7 @@ class OpenAiCompatibleClientTest {
 				.expectErrorSatisfies(e -> {
 					assertThat(e).isInstanceOf(ProviderConnectionException.class);
 					assertThat(ProviderErrors.isRetryable(e)).isTrue();
-					assertThat(ProviderErrors.outcomeOf(e)).isEqualTo(Outcome.FAILURE);
+					assertThat(ErrorClassifier.outcomeOf(e)).isEqualTo(Outcome.FAILURE);
 				})
 				.verify(Duration.ofSeconds(10));
 	}

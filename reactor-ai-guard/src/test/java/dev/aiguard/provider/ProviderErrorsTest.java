@@ -11,11 +11,12 @@ import java.util.Map;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
-import dev.aiguard.Outcome;
-import dev.aiguard.Priority;
+import dev.aiguard.ErrorClassifier;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.Test;
 import reactor.core.Exceptions;
@@ -60,7 +61,7 @@ class ProviderErrorsTest {
 		assertThat(c.errorCode()).isEqualTo("context_length_exceeded");
 		assertThat(c.errorType()).isEqualTo("invalid_request_error");
 		assertThat(c.retryable()).isFalse();
-		assertThat(ProviderErrors.outcomeOf(c)).isEqualTo(Outcome.CLIENT_ERROR);
+		assertThat(ErrorClassifier.outcomeOf(c)).isEqualTo(Outcome.CLIENT_ERROR);
 		assertThat(c.getMessage()).startsWith("HTTP 400: This model's maximum context length is 8192 tokens");
 	}
 
@@ -102,7 +103,7 @@ class ProviderErrorsTest {
 		assertThat(r.rateLimits()).isEqualTo(new RateLimits(500, 0, Duration.ofSeconds(1), 30000, 12, Duration.ofMinutes(6)));
 		assertThat(r.retryable()).isTrue();
 		assertThat(r.errorCode()).isEqualTo("rate_limit_exceeded");
-		assertThat(ProviderErrors.outcomeOf(r)).isEqualTo(Outcome.FAILURE);
+		assertThat(ErrorClassifier.outcomeOf(r)).isEqualTo(Outcome.FAILURE);
 		assertThat(ProviderErrors.retryAfter(r)).contains(Duration.ofSeconds(2));
 		assertThat(r.getStackTrace()).isEmpty();
 	}
@@ -155,7 +156,7 @@ class ProviderErrorsTest {
 				"{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\",\"code\":\"insufficient_quota\"}}");
 		assertThat(e).isInstanceOf(ProviderClientException.class);
 		assertThat(e.retryable()).isFalse();
-		assertThat(ProviderErrors.outcomeOf(e)).isEqualTo(Outcome.CLIENT_ERROR);
+		assertThat(ErrorClassifier.outcomeOf(e)).isEqualTo(Outcome.CLIENT_ERROR);
 	}
 
 	@Test
@@ -165,7 +166,7 @@ class ProviderErrorsTest {
 		assertThat(e).isInstanceOf(ProviderOverloadedException.class);
 		assertThat(e.retryable()).isTrue();
 		assertThat(e.retryAfter()).contains(Duration.ofSeconds(3));
-		assertThat(ProviderErrors.outcomeOf(e)).isEqualTo(Outcome.FAILURE);
+		assertThat(ErrorClassifier.outcomeOf(e)).isEqualTo(Outcome.FAILURE);
 		assertThat(http(503, headers(), "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}"))
 				.isInstanceOf(ProviderOverloadedException.class);
 	}
@@ -178,7 +179,7 @@ class ProviderErrorsTest {
 			assertThat(e.retryable()).isTrue();
 			assertThat(e.status()).isEqualTo(status);
 			assertThat(e.getMessage()).isEqualTo("HTTP " + status + ": <html>Bad Gateway</html>");
-			assertThat(ProviderErrors.outcomeOf(e)).isEqualTo(Outcome.FAILURE);
+			assertThat(ErrorClassifier.outcomeOf(e)).isEqualTo(Outcome.FAILURE);
 		}
 	}
 
@@ -189,7 +190,7 @@ class ProviderErrorsTest {
 		assertThat(unauthorized).isInstanceOf(ProviderClientException.class);
 		assertThat(unauthorized.retryable()).isFalse();
 		assertThat(unauthorized.errorCode()).isEqualTo("invalid_api_key");
-		assertThat(ProviderErrors.outcomeOf(unauthorized)).isEqualTo(Outcome.CLIENT_ERROR);
+		assertThat(ErrorClassifier.outcomeOf(unauthorized)).isEqualTo(Outcome.CLIENT_ERROR);
 		assertThat(http(404, headers(), "").getMessage()).isEqualTo("HTTP 404: (no message)");
 		assertThat(http(408, headers(), "").retryable()).isTrue();
 		assertThat(http(409, headers(), "").retryable()).isTrue();
@@ -210,11 +211,11 @@ class ProviderErrorsTest {
 		assertThat(server.inBand()).isTrue();
 		assertThat(server.status()).isEqualTo(-1);
 		assertThat(server.getMessage()).isEqualTo("in-band error server_error: The server had an error");
-		assertThat(ProviderErrors.outcomeOf(server)).isEqualTo(Outcome.FAILURE);
+		assertThat(ErrorClassifier.outcomeOf(server)).isEqualTo(Outcome.FAILURE);
 
 		ProviderException invalid = ProviderErrors.inBand("openai", "invalid_request_error", null, "bad tool schema");
 		assertThat(invalid.retryable()).isFalse();
-		assertThat(ProviderErrors.outcomeOf(invalid)).isEqualTo(Outcome.FAILURE);
+		assertThat(ErrorClassifier.outcomeOf(invalid)).isEqualTo(Outcome.FAILURE);
 
 		ProviderException overloaded = ProviderErrors.inBand("anthropic", "overloaded_error", null, "Overloaded");
 		assertThat(overloaded).isInstanceOf(ProviderOverloadedException.class);
@@ -227,13 +228,13 @@ class ProviderErrorsTest {
 
 	@Test
 	void outcomesOfNonProviderErrorsFollowTheTable() {
-		assertThat(ProviderErrors.outcomeOf(new StreamStalledException(StallPhase.IDLE, 3, Duration.ofSeconds(1))))
+		assertThat(ErrorClassifier.outcomeOf(new StreamStalledException(StallPhase.IDLE, 3, Duration.ofSeconds(1))))
 				.isEqualTo(Outcome.STALLED);
-		assertThat(ProviderErrors.outcomeOf(new IncompleteStreamException(3))).isEqualTo(Outcome.INCOMPLETE);
-		assertThat(ProviderErrors.outcomeOf(new AdmissionRejectedException(Priority.P2,
+		assertThat(ErrorClassifier.outcomeOf(new IncompleteStreamException(3))).isEqualTo(Outcome.INCOMPLETE);
+		assertThat(ErrorClassifier.outcomeOf(new AdmissionRejectedException(Priority.P2,
 				AdmissionRejectedException.Reason.values()[0], "full"))).isEqualTo(Outcome.REJECTED);
-		assertThat(ProviderErrors.outcomeOf(new IllegalStateException())).isEqualTo(Outcome.FAILURE);
-		assertThat(ProviderErrors.outcomeOf(Exceptions.propagate(new ContextLengthExceededException("openai", 400,
+		assertThat(ErrorClassifier.outcomeOf(new IllegalStateException())).isEqualTo(Outcome.FAILURE);
+		assertThat(ErrorClassifier.outcomeOf(Exceptions.propagate(new ContextLengthExceededException("openai", 400,
 				null, null, "m", -1, -1)))).isEqualTo(Outcome.CLIENT_ERROR);
 	}
 
@@ -252,7 +253,7 @@ class ProviderErrorsTest {
 	@Test
 	void rejectsMissingArguments() {
 		assertThatThrownBy(() -> ProviderErrors.fromHttp(null, 400, headers(), "")).isInstanceOf(NullPointerException.class);
-		assertThatThrownBy(() -> ProviderErrors.outcomeOf(null)).isInstanceOf(NullPointerException.class);
+		assertThatThrownBy(() -> ErrorClassifier.outcomeOf(null)).isInstanceOf(NullPointerException.class);
 	}
 
 	@Test
@@ -269,12 +270,12 @@ class ProviderErrorsTest {
 		public static String run() {
 			ProviderException context = new ContextLengthExceededException("openai", 400, null, null, "m", 1, 2);
 			ProviderException overloaded = new ProviderOverloadedException("anthropic", 529, null, "m", null);
-			return ProviderErrors.outcomeOf(context) + " " + ProviderErrors.isRetryable(context) + " "
-					+ ProviderErrors.outcomeOf(overloaded) + " " + ProviderErrors.isRetryable(overloaded);
+			return ErrorClassifier.outcomeOf(context) + " " + ProviderErrors.isRetryable(context) + " "
+					+ ErrorClassifier.outcomeOf(overloaded) + " " + ProviderErrors.isRetryable(overloaded);
 		}
 	}
 
-	/** Defines {@code dev.aiguard.provider} classes itself and refuses Jackson and Netty. */
+	/** Defines {@code dev.aiguard.provider} classes and the default classifier itself, and refuses Jackson and Netty. */
 	static final class HidingLoader extends ClassLoader {
 
 		HidingLoader(ClassLoader parent) {
@@ -287,7 +288,8 @@ class ProviderErrorsTest {
 				if (name.startsWith("com.fasterxml.") || name.startsWith("io.netty.") || name.startsWith("reactor.netty.")) {
 					throw new ClassNotFoundException(name + " (hidden by the test)");
 				}
-				if (!name.startsWith("dev.aiguard.provider.")) {
+				// the default classifier lives beside the policy; it must see this loader's provider classes
+				if (!name.startsWith("dev.aiguard.provider.") && !name.equals("dev.aiguard.ErrorClassifier")) {
 					return super.loadClass(name, resolve);
 				}
 				Class<?> c = findLoadedClass(name);

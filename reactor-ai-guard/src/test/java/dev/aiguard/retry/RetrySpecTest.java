@@ -11,7 +11,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StreamStalledException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -23,6 +23,7 @@ import reactor.util.retry.Retry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import dev.aiguard.core.RetryHint;
 
 class RetrySpecTest {
 

@@ -3,7 +3,7 @@ package dev.aiguard.stall;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
@@ -12,10 +12,11 @@ import reactor.test.publisher.TestPublisher;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import dev.aiguard.core.StallPhase;
 
 class StallTest {
 
-	static final ChunkInspector<ChatChunk> CHAT = ChunkInspector.chatChunks();
+	static final ChunkInspector<ChatChunk> CHAT = ChatChunk.inspector();
 
 	static StallSpec spec() {
 		return StallSpec.defaults();

@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import org.junit.jupiter.api.RepeatedTest;
 import org.reactivestreams.Subscription;
@@ -85,7 +85,7 @@ class StallWatchRaceTest {
 		StallWatch<ChatChunk> w = new StallWatch<>(ts,
 				StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(1)).requireTerminal(false)
 						.cancelOn(Schedulers.immediate()), clock,
-				ChunkInspector.chatChunks(), terminal, true);
+				ChatChunk.inspector(), terminal, true);
 		w.onSubscribe(upstream);
 		clock.nanos = TimeUnit.SECONDS.toNanos(2);
 		// decide: the gate closes and a confirmation is due (the manual clock never runs it itself)
@@ -160,7 +160,7 @@ class StallWatchRaceTest {
 		CountingSubscription up = new CountingSubscription();
 		ManualClock clock = new ManualClock();
 		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults().cancelOn(Schedulers.immediate()), clock,
-				ChunkInspector.chatChunks(), terminal, true);
+				ChatChunk.inspector(), terminal, true);
 		w.onSubscribe(up);
 		IllegalStateException preempted = new IllegalStateException("preempted");
 		w.abort(preempted);
@@ -185,7 +185,7 @@ class StallWatchRaceTest {
 		CountingTerminal terminal = new CountingTerminal();
 		CountingSubscription up = new CountingSubscription();
 		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults().idleTimeout(Duration.ofSeconds(5))
-				.maxDuration(Duration.ofMinutes(1)), timer, ChunkInspector.chatChunks(), terminal, true);
+				.maxDuration(Duration.ofMinutes(1)), timer, ChatChunk.inspector(), terminal, true);
 
 		// onSubscribe arms the deadline task while cancel ends the watch: end() skips the swap when it
 		// sees no task, so schedule() must notice the end and dispose what it installed
@@ -202,7 +202,7 @@ class StallWatchRaceTest {
 		TrackingScheduler timer = new TrackingScheduler();
 		TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 		CountingTerminal terminal = new CountingTerminal();
-		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), timer, ChunkInspector.chatChunks(),
+		StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), timer, ChatChunk.inspector(),
 				terminal, true);
 		w.onSubscribe(new CountingSubscription());
 
@@ -222,7 +222,7 @@ class StallWatchRaceTest {
 			TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 			CountingTerminal terminal = new CountingTerminal();
 			StallWatch<ChatChunk> w = new StallWatch<>(ts, StallSpec.defaults(), new ManualClock(),
-					ChunkInspector.chatChunks(), terminal, true);
+					ChatChunk.inspector(), terminal, true);
 			w.onSubscribe(new CountingSubscription());
 			w.onNext(ChatChunk.token("a"));
 			w.onNext(ChatChunk.done());

@@ -1,7 +1,7 @@
 package dev.aiguard.demo;
 
 import dev.aiguard.GuardReport;
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.provider.ContextLengthExceededException;

@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatMessage;
 import reactor.util.annotation.Nullable;
 import tools.jackson.core.JacksonException;

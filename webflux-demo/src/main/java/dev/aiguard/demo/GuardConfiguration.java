@@ -5,7 +5,7 @@ import java.util.concurrent.ThreadLocalRandom;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;

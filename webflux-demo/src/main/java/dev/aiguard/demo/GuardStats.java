@@ -13,8 +13,8 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 
 import dev.aiguard.GuardReport;
-import dev.aiguard.Outcome;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Source;
 import reactor.util.annotation.Nullable;
 
 /**

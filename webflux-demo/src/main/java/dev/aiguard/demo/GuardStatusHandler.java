@@ -3,7 +3,7 @@ package dev.aiguard.demo;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;

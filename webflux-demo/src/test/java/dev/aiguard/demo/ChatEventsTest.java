@@ -2,7 +2,7 @@ package dev.aiguard.demo;
 
 import java.time.Duration;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerState;
@@ -17,7 +17,7 @@ import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.provider.RateLimits;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallPhase;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package dev.aiguard;
+package dev.aiguard.core;
 
 import java.util.Objects;
 

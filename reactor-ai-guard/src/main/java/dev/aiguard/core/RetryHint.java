@@ -1,4 +1,4 @@
-package dev.aiguard.retry;
+package dev.aiguard.core;
 
 import java.time.Duration;
 import java.util.Optional;

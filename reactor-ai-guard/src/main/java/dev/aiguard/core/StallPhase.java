@@ -1,4 +1,4 @@
-package dev.aiguard.stall;
+package dev.aiguard.core;
 
 /** Which deadline of a {@link StallSpec} a stalled stream passed. */
 public enum StallPhase {

@@ -1,4 +1,4 @@
-package dev.aiguard;
+package dev.aiguard.core;
 
 /**
  * How one attempt of a guarded stream ended. Exactly one outcome is recorded per attempt.

@@ -1,6 +1,4 @@
-package dev.aiguard;
-
-import dev.aiguard.chat.ChatChunk;
+package dev.aiguard.core;
 
 /**
  * Tells the guard what a chunk of type {@code T} means. Called on the per-token path, so an
@@ -46,7 +44,7 @@ public interface ChunkInspector<T> {
 	/**
 	 * All four answers at once, as bits {@link #CONTENT}, {@link #HEARTBEAT}, {@link #TERMINAL} and
 	 * {@link #FINISH}. The guard calls only this on the per-token path; override it when the
-	 * answers can be precomputed (as {@link ChatChunk} does).
+	 * answers can be precomputed (as the library's {@code ChatChunk} does).
 	 */
 	default int flags(T chunk) {
 		int f = 0;
@@ -63,11 +61,6 @@ public interface ChunkInspector<T> {
 			f |= FINISH;
 		}
 		return f;
-	}
-
-	/** @return the inspector for the library's own {@link ChatChunk}. */
-	static ChunkInspector<ChatChunk> chatChunks() {
-		return ChatChunk.INSPECTOR;
 	}
 
 	/**

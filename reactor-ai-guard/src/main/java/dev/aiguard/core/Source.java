@@ -1,4 +1,4 @@
-package dev.aiguard.fallback;
+package dev.aiguard.core;
 
 /** Where an answer came from, best first. */
 public enum Source {

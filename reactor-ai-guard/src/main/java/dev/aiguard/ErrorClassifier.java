@@ -1,0 +1,53 @@
+package dev.aiguard;
+
+import java.util.Objects;
+
+import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.breaker.BreakerOpenException;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.provider.ProviderClientException;
+import dev.aiguard.stall.IncompleteStreamException;
+import dev.aiguard.stall.StreamStalledException;
+import reactor.core.Exceptions;
+
+/**
+ * The policy's default error classifier: the {@link Outcome} the breaker and metrics record for
+ * an attempt that ended with an error. It lives beside the policy because it knows the errors of
+ * every feature package (provider, stall, breaker, admission), which know nothing of each other.
+ *
+ * <pre>{@code
+ * GuardPolicy.builder("chat")
+ *     .errorClassifier(e -> e instanceof MyQuotaException ? Outcome.CLIENT_ERROR : ErrorClassifier.outcomeOf(e))
+ *     .build();
+ * }</pre>
+ */
+public final class ErrorClassifier {
+
+	private ErrorClassifier() {
+	}
+
+	/**
+	 * Per the outcome table: context length and other client errors are
+	 * {@link Outcome#CLIENT_ERROR}; stalls {@link Outcome#STALLED}; a missing terminal marker
+	 * {@link Outcome#INCOMPLETE}; an open breaker or refused admission {@link Outcome#REJECTED};
+	 * server errors, rate limits, overload, transport and in-band errors, and anything else,
+	 * {@link Outcome#FAILURE}.
+	 */
+	public static Outcome outcomeOf(Throwable error) {
+		Throwable e = Exceptions.unwrap(Objects.requireNonNull(error, "error"));
+		if (e instanceof ContextLengthExceededException || e instanceof ProviderClientException) {
+			return Outcome.CLIENT_ERROR;
+		}
+		if (e instanceof StreamStalledException) {
+			return Outcome.STALLED;
+		}
+		if (e instanceof IncompleteStreamException) {
+			return Outcome.INCOMPLETE;
+		}
+		if (e instanceof BreakerOpenException || e instanceof AdmissionRejectedException) {
+			return Outcome.REJECTED;
+		}
+		return Outcome.FAILURE;
+	}
+}
