@@ -7,11 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import dev.aiguard.AiGuard;
 import dev.aiguard.ChunkInspector;
 import dev.aiguard.GuardPolicy;
-import dev.aiguard.Priority;
-import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerConfig;
-import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
@@ -33,18 +29,11 @@ import reactor.core.publisher.Flux;
  */
 public class GuardRetryRecoveryTckTest extends PublisherVerification<ChatChunk> {
 
-	private final PriorityLanes lanes = PriorityLanes.builder()
-			.name("tck-retry")
-			.lane(Priority.P0, LaneSpec.of(4))
-			.lane(Priority.P1, LaneSpec.of(100_000))
-			.lane(Priority.P2, LaneSpec.of(4))
-			.build();
+	private final PriorityLanes lanes = LanesTck.roomy("tck-retry");
 
 	private final AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("tck-retry")
 			.stall(Tck.GENEROUS_DEADLINES.requireTerminal(false))
-			.breaker(CircuitBreaker.builder("tck-retry")
-					.config(BreakerConfig.custom().countWindow(100).minimumCalls(100).failureRateThreshold(1.0).build())
-					.build())
+			.breaker(Tck.patientBreaker("tck-retry"))
 			.lanes(lanes)
 			.retry(RetrySpec.backoff(2, Duration.ofMillis(1)).jitter(0))
 			.retryBudget(RetryBudget.unlimited())

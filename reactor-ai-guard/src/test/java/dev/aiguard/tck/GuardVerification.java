@@ -5,11 +5,7 @@ import java.time.Duration;
 import dev.aiguard.AiGuard;
 import dev.aiguard.ChunkInspector;
 import dev.aiguard.GuardPolicy;
-import dev.aiguard.Priority;
-import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerConfig;
-import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
@@ -78,18 +74,9 @@ abstract class GuardVerification extends PublisherVerification<ChatChunk> {
 			policy.stall(Tck.GENEROUS_DEADLINES.requireTerminal(false));
 		}
 		else {
-			this.lanes = PriorityLanes.builder()
-					.name("tck")
-					.lane(Priority.P0, LaneSpec.of(4))
-					.lane(Priority.P1, LaneSpec.of(0))
-					// permits a test never gives back (a subscriber the TCK abandons) must not starve the next test
-					.lane(Priority.P2, LaneSpec.of(100_000))
-					.build();
+			this.lanes = LanesTck.borrowingP1("tck-guard");
 			policy.stall(Tck.GENEROUS_DEADLINES)
-					.breaker(CircuitBreaker.builder("tck")
-							.config(BreakerConfig.custom().countWindow(100).minimumCalls(100).failureRateThreshold(1.0)
-									.build())
-							.build())
+					.breaker(Tck.patientBreaker("tck"))
 					.lanes(lanes)
 					.retry(RetrySpec.backoff(3, Duration.ofMillis(1)).jitter(0))
 					.retryBudget(RetryBudget.of(0.2, 10, Duration.ofSeconds(10)))

@@ -23,7 +23,10 @@ final class LanesTck {
 				.build();
 	}
 
-	/** P1 has no permit of its own: each P1 admission goes through the drain loop and borrows from P2. */
+	/**
+	 * P1 has no permit of its own: each P1 admission goes through the acquire Mono and the drain
+	 * loop, and borrows from P2.
+	 */
 	static PriorityLanes borrowingP1(String name) {
 		return PriorityLanes.builder()
 				.name(name)

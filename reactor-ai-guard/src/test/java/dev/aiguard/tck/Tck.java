@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.stream.LongStream;
 
+import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -38,6 +40,13 @@ final class Tck {
 	static final ChatRequest REQUEST = ChatRequest.of("tck-model", List.of(ChatMessage.user("Count for me.")));
 
 	private Tck() {
+	}
+
+	/** A breaker that trips only when all of at least 100 calls fail: no verification here comes near. */
+	static CircuitBreaker patientBreaker(String name) {
+		return CircuitBreaker.builder(name)
+				.config(BreakerConfig.custom().countWindow(100).minimumCalls(100).failureRateThreshold(1.0).build())
+				.build();
 	}
 
 	static TestEnvironment environment() {
