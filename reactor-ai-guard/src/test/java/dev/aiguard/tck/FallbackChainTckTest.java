@@ -2,7 +2,7 @@ package dev.aiguard.tck;
 
 import java.time.Duration;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.Fallback;

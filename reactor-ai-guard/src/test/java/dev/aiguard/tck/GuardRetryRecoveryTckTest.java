@@ -5,7 +5,7 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.AiGuard;
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.chat.ChatChunk;
@@ -40,7 +40,7 @@ public class GuardRetryRecoveryTckTest extends PublisherVerification<ChatChunk> 
 			.fallback(FallbackChain.<ChatChunk>builder()
 					.step(Fallback.staticText("The assistant is busy, please try again shortly."))
 					.build())
-			.build(), ChunkInspector.chatChunks());
+			.build(), ChatChunk.inspector());
 
 	public GuardRetryRecoveryTckTest() {
 		super(Tck.environment(), Tck.GC_MILLIS);

@@ -3,7 +3,7 @@ package dev.aiguard.tck;
 import java.time.Duration;
 
 import dev.aiguard.AiGuard;
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.chat.ChatChunk;
@@ -84,7 +84,7 @@ abstract class GuardVerification extends PublisherVerification<ChatChunk> {
 							.step(Fallback.staticText("The assistant is busy, please try again shortly."))
 							.build());
 		}
-		this.guard = form == Form.TRANSFORM ? AiGuard.of(policy.build(), ChunkInspector.chatChunks())
+		this.guard = form == Form.TRANSFORM ? AiGuard.of(policy.build(), ChatChunk.inspector())
 				: AiGuard.of(policy.build());
 	}
 

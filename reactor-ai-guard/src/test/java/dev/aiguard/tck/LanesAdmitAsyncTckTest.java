@@ -1,6 +1,6 @@
 package dev.aiguard.tck;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.chat.ChatChunk;
 import org.reactivestreams.Publisher;

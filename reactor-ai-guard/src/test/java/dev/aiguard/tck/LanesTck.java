@@ -1,6 +1,6 @@
 package dev.aiguard.tck;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 

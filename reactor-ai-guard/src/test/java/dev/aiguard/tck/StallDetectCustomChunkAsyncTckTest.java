@@ -1,6 +1,6 @@
 package dev.aiguard.tck;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.stall.Stall;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.tck.PublisherVerification;

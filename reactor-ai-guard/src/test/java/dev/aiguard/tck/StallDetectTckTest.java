@@ -1,6 +1,6 @@
 package dev.aiguard.tck;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.stall.Stall;
 import org.reactivestreams.Publisher;
@@ -25,7 +25,7 @@ public class StallDetectTckTest extends PublisherVerification<ChatChunk> {
 	 */
 	@Override
 	public Publisher<ChatChunk> createPublisher(long elements) {
-		return Tck.answer(elements).transform(Stall.detect(Tck.GENEROUS_DEADLINES, ChunkInspector.chatChunks()));
+		return Tck.answer(elements).transform(Stall.detect(Tck.GENEROUS_DEADLINES, ChatChunk.inspector()));
 	}
 
 	@Override
@@ -39,6 +39,6 @@ public class StallDetectTckTest extends PublisherVerification<ChatChunk> {
 	@Override
 	public Publisher<ChatChunk> createFailedPublisher() {
 		return Flux.<ChatChunk>error(new IllegalStateException("upstream refused"))
-				.transform(Stall.detect(Tck.GENEROUS_DEADLINES, ChunkInspector.chatChunks()));
+				.transform(Stall.detect(Tck.GENEROUS_DEADLINES, ChatChunk.inspector()));
 	}
 }

@@ -1,6 +1,6 @@
 package dev.aiguard.tck;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.stall.StallWatch;
 import org.reactivestreams.Subscriber;
@@ -24,7 +24,7 @@ public class StallWatchBlackboxTckTest extends SubscriberBlackboxVerification<Ch
 	@Override
 	public Subscriber<ChatChunk> createSubscriber() {
 		return StallWatch.forAttempt(new Discard(), Tck.GENEROUS_DEADLINES, Schedulers.parallel(),
-				ChunkInspector.chatChunks(), (ended, end, error) -> {
+				ChatChunk.inspector(), (ended, end, error) -> {
 				});
 	}
 

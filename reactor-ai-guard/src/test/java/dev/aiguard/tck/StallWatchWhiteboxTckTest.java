@@ -1,6 +1,6 @@
 package dev.aiguard.tck;
 
-import dev.aiguard.ChunkInspector;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.stall.StallWatch;
 import org.reactivestreams.Subscriber;
@@ -56,7 +56,7 @@ public class StallWatchWhiteboxTckTest extends SubscriberWhiteboxVerification<Ch
 			}
 		};
 		StallWatch<ChatChunk> watch = StallWatch.forAttempt(chunksToProbe, Tck.GENEROUS_DEADLINES.requireTerminal(false),
-				Schedulers.parallel(), ChunkInspector.chatChunks(), (ended, end, error) -> {
+				Schedulers.parallel(), ChatChunk.inspector(), (ended, end, error) -> {
 					switch (end) {
 						case COMPLETED:
 							probe.registerOnComplete();
