@@ -16,7 +16,7 @@ import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import reactor.core.scheduler.Scheduler;
@@ -56,7 +56,7 @@ public final class GuardPolicy {
 	@Nullable
 	private final PriorityLanes lanes;
 	private final boolean blockingUpstream;
-	private final RetrySpec retry;
+	private final RetryRules retry;
 	/** Whether {@link Builder#retry} was called: only then does {@code maxAttempts} cap truncations too. */
 	private final boolean retrySet;
 	/** Deadlines do not apply to fallback answers and notices (the ladder has its own timeout). */
@@ -166,14 +166,14 @@ public final class GuardPolicy {
 		return blockingUpstream;
 	}
 
-	/** @return when and how failed attempts are retried ({@link RetrySpec#none()} by default) */
-	public RetrySpec retry() {
+	/** @return when and how failed attempts are retried ({@link RetryRules#none()} by default) */
+	public RetryRules retry() {
 		return retry;
 	}
 
 	/**
 	 * The most upstream calls a request makes for the start of its answer: the first attempt,
-	 * retries and truncated retries together. That is {@link RetrySpec#maxAttempts()} when a retry
+	 * retries and truncated retries together. That is {@link RetryRules#maxAttempts()} when a retry
 	 * spec was set; without one the policy never retries a failure, and truncations are bounded by
 	 * {@link TruncationSpec#maxTruncations()} alone. Continuations are bounded by
 	 * {@link MidStreamPolicy#maxContinuations()}.
@@ -266,7 +266,7 @@ public final class GuardPolicy {
 		private CircuitBreaker breaker;
 		private PriorityLanes lanes;
 		private boolean blockingUpstream;
-		private RetrySpec retry = RetrySpec.none();
+		private RetryRules retry = RetryRules.none();
 		private boolean retrySet;
 		private RetryBudget retryBudget;
 		private MidStreamPolicy<?> midStream = MidStreamPolicy.fail();
@@ -358,7 +358,7 @@ public final class GuardPolicy {
 		}
 
 		/** @param spec when and how attempts that failed before their first token are retried */
-		public Builder retry(RetrySpec spec) {
+		public Builder retry(RetryRules spec) {
 			this.retry = require("retry", spec);
 			this.retrySet = true;
 			return this;

@@ -31,7 +31,7 @@ import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
@@ -82,7 +82,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	/** Created at the first attempt a report will read; copy-on-write because cancel may race a read. */
 	@Nullable
 	private volatile List<GuardReport.Attempt> attempts;
-	private final RetrySpec retry;
+	private final RetryRules retry;
 	@Nullable
 	private final RetryBudget retryBudget;
 	@Nullable

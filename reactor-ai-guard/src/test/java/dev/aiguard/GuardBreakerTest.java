@@ -23,7 +23,7 @@ import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.PartialStreamException;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
@@ -139,7 +139,7 @@ class GuardBreakerTest {
 	void everyAttemptTakesAPermissionAndRecordsExactlyOneOutcome() {
 		CircuitBreaker breaker = breaker(countsOnly().build());
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(breaker)
-				.retry(RetrySpec.backoff(3, Duration.ofSeconds(1)).jitter(0))
+				.retry(RetryRules.backoff(3, Duration.ofSeconds(1)).jitter(0))
 				.build());
 		AtomicInteger subscriptions = new AtomicInteger();
 
@@ -606,7 +606,7 @@ class GuardBreakerTest {
 	void anOpenBreakerEndsTheRetryingInsteadOfStormingIt() {
 		CircuitBreaker breaker = breaker(tripsAfterTwoFailures().build());
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(breaker)
-				.retry(RetrySpec.backoff(10, Duration.ofSeconds(1)).jitter(0))
+				.retry(RetryRules.backoff(10, Duration.ofSeconds(1)).jitter(0))
 				.build());
 		AtomicInteger subscriptions = new AtomicInteger();
 
@@ -627,7 +627,7 @@ class GuardBreakerTest {
 	void aFailedHalfOpenProbeIsNotRetriedIntoTheReopenedCircuit() {
 		CircuitBreaker breaker = breaker(tripsAfterTwoFailures().build());
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(breaker)
-				.retry(RetrySpec.backoff(5, Duration.ofMillis(100)).jitter(0))
+				.retry(RetryRules.backoff(5, Duration.ofMillis(100)).jitter(0))
 				.build());
 		AtomicInteger subscriptions = new AtomicInteger();
 		Flux<ChatChunk> failing = attempts(subscriptions, Flux.error(serverError()));

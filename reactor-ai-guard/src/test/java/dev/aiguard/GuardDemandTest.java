@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.chat.ChatChunk;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -36,7 +36,7 @@ class GuardDemandTest {
 		StepVerifier.withVirtualTime(() -> {
 			GuardPolicy policy = GuardPolicy.builder("demand").timer(VirtualTimeScheduler.get())
 					.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(1)))
-					.retry(RetrySpec.backoff(2, Duration.ofMillis(100)).jitter(0))
+					.retry(RetryRules.backoff(2, Duration.ofMillis(100)).jitter(0))
 					.build();
 			return Flux.defer(() -> attempts.getAndIncrement() == 0 ? first.flux()
 							: Flux.just(ChatChunk.token("a"), ChatChunk.token("b"), ChatChunk.done()))

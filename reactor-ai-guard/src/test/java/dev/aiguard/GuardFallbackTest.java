@@ -42,7 +42,7 @@ import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
@@ -365,7 +365,7 @@ class GuardFallbackTest {
 		List<Throwable> errors = new CopyOnWriteArrayList<>();
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(ladder(busy)).breaker(breaker)
-								.retry(RetrySpec.backoff(5, Duration.ofMillis(100)).jitter(0)).build())
+								.retry(RetryRules.backoff(5, Duration.ofMillis(100)).jitter(0)).build())
 						.call(REQUEST, upstream(() -> Flux.defer(() -> {
 							ProviderServerException e = unavailable();
 							errors.add(e);
@@ -448,7 +448,7 @@ class GuardFallbackTest {
 		List<Throwable> errors = new CopyOnWriteArrayList<>();
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(ladder(busy))
-								.retry(RetrySpec.backoff(3, Duration.ofMillis(100)).jitter(0)).build())
+								.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0)).build())
 						.call(REQUEST, upstream(() -> Flux.defer(() -> {
 							ProviderServerException e = unavailable();
 							errors.add(e);
@@ -475,7 +475,7 @@ class GuardFallbackTest {
 		Step busy = answering(Source.STATIC, "busy");
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(ladder(busy))
-								.retry(RetrySpec.backoff(3, Duration.ofMillis(100)))
+								.retry(RetryRules.backoff(3, Duration.ofMillis(100)))
 								.retryBudget(RetryBudget.of(0.0, 0, Duration.ofSeconds(10), Schedulers.parallel()))
 								.build())
 						.call(REQUEST, upstream(() -> Flux.error(unavailable()))))
@@ -527,7 +527,7 @@ class GuardFallbackTest {
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(ladder(busy))
 								.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(1)))
-								.retry(RetrySpec.backoff(2, Duration.ofMillis(100)).jitter(0)).build())
+								.retry(RetryRules.backoff(2, Duration.ofMillis(100)).jitter(0)).build())
 						.call(REQUEST, upstream(Flux::never)))
 				.thenAwait(Duration.ofSeconds(5))
 				.expectNextSequence(chunks("busy"))
@@ -762,7 +762,7 @@ class GuardFallbackTest {
 		Step busy = answering(Source.STATIC, "busy");
 		ProviderServerException down = unavailable();
 
-		StepVerifier.create(AiGuard.of(policy(ladder(busy)).retry(RetrySpec.backoff(3, Duration.ZERO)).build())
+		StepVerifier.create(AiGuard.of(policy(ladder(busy)).retry(RetryRules.backoff(3, Duration.ZERO)).build())
 						.call(REQUEST, upstream(() -> Flux.just(ChatChunk.token("We open")).concatWith(Flux.error(down)))))
 				.expectNext(ChatChunk.token("We open"))
 				.verifyErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(PartialStreamException.class, p -> {
@@ -1004,7 +1004,7 @@ class GuardFallbackTest {
 		AtomicInteger calls = new AtomicInteger();
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(ladder(Fallback.cache(cache), Fallback.staticText(BUSY)))
-								.retry(RetrySpec.backoff(2, Duration.ofMillis(100)).jitter(0))
+								.retry(RetryRules.backoff(2, Duration.ofMillis(100)).jitter(0))
 								.responseCache(cache).build())
 						.call(REQUEST, r -> calls.getAndIncrement() == 0
 								// the first attempt announces its role, then fails before any content

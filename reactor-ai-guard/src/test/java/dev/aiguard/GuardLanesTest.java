@@ -26,7 +26,7 @@ import dev.aiguard.core.Source;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.PartialStreamException;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
@@ -224,7 +224,7 @@ class GuardLanesTest {
 	void thePermitIsHeldAcrossRetriesAndARetriedRequestDoesNotQueueAgain() {
 		PriorityLanes lanes = isolated(1, 1, 1);
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(lanes)
-				.retry(RetrySpec.backoff(3, Duration.ofSeconds(1)).jitter(0))
+				.retry(RetryRules.backoff(3, Duration.ofSeconds(1)).jitter(0))
 				.build());
 		AtomicInteger firstAttempts = new AtomicInteger();
 		AtomicInteger secondSubscribed = new AtomicInteger();
@@ -526,7 +526,7 @@ class GuardLanesTest {
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(lanes)
 				.defaultPriority(P2)
 				.breaker(breaker)
-				.retry(RetrySpec.backoff(5, Duration.ofMillis(100)).jitter(0).retryOn(e -> true))
+				.retry(RetryRules.backoff(5, Duration.ofMillis(100)).jitter(0).retryOn(e -> true))
 				.build());
 		TestPublisher<ChatChunk> batchUpstream = TestPublisher.create();
 		TestPublisher<ChatChunk> urgentUpstream = TestPublisher.create();

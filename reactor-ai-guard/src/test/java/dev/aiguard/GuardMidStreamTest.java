@@ -25,7 +25,7 @@ import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
@@ -56,7 +56,7 @@ class GuardMidStreamTest {
 
 	GuardPolicy.Builder policy(VirtualTimeScheduler vts) {
 		return GuardPolicy.builder("it-midstream").timer(vts).metrics(metrics).onReport(reports::add)
-				.retry(RetrySpec.backoff(3, Duration.ofMillis(100)).jitter(0));
+				.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0));
 	}
 
 	static Flux<ChatChunk> tokens(String... texts) {

@@ -24,7 +24,7 @@ import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.Stall;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
@@ -418,7 +418,7 @@ class GuardReliabilityTest {
 		PriorityLanes lanes = preempting();
 		AtomicInteger batchCalls = new AtomicInteger();
 		AiGuard<ChatChunk> guard = AiGuard.of(policy().lanes(lanes).defaultPriority(P2)
-				.retry(RetrySpec.backoff(5, Duration.ofSeconds(1)).jitter(0).retryOn(e -> true)).build());
+				.retry(RetryRules.backoff(5, Duration.ofSeconds(1)).jitter(0).retryOn(e -> true)).build());
 		TestSubscriber<ChatChunk> batch = TestSubscriber.create();
 		TestPublisher<ChatChunk> urgentUpstream = TestPublisher.create();
 		TestSubscriber<ChatChunk> urgent = TestSubscriber.create();
@@ -503,7 +503,7 @@ class GuardReliabilityTest {
 		AtomicInteger retryCancels = new AtomicInteger();
 		AiGuard<ChatChunk> guard = AiGuard.of(policy().lanes(lanes).defaultPriority(P2)
 				.stall(StallSpec.defaults().cancelOn(Schedulers.immediate()))
-				.retry(RetrySpec.backoff(2, Duration.ofSeconds(1)).jitter(0).retryOn(e -> true)).build());
+				.retry(RetryRules.backoff(2, Duration.ofSeconds(1)).jitter(0).retryOn(e -> true)).build());
 		TestSubscriber<ChatChunk> batch = TestSubscriber.create();
 		TestSubscriber<ChatChunk> urgent = TestSubscriber.create();
 		TestPublisher<ChatChunk> urgentUpstream = TestPublisher.create();
@@ -533,7 +533,7 @@ class GuardReliabilityTest {
 	void maxAttemptsCapsUpstreamCallsTruncatedOnesIncluded() {
 		AtomicInteger calls = new AtomicInteger();
 		AiGuard<ChatChunk> guard = AiGuard.of(policy()
-				.retry(RetrySpec.backoff(3, Duration.ofMillis(100)).jitter(0))
+				.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0))
 				.truncation(TruncationSpec.defaults().maxTruncations(10))
 				.build());
 

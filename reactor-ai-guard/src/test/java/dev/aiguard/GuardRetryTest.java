@@ -33,7 +33,7 @@ import dev.aiguard.provider.ProviderException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
@@ -54,7 +54,7 @@ import dev.aiguard.core.Outcome;
 
 /**
  * Retries through the composed guard: when they happen (only retryable failures, only before the
- * first token), when they are sent (the backoff of {@link RetrySpec#delayBefore}, a server's
+ * first token), when they are sent (the backoff of {@link RetryRules#delayBefore}, a server's
  * {@code Retry-After}), how a shared {@link RetryBudget} bounds a retry storm, and that a cancel
  * during the backoff leaves nothing behind. All time is virtual.
  */
@@ -118,7 +118,7 @@ class GuardRetryTest {
 
 	@Test
 	void retriesWaitExactlyTheJitteredBackoffOfDelayBefore() {
-		RetrySpec spec = RetrySpec.backoff(4, Duration.ofMillis(500)).random(() -> 0.5);
+		RetryRules spec = RetryRules.backoff(4, Duration.ofMillis(500)).random(() -> 0.5);
 		ProviderException unavailable = http(503);
 		Duration d1 = spec.delayBefore(1, unavailable);
 		Duration d2 = spec.delayBefore(2, unavailable);
@@ -161,7 +161,7 @@ class GuardRetryTest {
 
 	@Test
 	void withoutJitterTheBackoffIsExactlyExponential() {
-		RetrySpec spec = RetrySpec.backoff(4, Duration.ofMillis(500)).jitter(0);
+		RetryRules spec = RetryRules.backoff(4, Duration.ofMillis(500)).jitter(0);
 		ScriptedUpstream[] upstream = new ScriptedUpstream[1];
 
 		StepVerifier.withVirtualTime(() -> {
@@ -202,7 +202,7 @@ class GuardRetryTest {
 			Duration maxRetryAfter, Duration expectedWait) {
 		ProviderException limited = http(429, headers, RATE_LIMIT_BODY);
 		assertThat(limited).isInstanceOf(RateLimitedException.class);
-		RetrySpec spec = RetrySpec.backoff(2, Duration.ofMillis(500)).jitter(0).maxBackoff(Duration.ofSeconds(2))
+		RetryRules spec = RetryRules.backoff(2, Duration.ofMillis(500)).jitter(0).maxBackoff(Duration.ofSeconds(2))
 				.maxRetryAfter(maxRetryAfter);
 		assertThat(spec.delayBefore(1, limited)).isEqualTo(expectedWait);
 		ScriptedUpstream[] upstream = new ScriptedUpstream[1];
@@ -263,7 +263,7 @@ class GuardRetryTest {
 					upstream[0] = new ScriptedUpstream(vts, firstAttempt, () -> answer("ok"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
 							.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(2)))
-							.retry(RetrySpec.backoff(3, Duration.ofMillis(100)).jitter(0))
+							.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0))
 							.build()));
 				})
 				.thenAwait(Duration.ofSeconds(10))
@@ -290,7 +290,7 @@ class GuardRetryTest {
 					upstream[0] = new ScriptedUpstream(vts, Flux::never, () -> answer("ok"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
 							.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(2)))
-							.retry(RetrySpec.backoff(2, Duration.ofMillis(300)).jitter(0))
+							.retry(RetryRules.backoff(2, Duration.ofMillis(300)).jitter(0))
 							.build()));
 				})
 				.thenAwait(Duration.ofSeconds(10))
@@ -330,7 +330,7 @@ class GuardRetryTest {
 					VirtualTimeScheduler vts = VirtualTimeScheduler.get();
 					upstream[0] = new ScriptedUpstream(vts, () -> Flux.error(error), () -> answer("never sent"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
-							.retry(RetrySpec.backoff(5, Duration.ofMillis(100)).jitter(0))
+							.retry(RetryRules.backoff(5, Duration.ofMillis(100)).jitter(0))
 							.build()));
 				})
 				.expectErrorSatisfies(e -> assertThat(e).isSameAs(error))
@@ -356,7 +356,7 @@ class GuardRetryTest {
 					upstream[0] = new ScriptedUpstream(vts, () -> Flux.error(first), () -> Flux.error(first),
 							() -> Flux.error(last), () -> answer("never sent"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
-							.retry(RetrySpec.backoff(3, Duration.ofMillis(100)).jitter(0))
+							.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0))
 							.build()));
 				})
 				.thenAwait(Duration.ofMinutes(1))
@@ -385,7 +385,7 @@ class GuardRetryTest {
 									.concatWith(Flux.error(dropped)),
 							() -> answer("The", " answer", " again"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
-									.retry(RetrySpec.backoff(5, Duration.ofMillis(100)).jitter(0))
+									.retry(RetryRules.backoff(5, Duration.ofMillis(100)).jitter(0))
 									.build()))
 							.doOnNext(c -> seen.add(c.text()));
 				})
@@ -448,7 +448,7 @@ class GuardRetryTest {
 				@SuppressWarnings("unchecked")
 				ScriptedUpstream upstream = new ScriptedUpstream(vts, script.toArray(new Supplier[0]));
 				TestSubscriber<ChatChunk> ts = TestSubscriber.create();
-				upstream.flux().transform(AiGuard.of(policy(vts).retry(RetrySpec.backoff(5, Duration.ofMillis(100))
+				upstream.flux().transform(AiGuard.of(policy(vts).retry(RetryRules.backoff(5, Duration.ofMillis(100))
 						.random(random::nextDouble)).build())).doOnNext(seen::add).subscribe(ts);
 				vts.advanceTimeBy(Duration.ofMinutes(1));
 
@@ -482,7 +482,7 @@ class GuardRetryTest {
 							() -> Flux.just(ChatChunk.keepAlive()).concatWith(Flux.error(http(503))),
 							() -> answer("a", "b", "c"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
-							.retry(RetrySpec.backoff(2, Duration.ofMillis(100)).jitter(0))
+							.retry(RetryRules.backoff(2, Duration.ofMillis(100)).jitter(0))
 							.build()));
 				}, 0)
 				.thenRequest(2)
@@ -513,7 +513,7 @@ class GuardRetryTest {
 				attempts.incrementAndGet();
 				return Flux.error(http(503));
 			});
-			AiGuard<ChatChunk> guard = AiGuard.of(policy(vts).retry(RetrySpec.defaults()).retryBudget(budget).build());
+			AiGuard<ChatChunk> guard = AiGuard.of(policy(vts).retry(RetryRules.defaults()).retryBudget(budget).build());
 
 			List<TestSubscriber<ChatChunk>> subscribers = subscribeMany(failing.transform(guard), requests);
 			vts.advanceTimeBy(Duration.ofMinutes(2));
@@ -546,7 +546,7 @@ class GuardRetryTest {
 				attempts.incrementAndGet();
 				return Flux.error(http(503));
 			});
-			AiGuard<ChatChunk> guard = AiGuard.of(policy(vts).retry(RetrySpec.defaults()).build());
+			AiGuard<ChatChunk> guard = AiGuard.of(policy(vts).retry(RetryRules.defaults()).build());
 
 			subscribeMany(failing.transform(guard), requests);
 			vts.advanceTimeBy(Duration.ofMinutes(2));
@@ -573,7 +573,7 @@ class GuardRetryTest {
 			// the default spec, with its jitter drawn from a seeded source so the run is repeatable
 			Random jitter = new Random(42);
 			Flux<ChatChunk> guarded = failing.transform(AiGuard.of(policy(vts)
-					.retry(RetrySpec.defaults().random(jitter::nextDouble))
+					.retry(RetryRules.defaults().random(jitter::nextDouble))
 					.retryBudget(budget).build()));
 			List<TestSubscriber<ChatChunk>> subscribers = new CopyOnWriteArrayList<>();
 			// 20 requests per second for 50 seconds
@@ -603,7 +603,7 @@ class GuardRetryTest {
 					VirtualTimeScheduler vts = VirtualTimeScheduler.get();
 					upstream[0] = new ScriptedUpstream(vts, () -> Flux.error(unavailable), () -> answer("never sent"));
 					return upstream[0].flux().transform(AiGuard.of(policy(vts)
-							.retry(RetrySpec.backoff(3, Duration.ofMillis(100)))
+							.retry(RetryRules.backoff(3, Duration.ofMillis(100)))
 							.retryBudget(RetryBudget.of(0, 0, Duration.ofSeconds(10), vts))
 							.build()));
 				})
@@ -698,7 +698,7 @@ class GuardRetryTest {
 				return Flux.error(http(503));
 			});
 			Flux<ChatChunk> guarded = upstream.transform(AiGuard.of(policy(vts).lanes(lanes).breaker(breaker)
-					.retry(RetrySpec.backoff(3, Duration.ofMillis(500)).jitter(0)).build()));
+					.retry(RetryRules.backoff(3, Duration.ofMillis(500)).jitter(0)).build()));
 
 			TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 			guarded.subscribe(ts);
@@ -742,7 +742,7 @@ class GuardRetryTest {
 				subscriptions.set(0);
 				CircuitBreaker breaker = halfOpenAfter(vts);
 				Flux<ChatChunk> guarded = upstream.transform(AiGuard.of(policy(vts).lanes(lanes).breaker(breaker)
-						.retry(RetrySpec.backoff(3, Duration.ofMillis(500)).jitter(0)).build()));
+						.retry(RetryRules.backoff(3, Duration.ofMillis(500)).jitter(0)).build()));
 				TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 				guarded.subscribe(ts);
 
@@ -780,7 +780,7 @@ class GuardRetryTest {
 						.doOnCancel(running::decrementAndGet);
 			});
 			upstream.transform(AiGuard.of(policy(vts).lanes(lanes)
-					.retry(RetrySpec.backoff(3, Duration.ofMillis(500)).jitter(0)).build())).subscribe(ts);
+					.retry(RetryRules.backoff(3, Duration.ofMillis(500)).jitter(0)).build())).subscribe(ts);
 
 			vts.advanceTimeBy(Duration.ofSeconds(1));
 
@@ -808,7 +808,7 @@ class GuardRetryTest {
 			});
 			TestSubscriber<ChatChunk> ts = TestSubscriber.create();
 			upstream.transform(AiGuard.of(policy(vts).breaker(breaker)
-					.retry(RetrySpec.backoff(3, Duration.ofMillis(500)).jitter(0)).build())).subscribe(ts);
+					.retry(RetryRules.backoff(3, Duration.ofMillis(500)).jitter(0)).build())).subscribe(ts);
 
 			breaker.transitionToForcedOpen();
 			vts.advanceTimeBy(Duration.ofSeconds(1));

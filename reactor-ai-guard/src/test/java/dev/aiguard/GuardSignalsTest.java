@@ -14,7 +14,7 @@ import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.core.Source;
 import dev.aiguard.retry.MidStreamPolicy;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -111,7 +111,7 @@ class GuardSignalsTest {
 		AtomicInteger calls = new AtomicInteger();
 
 		StepVerifier.withVirtualTime(() -> sourceSeenPerChunk(AiGuard.of(policy().fallback(staticLadder())
-										.retry(RetrySpec.backoff(2, Duration.ofMillis(100)).jitter(0)).build())
+										.retry(RetryRules.backoff(2, Duration.ofMillis(100)).jitter(0)).build())
 								.call(REQUEST, r -> calls.getAndIncrement() == 0
 										? Flux.just(ROLE).concatWith(Flux.error(unavailable()))
 										: answer("nine")), signals))

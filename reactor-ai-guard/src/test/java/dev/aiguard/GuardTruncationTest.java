@@ -22,7 +22,7 @@ import dev.aiguard.provider.ProviderException;
 import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
@@ -175,7 +175,7 @@ class GuardTruncationTest {
 
 		StepVerifier.withVirtualTime(() -> AiGuard.of(policy(VirtualTimeScheduler.get())
 								.truncation(TruncationSpec.defaults())
-								.retry(RetrySpec.backoff(3, Duration.ofMillis(100)))
+								.retry(RetryRules.backoff(3, Duration.ofMillis(100)))
 								.build())
 						.call(hugeQuestion, provider))
 				.expectErrorSatisfies(e -> {
@@ -298,7 +298,7 @@ class GuardTruncationTest {
 					VirtualTimeScheduler vts = VirtualTimeScheduler.get();
 					return AiGuard.of(policy(vts)
 									.truncation(TruncationSpec.defaults())
-									.retry(RetrySpec.backoff(3, Duration.ofMillis(100)).jitter(0))
+									.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0))
 									.build())
 							.call(original, request -> {
 								received.add(request);
@@ -329,7 +329,7 @@ class GuardTruncationTest {
 					VirtualTimeScheduler vts = VirtualTimeScheduler.get();
 					return AiGuard.of(policy(vts)
 									.truncation(TruncationSpec.defaults())
-									.retry(RetrySpec.defaults())
+									.retry(RetryRules.defaults())
 									.retryBudget(RetryBudget.of(0, 0, Duration.ofSeconds(10), vts))
 									.build())
 							.call(original, provider);
@@ -352,7 +352,7 @@ class GuardTruncationTest {
 						})
 						.transform(AiGuard.of(policy(VirtualTimeScheduler.get())
 								.truncation(TruncationSpec.defaults())
-								.retry(RetrySpec.defaults())
+								.retry(RetryRules.defaults())
 								.build())))
 				.expectErrorSatisfies(e -> assertThat(e).isSameAs(tooLong))
 				.verify(Duration.ofSeconds(5));

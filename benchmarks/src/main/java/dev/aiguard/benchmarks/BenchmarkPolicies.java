@@ -13,7 +13,7 @@ import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 
 /** The policy a WebFlux user would configure, shared by the benchmarks. */
@@ -42,7 +42,7 @@ final class BenchmarkPolicies {
 						.maxDuration(Duration.ofMinutes(5)))
 				.breaker(breaker)
 				.lanes(lanes)
-				.retry(RetrySpec.defaults())
+				.retry(RetryRules.defaults())
 				.retryBudget(RetryBudget.create())
 				.fallback(FallbackChain.<ChatChunk>builder()
 						.step(Fallback.staticText("The assistant is busy; please try again in a minute."))

@@ -13,7 +13,7 @@ import dev.aiguard.core.RetryHint;
  * }</pre>
  *
  * Never retryable ({@link #retryable()} is {@code false}), so a {@code retryWhen} further down
- * using {@link RetrySpec#DEFAULT_RETRYABLE} does not replay the stream either.
+ * using {@link RetryRules#DEFAULT_RETRYABLE} does not replay the stream either.
  */
 public class PartialStreamException extends RuntimeException implements RetryHint {
 

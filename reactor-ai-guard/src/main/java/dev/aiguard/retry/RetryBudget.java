@@ -91,7 +91,7 @@ public final class RetryBudget {
 		return of(0.1d, 10, Duration.ofSeconds(10));
 	}
 
-	/** @return a budget that grants every retry (the per-request {@link RetrySpec} still limits) */
+	/** @return a budget that grants every retry (the per-request {@link RetryRules} still limits) */
 	public static RetryBudget unlimited() {
 		return UNLIMITED;
 	}

@@ -101,7 +101,7 @@ class RetryBudgetTest {
 	void aBurstOfFailingRequestsMakesAtMostTenPercentMoreAttemptsPlusTheFloor() {
 		AtomicLong now = new AtomicLong();
 		RetryBudget budget = RetryBudget.of(0.1, 10, Duration.ofSeconds(10), now::get);
-		RetrySpec spec = RetrySpec.defaults();
+		RetryRules spec = RetryRules.defaults();
 		int attempts = 0;
 		for (int request = 0; request < 1000; request++) {
 			budget.onRequest();
@@ -144,7 +144,7 @@ class RetryBudgetTest {
 	 * retries follow the default backoff and ask the budget. Returns the upstream attempts made.
 	 */
 	private static int simulateFailingUpstream(RetryBudget budget, AtomicLong now, int requests, long spacingNanos) {
-		RetrySpec spec = RetrySpec.defaults().random(new SplittableRandom(42)::nextDouble);
+		RetryRules spec = RetryRules.defaults().random(new SplittableRandom(42)::nextDouble);
 		PriorityQueue<Event> queue = new PriorityQueue<>((a, b) -> Long.compare(a.at(), b.at()));
 		for (int r = 0; r < requests; r++) {
 			queue.add(new Event(r * spacingNanos, 1, false));

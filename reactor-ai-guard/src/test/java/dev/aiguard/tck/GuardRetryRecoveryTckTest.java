@@ -13,7 +13,7 @@ import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.tck.PublisherVerification;
 import org.testng.annotations.AfterClass;
@@ -35,7 +35,7 @@ public class GuardRetryRecoveryTckTest extends PublisherVerification<ChatChunk> 
 			.stall(Tck.GENEROUS_DEADLINES.requireTerminal(false))
 			.breaker(Tck.patientBreaker("tck-retry"))
 			.lanes(lanes)
-			.retry(RetrySpec.backoff(2, Duration.ofMillis(1)).jitter(0))
+			.retry(RetryRules.backoff(2, Duration.ofMillis(1)).jitter(0))
 			.retryBudget(RetryBudget.unlimited())
 			.fallback(FallbackChain.<ChatChunk>builder()
 					.step(Fallback.staticText("The assistant is busy, please try again shortly."))

@@ -11,7 +11,7 @@ import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.tck.PublisherVerification;
 import org.testng.annotations.AfterClass;
@@ -78,7 +78,7 @@ abstract class GuardVerification extends PublisherVerification<ChatChunk> {
 			policy.stall(Tck.GENEROUS_DEADLINES)
 					.breaker(Tck.patientBreaker("tck"))
 					.lanes(lanes)
-					.retry(RetrySpec.backoff(3, Duration.ofMillis(1)).jitter(0))
+					.retry(RetryRules.backoff(3, Duration.ofMillis(1)).jitter(0))
 					.retryBudget(RetryBudget.of(0.2, 10, Duration.ofSeconds(10)))
 					.fallback(FallbackChain.<ChatChunk>builder()
 							.step(Fallback.staticText("The assistant is busy, please try again shortly."))

@@ -21,7 +21,7 @@ import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -136,7 +136,7 @@ class GuardConfiguration {
 				.maxDuration(s.maxDuration()))
 			.lanes(lanes)
 			.breaker(breaker)
-			.retry(RetrySpec.backoff(r.maxAttempts(), r.minBackoff())
+			.retry(RetryRules.backoff(r.maxAttempts(), r.minBackoff())
 				.maxBackoff(r.maxBackoff())
 				.maxRetryAfter(r.maxRetryAfter()))
 			.retryBudget(RetryBudget.of(r.budgetRatio(), r.budgetMinPerSecond(), Duration.ofSeconds(10)))

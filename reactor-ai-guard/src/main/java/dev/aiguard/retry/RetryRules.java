@@ -20,10 +20,10 @@ import dev.aiguard.core.RetryHint;
  * shared template.
  *
  * <pre>{@code
- * RetrySpec retry = RetrySpec.backoff(4, Duration.ofMillis(250))   // 4 tries in all
+ * RetryRules retry = RetryRules.backoff(4, Duration.ofMillis(250))   // 4 tries in all
  *     .maxBackoff(Duration.ofSeconds(5))
  *     .maxRetryAfter(Duration.ofSeconds(30))
- *     .retryOn(RetrySpec.DEFAULT_RETRYABLE.or(e -> e instanceof MyTransientException));
+ *     .retryOn(RetryRules.DEFAULT_RETRYABLE.or(e -> e instanceof MyTransientException));
  *
  * if (retry.canRetry(attemptsMade) && retry.isRetryable(error)) {
  *     Duration wait = retry.delayBefore(attemptsMade, error);   // the 1st retry follows the 1st attempt
@@ -44,7 +44,7 @@ import dev.aiguard.core.RetryHint;
  * shared {@link RetryBudget}, schedules the wait on its timer, and never retries once a token has
  * reached the subscriber (see {@link MidStreamPolicy}).
  */
-public final class RetrySpec {
+public final class RetryRules {
 
 	/**
 	 * The default classification. Walking the error and its causes (at most 8 deep), the first
@@ -59,12 +59,12 @@ public final class RetrySpec {
 	 * </ul>
 	 * Anything else is not retryable.
 	 */
-	public static final Predicate<Throwable> DEFAULT_RETRYABLE = RetrySpec::isTransient;
+	public static final Predicate<Throwable> DEFAULT_RETRYABLE = RetryRules::isTransient;
 
 	private static final int MAX_CAUSE_DEPTH = 8;
 	private static final DoubleSupplier THREAD_LOCAL_RANDOM = () -> ThreadLocalRandom.current().nextDouble();
 
-	private static final RetrySpec DEFAULTS = new RetrySpec(3, Duration.ofMillis(500), Duration.ofSeconds(8),
+	private static final RetryRules DEFAULTS = new RetryRules(3, Duration.ofMillis(500), Duration.ofSeconds(8),
 			Duration.ofSeconds(60), DEFAULT_RETRYABLE, 1.0d, THREAD_LOCAL_RANDOM);
 
 	private final int maxAttempts;
@@ -78,7 +78,7 @@ public final class RetrySpec {
 	private final long maxNanos;
 	private final long maxRetryAfterNanos;
 
-	private RetrySpec(int maxAttempts, Duration minBackoff, Duration maxBackoff, Duration maxRetryAfter,
+	private RetryRules(int maxAttempts, Duration minBackoff, Duration maxBackoff, Duration maxRetryAfter,
 			Predicate<Throwable> retryOn, double jitter, DoubleSupplier random) {
 		this.maxAttempts = maxAttempts;
 		this.minBackoff = minBackoff;
@@ -96,14 +96,14 @@ public final class RetrySpec {
 	 * @return 3 tries in all, 500 ms minimum and 8 s maximum backoff, full jitter, server waits
 	 * honoured up to 60 s, {@link #DEFAULT_RETRYABLE}
 	 */
-	public static RetrySpec defaults() {
+	public static RetryRules defaults() {
 		return DEFAULTS;
 	}
 
 	/**
 	 * @return a spec that never retries (one attempt in all)
 	 */
-	public static RetrySpec none() {
+	public static RetryRules none() {
 		return DEFAULTS.maxAttempts(1);
 	}
 
@@ -115,10 +115,10 @@ public final class RetrySpec {
 	 * @param minBackoff the first retry's delay and the floor of every delay
 	 * @throws IllegalArgumentException when {@code maxAttempts < 1} or {@code minBackoff} is negative
 	 */
-	public static RetrySpec backoff(int maxAttempts, Duration minBackoff) {
+	public static RetryRules backoff(int maxAttempts, Duration minBackoff) {
 		checkMinBackoff(minBackoff);
 		Duration max = minBackoff.compareTo(DEFAULTS.maxBackoff) > 0 ? minBackoff : DEFAULTS.maxBackoff;
-		return new RetrySpec(checkMaxAttempts(maxAttempts), minBackoff, max, DEFAULTS.maxRetryAfter,
+		return new RetryRules(checkMaxAttempts(maxAttempts), minBackoff, max, DEFAULTS.maxRetryAfter,
 				DEFAULTS.retryOn, DEFAULTS.jitter, DEFAULTS.random);
 	}
 
@@ -126,8 +126,8 @@ public final class RetrySpec {
 	 * @param attempts tries in all, the first one included (1 = never retry)
 	 * @throws IllegalArgumentException when below 1
 	 */
-	public RetrySpec maxAttempts(int attempts) {
-		return new RetrySpec(checkMaxAttempts(attempts), minBackoff, maxBackoff, maxRetryAfter, retryOn, jitter,
+	public RetryRules maxAttempts(int attempts) {
+		return new RetryRules(checkMaxAttempts(attempts), minBackoff, maxBackoff, maxRetryAfter, retryOn, jitter,
 				random);
 	}
 
@@ -135,13 +135,13 @@ public final class RetrySpec {
 	 * @param backoff the first retry's delay and the floor of every delay
 	 * @throws IllegalArgumentException when negative or above {@code maxBackoff}
 	 */
-	public RetrySpec minBackoff(Duration backoff) {
+	public RetryRules minBackoff(Duration backoff) {
 		checkMinBackoff(backoff);
 		if (backoff.compareTo(maxBackoff) > 0) {
 			throw new IllegalArgumentException(
 					"minBackoff must be <= maxBackoff (" + maxBackoff + "), was " + backoff);
 		}
-		return new RetrySpec(maxAttempts, backoff, maxBackoff, maxRetryAfter, retryOn, jitter, random);
+		return new RetryRules(maxAttempts, backoff, maxBackoff, maxRetryAfter, retryOn, jitter, random);
 	}
 
 	/**
@@ -149,12 +149,12 @@ public final class RetrySpec {
 	 * to {@link #maxRetryAfter(Duration)})
 	 * @throws IllegalArgumentException when {@code null} or below {@code minBackoff}
 	 */
-	public RetrySpec maxBackoff(Duration backoff) {
+	public RetryRules maxBackoff(Duration backoff) {
 		if (backoff == null || backoff.compareTo(minBackoff) < 0) {
 			throw new IllegalArgumentException(
 					"maxBackoff must be >= minBackoff (" + minBackoff + "), was " + backoff);
 		}
-		return new RetrySpec(maxAttempts, minBackoff, backoff, maxRetryAfter, retryOn, jitter, random);
+		return new RetryRules(maxAttempts, minBackoff, backoff, maxRetryAfter, retryOn, jitter, random);
 	}
 
 	/**
@@ -162,11 +162,11 @@ public final class RetrySpec {
 	 * to this (default 60 s); {@link Duration#ZERO} ignores server waits
 	 * @throws IllegalArgumentException when {@code null} or negative
 	 */
-	public RetrySpec maxRetryAfter(Duration cap) {
+	public RetryRules maxRetryAfter(Duration cap) {
 		if (cap == null || cap.isNegative()) {
 			throw new IllegalArgumentException("maxRetryAfter must be >= 0, was " + cap);
 		}
-		return new RetrySpec(maxAttempts, minBackoff, maxBackoff, cap, retryOn, jitter, random);
+		return new RetryRules(maxAttempts, minBackoff, maxBackoff, cap, retryOn, jitter, random);
 	}
 
 	/**
@@ -174,11 +174,11 @@ public final class RetrySpec {
 	 * with {@code DEFAULT_RETRYABLE.or(...)} to extend it. A throwing predicate means "no".
 	 * @throws IllegalArgumentException when {@code null}
 	 */
-	public RetrySpec retryOn(Predicate<Throwable> retryable) {
+	public RetryRules retryOn(Predicate<Throwable> retryable) {
 		if (retryable == null) {
 			throw new IllegalArgumentException("retryOn must not be null, was null");
 		}
-		return new RetrySpec(maxAttempts, minBackoff, maxBackoff, maxRetryAfter, retryable, jitter, random);
+		return new RetryRules(maxAttempts, minBackoff, maxBackoff, maxRetryAfter, retryable, jitter, random);
 	}
 
 	/**
@@ -186,11 +186,11 @@ public final class RetrySpec {
 	 * 0 = none, 1 = full jitter (default)
 	 * @throws IllegalArgumentException when not within {@code [0, 1]}
 	 */
-	public RetrySpec jitter(double factor) {
+	public RetryRules jitter(double factor) {
 		if (!(factor >= 0.0d && factor <= 1.0d)) {
 			throw new IllegalArgumentException("jitter must be between 0 and 1, was " + factor);
 		}
-		return new RetrySpec(maxAttempts, minBackoff, maxBackoff, maxRetryAfter, retryOn, factor, random);
+		return new RetryRules(maxAttempts, minBackoff, maxBackoff, maxRetryAfter, retryOn, factor, random);
 	}
 
 	/**
@@ -198,11 +198,11 @@ public final class RetrySpec {
 	 * {@link ThreadLocalRandom}); values outside are clamped. Inject a fixed one in tests.
 	 * @throws IllegalArgumentException when {@code null}
 	 */
-	public RetrySpec random(DoubleSupplier source) {
+	public RetryRules random(DoubleSupplier source) {
 		if (source == null) {
 			throw new IllegalArgumentException("random must not be null, was null");
 		}
-		return new RetrySpec(maxAttempts, minBackoff, maxBackoff, maxRetryAfter, retryOn, jitter, source);
+		return new RetryRules(maxAttempts, minBackoff, maxBackoff, maxRetryAfter, retryOn, jitter, source);
 	}
 
 	/** @return tries in all, the first one included */
@@ -378,7 +378,7 @@ public final class RetrySpec {
 
 	@Override
 	public String toString() {
-		return "RetrySpec{maxAttempts=" + maxAttempts + ", minBackoff=" + minBackoff + ", maxBackoff=" + maxBackoff
+		return "RetryRules{maxAttempts=" + maxAttempts + ", minBackoff=" + minBackoff + ", maxBackoff=" + maxBackoff
 				+ ", maxRetryAfter=" + maxRetryAfter + ", jitter=" + jitter + '}';
 	}
 }

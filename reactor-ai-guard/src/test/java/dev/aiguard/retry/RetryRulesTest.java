@@ -25,7 +25,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.aiguard.core.RetryHint;
 
-class RetrySpecTest {
+class RetryRulesTest {
 
 	/** A provider-style error that says whether to retry and how long to wait. */
 	static class Hint extends RuntimeException implements RetryHint {
@@ -55,25 +55,25 @@ class RetrySpecTest {
 		Hooks.resetOnErrorDropped();
 	}
 
-	private static RetrySpec noJitter() {
-		return RetrySpec.defaults().jitter(0);
+	private static RetryRules noJitter() {
+		return RetryRules.defaults().jitter(0);
 	}
 
 	@Test
 	void defaultsAreThreeTriesFromHalfASecondToEightSecondsWithFullJitter() {
-		RetrySpec spec = RetrySpec.defaults();
+		RetryRules spec = RetryRules.defaults();
 		assertThat(spec.maxAttempts()).isEqualTo(3);
 		assertThat(spec.maxRetries()).isEqualTo(2);
 		assertThat(spec.minBackoff()).isEqualTo(Duration.ofMillis(500));
 		assertThat(spec.maxBackoff()).isEqualTo(Duration.ofSeconds(8));
 		assertThat(spec.maxRetryAfter()).isEqualTo(Duration.ofSeconds(60));
 		assertThat(spec.jitter()).isEqualTo(1.0d);
-		assertThat(spec.retryOn()).isSameAs(RetrySpec.DEFAULT_RETRYABLE);
+		assertThat(spec.retryOn()).isSameAs(RetryRules.DEFAULT_RETRYABLE);
 	}
 
 	@Test
 	void withoutJitterDelaysDoubleFromMinBackoffUpToMaxBackoff() {
-		RetrySpec spec = noJitter();
+		RetryRules spec = noJitter();
 		List<Long> millis = new ArrayList<>();
 		for (int retry = 1; retry <= 7; retry++) {
 			millis.add(spec.delayBefore(retry, new IOException()).toMillis());
@@ -83,17 +83,17 @@ class RetrySpecTest {
 
 	@Test
 	void hugeRetryNumbersStayAtMaxBackoffWithoutOverflow() {
-		RetrySpec spec = noJitter().maxBackoff(Duration.ofDays(36_500));
+		RetryRules spec = noJitter().maxBackoff(Duration.ofDays(36_500));
 		assertThat(spec.delayBefore(62, null)).isEqualTo(Duration.ofDays(36_500));
 		assertThat(spec.delayBefore(Integer.MAX_VALUE, null)).isEqualTo(Duration.ofDays(36_500));
-		assertThat(RetrySpec.defaults().delayBefore(Integer.MAX_VALUE, null)).isLessThanOrEqualTo(Duration.ofSeconds(8));
+		assertThat(RetryRules.defaults().delayBefore(Integer.MAX_VALUE, null)).isLessThanOrEqualTo(Duration.ofSeconds(8));
 	}
 
 	@Test
 	void fullJitterDrawsBetweenMinBackoffAndTwiceTheExponentialValue() {
 		double[] draws = {0.0, 0.5, 0.999_999};
 		AtomicInteger next = new AtomicInteger();
-		RetrySpec spec = RetrySpec.defaults().random(() -> draws[next.getAndIncrement() % draws.length]);
+		RetryRules spec = RetryRules.defaults().random(() -> draws[next.getAndIncrement() % draws.length]);
 		// retry 1: centre 500 ms -> [500 ms, 1 s]
 		assertThat(spec.delayBefore(1, null)).isEqualTo(Duration.ofMillis(500));
 		assertThat(spec.delayBefore(1, null)).isEqualTo(Duration.ofMillis(750));
@@ -109,22 +109,22 @@ class RetrySpecTest {
 
 	@Test
 	void partialJitterStaysAroundTheExponentialValue() {
-		RetrySpec low = RetrySpec.defaults().jitter(0.25).random(() -> 0.0);
-		RetrySpec high = RetrySpec.defaults().jitter(0.25).random(() -> 1.0);
+		RetryRules low = RetryRules.defaults().jitter(0.25).random(() -> 0.0);
+		RetryRules high = RetryRules.defaults().jitter(0.25).random(() -> 1.0);
 		assertThat(low.delayBefore(3, null)).isEqualTo(Duration.ofMillis(1500));
 		assertThat(high.delayBefore(3, null)).isEqualTo(Duration.ofMillis(2500));
 	}
 
 	@Test
 	void randomValuesOutsideTheUnitIntervalAreClamped() {
-		assertThat(RetrySpec.defaults().random(() -> -3.0).delayBefore(2, null)).isEqualTo(Duration.ofMillis(500));
-		assertThat(RetrySpec.defaults().random(() -> Double.NaN).delayBefore(2, null)).isEqualTo(Duration.ofMillis(500));
-		assertThat(RetrySpec.defaults().random(() -> 7.0).delayBefore(2, null)).isEqualTo(Duration.ofSeconds(2));
+		assertThat(RetryRules.defaults().random(() -> -3.0).delayBefore(2, null)).isEqualTo(Duration.ofMillis(500));
+		assertThat(RetryRules.defaults().random(() -> Double.NaN).delayBefore(2, null)).isEqualTo(Duration.ofMillis(500));
+		assertThat(RetryRules.defaults().random(() -> 7.0).delayBefore(2, null)).isEqualTo(Duration.ofSeconds(2));
 	}
 
 	@Test
 	void jitteredDelaysNeverLeaveTheirWindow() {
-		RetrySpec spec = RetrySpec.defaults();
+		RetryRules spec = RetryRules.defaults();
 		for (int i = 0; i < 2_000; i++) {
 			int retry = 1 + i % 6;
 			Duration d = spec.delayBefore(retry, null);
@@ -180,7 +180,7 @@ class RetrySpecTest {
 
 	@Test
 	void defaultClassificationRetriesTransientErrorsOnly() {
-		RetrySpec spec = RetrySpec.defaults();
+		RetryRules spec = RetryRules.defaults();
 		assertThat(spec.isRetryable(new Hint(true, null))).isTrue();
 		assertThat(spec.isRetryable(new Hint(false, null))).isFalse();
 		assertThat(spec.isRetryable(new StreamStalledException(StallPhase.FIRST_TOKEN, 0, Duration.ofSeconds(10)))).isTrue();
@@ -197,7 +197,7 @@ class RetrySpecTest {
 
 	@Test
 	void defaultClassificationLooksThroughWrappersAndTheFirstMatchDecides() {
-		RetrySpec spec = RetrySpec.defaults();
+		RetryRules spec = RetryRules.defaults();
 		assertThat(spec.isRetryable(new RuntimeException("wrapped", new ConnectException("refused")))).isTrue();
 		assertThat(spec.isRetryable(new IllegalArgumentException("bad", new IOException("reset")))).isFalse();
 		assertThat(spec.isRetryable(new RuntimeException("wrapped", new Hint(false, null)))).isFalse();
@@ -209,7 +209,7 @@ class RetrySpecTest {
 	void aThrowingPredicateMeansNotRetryableAndIsDropped() {
 		List<Throwable> dropped = new ArrayList<>();
 		Hooks.onErrorDropped(dropped::add);
-		RetrySpec spec = RetrySpec.defaults().retryOn(e -> {
+		RetryRules spec = RetryRules.defaults().retryOn(e -> {
 			throw new IllegalStateException("predicate failed");
 		});
 		assertThat(spec.isRetryable(new IOException())).isFalse();
@@ -218,8 +218,8 @@ class RetrySpecTest {
 
 	@Test
 	void customPredicateExtendsTheDefault() {
-		RetrySpec spec = RetrySpec.defaults()
-				.retryOn(RetrySpec.DEFAULT_RETRYABLE.or(e -> e instanceof IllegalStateException));
+		RetryRules spec = RetryRules.defaults()
+				.retryOn(RetryRules.DEFAULT_RETRYABLE.or(e -> e instanceof IllegalStateException));
 		assertThat(spec.isRetryable(new IllegalStateException())).isTrue();
 		assertThat(spec.isRetryable(new IOException())).isTrue();
 		assertThat(spec.isRetryable(new IllegalArgumentException())).isFalse();
@@ -227,18 +227,18 @@ class RetrySpecTest {
 
 	@Test
 	void canRetryCountsTriesInAll() {
-		RetrySpec spec = RetrySpec.backoff(3, Duration.ofMillis(100));
+		RetryRules spec = RetryRules.backoff(3, Duration.ofMillis(100));
 		assertThat(spec.canRetry(1)).isTrue();
 		assertThat(spec.canRetry(2)).isTrue();
 		assertThat(spec.canRetry(3)).isFalse();
-		assertThat(RetrySpec.none().canRetry(1)).isFalse();
-		assertThat(RetrySpec.none().maxRetries()).isZero();
+		assertThat(RetryRules.none().canRetry(1)).isFalse();
+		assertThat(RetryRules.none().maxRetries()).isZero();
 	}
 
 	@Test
 	void settersCopyAndLeaveTheTemplateUnchanged() {
-		RetrySpec template = RetrySpec.defaults();
-		RetrySpec derived = template.maxAttempts(5).maxBackoff(Duration.ofSeconds(20)).jitter(0.5)
+		RetryRules template = RetryRules.defaults();
+		RetryRules derived = template.maxAttempts(5).maxBackoff(Duration.ofSeconds(20)).jitter(0.5)
 				.maxRetryAfter(Duration.ofSeconds(10)).minBackoff(Duration.ofMillis(200));
 		assertThat(derived).isNotSameAs(template);
 		assertThat(template.maxAttempts()).isEqualTo(3);
@@ -253,49 +253,49 @@ class RetrySpecTest {
 
 	@Test
 	void backoffWithALargeMinimumRaisesTheMaximum() {
-		RetrySpec spec = RetrySpec.backoff(2, Duration.ofSeconds(20)).jitter(0);
+		RetryRules spec = RetryRules.backoff(2, Duration.ofSeconds(20)).jitter(0);
 		assertThat(spec.maxBackoff()).isEqualTo(Duration.ofSeconds(20));
 		assertThat(spec.delayBefore(1, null)).isEqualTo(Duration.ofSeconds(20));
 	}
 
 	@Test
 	void zeroMinBackoffMeansImmediateRetriesUnlessTheServerAsks() {
-		RetrySpec spec = RetrySpec.backoff(3, Duration.ZERO);
+		RetryRules spec = RetryRules.backoff(3, Duration.ZERO);
 		assertThat(spec.delayBefore(2, null)).isZero();
 		assertThat(spec.delayBefore(2, new Hint(true, Duration.ofSeconds(1)))).isEqualTo(Duration.ofSeconds(1));
 	}
 
 	@Test
 	void badConfigurationNamesTheFieldAndTheValue() {
-		assertThatThrownBy(() -> RetrySpec.backoff(0, Duration.ofSeconds(1)))
+		assertThatThrownBy(() -> RetryRules.backoff(0, Duration.ofSeconds(1)))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAttempts").hasMessageContaining("0");
-		assertThatThrownBy(() -> RetrySpec.backoff(3, Duration.ofMillis(-1)))
+		assertThatThrownBy(() -> RetryRules.backoff(3, Duration.ofMillis(-1)))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("minBackoff").hasMessageContaining("PT-0.001S");
-		assertThatThrownBy(() -> RetrySpec.backoff(3, null))
+		assertThatThrownBy(() -> RetryRules.backoff(3, null))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("minBackoff").hasMessageContaining("null");
-		assertThatThrownBy(() -> RetrySpec.defaults().maxBackoff(Duration.ofMillis(100)))
+		assertThatThrownBy(() -> RetryRules.defaults().maxBackoff(Duration.ofMillis(100)))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBackoff").hasMessageContaining("PT0.1S");
-		assertThatThrownBy(() -> RetrySpec.defaults().minBackoff(Duration.ofSeconds(9)))
+		assertThatThrownBy(() -> RetryRules.defaults().minBackoff(Duration.ofSeconds(9)))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("minBackoff").hasMessageContaining("PT9S");
-		assertThatThrownBy(() -> RetrySpec.defaults().maxRetryAfter(Duration.ofSeconds(-1)))
+		assertThatThrownBy(() -> RetryRules.defaults().maxRetryAfter(Duration.ofSeconds(-1)))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxRetryAfter").hasMessageContaining("PT-1S");
-		assertThatThrownBy(() -> RetrySpec.defaults().jitter(1.5))
+		assertThatThrownBy(() -> RetryRules.defaults().jitter(1.5))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("jitter").hasMessageContaining("1.5");
-		assertThatThrownBy(() -> RetrySpec.defaults().jitter(Double.NaN))
+		assertThatThrownBy(() -> RetryRules.defaults().jitter(Double.NaN))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("jitter").hasMessageContaining("NaN");
-		assertThatThrownBy(() -> RetrySpec.defaults().retryOn(null))
+		assertThatThrownBy(() -> RetryRules.defaults().retryOn(null))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("retryOn");
-		assertThatThrownBy(() -> RetrySpec.defaults().random(null))
+		assertThatThrownBy(() -> RetryRules.defaults().random(null))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("random");
-		assertThatThrownBy(() -> RetrySpec.defaults().maxAttempts(-2))
+		assertThatThrownBy(() -> RetryRules.defaults().maxAttempts(-2))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAttempts").hasMessageContaining("-2");
-		assertThatThrownBy(() -> RetrySpec.defaults().delayBefore(0, null))
+		assertThatThrownBy(() -> RetryRules.defaults().delayBefore(0, null))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("retryNumber").hasMessageContaining("0");
 	}
 
 	@Test
 	void theScheduleDrivesRetriesInVirtualTime() {
-		RetrySpec spec = noJitter();
+		RetryRules spec = noJitter();
 		AtomicInteger subscriptions = new AtomicInteger();
 		StepVerifier.withVirtualTime(() -> {
 			Mono<String> upstream = Mono.defer(() -> subscriptions.incrementAndGet() < 3
@@ -323,7 +323,7 @@ class RetrySpecTest {
 
 	@Test
 	void aServerWaitPostponesTheRetryInVirtualTime() {
-		RetrySpec spec = noJitter();
+		RetryRules spec = noJitter();
 		AtomicInteger subscriptions = new AtomicInteger();
 		StepVerifier.withVirtualTime(() -> Flux.defer(() -> subscriptions.incrementAndGet() == 1
 				? Flux.<String>error(new Hint(true, Duration.ofSeconds(7)))
