@@ -5,11 +5,19 @@ import java.util.function.Function;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.ChunkInspector;
+import dev.aiguard.core.Priority;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.retry.ContinuationSupport;
+import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.truncation.TruncationSpec;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
+import reactor.core.Scannable;
 import reactor.core.publisher.Flux;
-import dev.aiguard.core.Priority;
-import dev.aiguard.core.ChunkInspector;
+import reactor.core.publisher.FluxOperator;
+import reactor.util.annotation.Nullable;
 
 /**
  * Guards a token stream: stall and completeness detection, one outcome per attempt recorded in
@@ -33,10 +41,24 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 
 	private final GuardPolicy policy;
 	private final ChunkInspector<T> inspector;
+	/** What the recovery decision reads of the policy, for each form: resolved once, not per request. */
+	private final Recovery.Rules transformRules;
+	private final Recovery.Rules callRules;
 
 	private AiGuard(GuardPolicy policy, ChunkInspector<T> inspector) {
 		this.policy = policy;
 		this.inspector = inspector;
+		this.transformRules = rulesOf(policy, false);
+		this.callRules = rulesOf(policy, true);
+	}
+
+	private static Recovery.Rules rulesOf(GuardPolicy policy, boolean callForm) {
+		TruncationSpec truncation = policy.truncation();
+		MidStreamPolicy<?> mid = policy.midStream();
+		FallbackChain<?> chain = policy.fallback();
+		return new Recovery.Rules(callForm, policy.retry().maxAttempts(), policy.maxAnswerAttempts(),
+				truncation == null ? 0 : truncation.maxTruncations(), mid.mode(), mid.maxContinuations(),
+				mid.support() != null, trigger -> chain != null && chain.isEnteredBy(trigger));
 	}
 
 	/** @return a guard for the library's own {@link ChatChunk} streams */
@@ -54,11 +76,15 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		return new AiGuard<>(policy, inspector);
 	}
 
-	/** @return the guarded stream: {@code source} subscribed once per attempt */
+	/**
+	 * @return the guarded stream: {@code source} subscribed once per attempt. It is a
+	 *         {@link FluxOperator} assembled through {@link Flux#onAssembly}, so
+	 *         {@code checkpoint()} and {@code Hooks.onOperatorDebug()} see it like any operator
+	 */
 	@Override
 	public Flux<T> apply(Flux<T> source) {
 		Objects.requireNonNull(source, "source");
-		return new FluxGuarded<>(source, this);
+		return FluxGuarded.assemble(source, this);
 	}
 
 	/**
@@ -78,13 +104,7 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 	public Flux<T> call(ChatRequest request, Function<ChatRequest, ? extends Publisher<? extends T>> upstream) {
 		Objects.requireNonNull(request, "request");
 		Objects.requireNonNull(upstream, "upstream");
-		AiGuard<T> self = this;
-		return new Flux<T>() {
-			@Override
-			public void subscribe(CoreSubscriber<? super T> actual) {
-				new GuardedStream<T>(upstream, request, true, self, actual).start();
-			}
-		};
+		return FluxGuardedCall.assemble(request, upstream, this);
 	}
 
 	public GuardPolicy policy() {
@@ -95,20 +115,94 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		return inspector;
 	}
 
-	/** The assembled operator; subscribing creates a {@link GuardedStream}. */
-	static final class FluxGuarded<T> extends Flux<T> {
+	Recovery.Rules rules(boolean callForm) {
+		return callForm ? callRules : transformRules;
+	}
 
-		private final Flux<T> source;
+	// The policy holds these for any chunk type; the guard reads them as its own.
+
+	@SuppressWarnings("unchecked")
+	@Nullable
+	ContinuationSupport<T> continuationSupport() {
+		return (ContinuationSupport<T>) policy.midStream().support();
+	}
+
+	@SuppressWarnings("unchecked")
+	@Nullable
+	ResponseCache<T> responseCache() {
+		return (ResponseCache<T>) policy.responseCache();
+	}
+
+	@SuppressWarnings("unchecked")
+	@Nullable
+	FallbackChain<T> fallback() {
+		return (FallbackChain<T>) policy.fallback();
+	}
+
+	/** The transform form: subscribing creates a {@link GuardedStream} that subscribes the source per attempt. */
+	static final class FluxGuarded<T> extends FluxOperator<T, T> {
+
 		private final AiGuard<T> guard;
 
-		FluxGuarded(Flux<T> source, AiGuard<T> guard) {
-			this.source = source;
+		FluxGuarded(Flux<? extends T> source, AiGuard<T> guard) {
+			super(source);
 			this.guard = guard;
+		}
+
+		/** {@code Flux.onAssembly} is visible to Flux subclasses only. */
+		static <T> Flux<T> assemble(Flux<? extends T> source, AiGuard<T> guard) {
+			return onAssembly(new FluxGuarded<>(source, guard));
 		}
 
 		@Override
 		public void subscribe(CoreSubscriber<? super T> actual) {
 			new GuardedStream<T>(request -> source, null, false, guard, actual).start();
+		}
+
+		@Override
+		@Nullable
+		public Object scanUnsafe(Scannable.Attr key) {
+			if (key == Scannable.Attr.NAME) {
+				return "aiGuard(" + guard.policy.name() + ")";
+			}
+			return super.scanUnsafe(key);
+		}
+	}
+
+	/** The call form: a source, since the guard sends the request itself. */
+	static final class FluxGuardedCall<T> extends Flux<T> implements Scannable {
+
+		private final ChatRequest request;
+		private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
+		private final AiGuard<T> guard;
+
+		FluxGuardedCall(ChatRequest request, Function<ChatRequest, ? extends Publisher<? extends T>> upstream,
+				AiGuard<T> guard) {
+			this.request = request;
+			this.upstream = upstream;
+			this.guard = guard;
+		}
+
+		static <T> Flux<T> assemble(ChatRequest request,
+				Function<ChatRequest, ? extends Publisher<? extends T>> upstream, AiGuard<T> guard) {
+			return onAssembly(new FluxGuardedCall<>(request, upstream, guard));
+		}
+
+		@Override
+		public void subscribe(CoreSubscriber<? super T> actual) {
+			new GuardedStream<T>(upstream, request, true, guard, actual).start();
+		}
+
+		@Override
+		@Nullable
+		public Object scanUnsafe(Scannable.Attr key) {
+			if (key == Scannable.Attr.NAME) {
+				return "aiGuardCall(" + guard.policy.name() + ")";
+			}
+			if (key == Scannable.Attr.RUN_STYLE) {
+				return Scannable.Attr.RunStyle.SYNC;
+			}
+			return null;
 		}
 	}
 }

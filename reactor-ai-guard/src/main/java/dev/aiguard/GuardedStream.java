@@ -1,41 +1,41 @@
 package dev.aiguard;
 
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
-import java.util.function.Consumer;
 import java.util.function.Function;
 
+import dev.aiguard.admission.LaneAdmission;
 import dev.aiguard.admission.LanePermit;
 import dev.aiguard.admission.PreemptedException;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.CircuitBreaker;
-import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
-import dev.aiguard.fallback.AnswerRecorder;
+import dev.aiguard.core.CallbackException;
+import dev.aiguard.core.OutputLimits;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.core.Source;
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
+import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetryRules;
-import dev.aiguard.core.StallPhase;
+import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
 import org.reactivestreams.Publisher;
@@ -50,43 +50,33 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
-import dev.aiguard.core.Priority;
-import dev.aiguard.core.Outcome;
-import dev.aiguard.core.ChunkInspector;
-import dev.aiguard.core.OutputLimits;
-import dev.aiguard.core.CallbackException;
 
 /**
- * One guarded request: the {@link Subscription} its subscriber holds, and the coordinator of its
- * admission, attempts, retries, continuations and fallback. Chunks go from each attempt's
- * {@link StallWatch} straight to the subscriber (through a small tap only when something must see
- * them: signals, a response cache, continuation); this object sees demand, attempt ends and
- * cancellation, so it costs nothing per token.
+ * One guarded request, read in one direction: admission, then attempts — each subscribed through
+ * a {@link StallWatch}, ended once, and followed by what {@link Recovery} decides (retry,
+ * truncate, continue, notice, fallback or fail) — then the end, which releases the lane in one
+ * place and closes the {@link RequestLedger}. Chunks go from each attempt straight to the
+ * subscriber (through an {@link AnswerTap} only when something must see them); this object sees
+ * demand, attempt ends and cancellation, so it costs nothing per token.
  *
- * <p>Control steps (admission, attempt ends, backoff timers) happen one after another for a
- * request; {@link #cancel()} may race any of them and is settled by {@link #cancelled} checks on
- * both sides plus the once-only {@link #finish}.
+ * <p>Control steps happen one after another for a request; {@link #cancel()} and a preemption may
+ * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
  */
 final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
-		implements Subscription, StallWatch.Terminal<T>, Scannable {
-
+		implements Subscription, StallWatch.Terminal<T>, LaneAdmission.Owner, Scannable {
 
 	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
 	private final boolean callForm;
 	private final AiGuard<T> guard;
 	private final GuardPolicy policy;
-	private final GuardMetrics metrics;
 	private final CoreSubscriber<? super T> actual;
 	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
 	private final TimeSource clock;
-	/** Created at the first attempt a report will read; copy-on-write because cancel may race a read. */
-	@Nullable
-	private volatile List<GuardReport.Attempt> attempts;
-	private final RetryRules retry;
 	@Nullable
 	private final RetryBudget retryBudget;
 	@Nullable
 	private final CircuitBreaker breaker;
+	private final RequestLedger ledger;
 
 	@Nullable
 	private final ChatRequest originalRequest;
@@ -96,13 +86,6 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	@Nullable
 	private ChatRequest request;
 
-	private Priority priority;
-	@Nullable
-	private GuardSignals signals;
-	private long requestStart;
-	private volatile long deliveredTokens;
-	private volatile long firstTokenAt = -1L;
-	private long wastedTokens;
 	private int realtimeAttempts;
 	private int truncations;
 	private int continuations;
@@ -118,11 +101,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
 	private volatile Stage stage = Stage.REALTIME;
-	private volatile Source source = Source.REALTIME;
 	@Nullable
 	private BreakerPermit attemptPermit;
 	@Nullable
-	private Tap<T> tap;
+	private AnswerTap<T> tap;
 
 	@Nullable
 	private volatile LanePermit lanePermit;
@@ -171,26 +153,24 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		this.request = request;
 		this.guard = guard;
 		this.policy = guard.policy();
-		this.metrics = policy.metrics();
 		this.actual = actual;
 		this.clock = policy.clock();
-		this.retry = policy.retry();
 		this.retryBudget = policy.retryBudget();
 		this.breaker = policy.breaker();
+		this.ledger = new RequestLedger(policy, actual.currentContext(), policy.defaultPriority());
 	}
 
 	void start() {
-		requestStart = clock.nanos();
-		signals = GuardSignals.from(actual.currentContext());
+		Priority priority;
 		try {
 			priority = Priority.from(actual.currentContext(), policy.defaultPriority());
 		}
 		catch (IllegalArgumentException badPriority) {
-			priority = policy.defaultPriority();
 			Operators.error(actual, badPriority);
 			finish(Outcome.REJECTED, badPriority, null);
 			return;
 		}
+		ledger.priority = priority;
 		actual.onSubscribe(this);
 		if (retryBudget != null) {
 			retryBudget.onRequest();
@@ -207,9 +187,8 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			admitted(now);
 			return;
 		}
-		Admission waiting = new Admission(this);
+		LaneAdmission waiting = LaneAdmission.await(lanes, priority, this);
 		admission = waiting;
-		lanes.acquire(priority).subscribe(waiting);
 		if (cancelled != 0) {
 			waiting.dispose();
 		}
@@ -217,7 +196,8 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 	// ---- admission ----
 
-	private void admitted(LanePermit permit) {
+	@Override
+	public void admitted(LanePermit permit) {
 		lanePermit = permit;
 		if (cancelled != 0) {
 			// a cancel racing the grant may have finished the request before it could see the permit
@@ -229,7 +209,8 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		nextAttempt();
 	}
 
-	private void notAdmitted(Throwable rejection) {
+	@Override
+	public void refused(Throwable rejection) {
 		lastError = rejection;
 		lastOutcome = Outcome.REJECTED;
 		if (cancelled != 0) {
@@ -237,6 +218,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			return;
 		}
 		fallbackOrFail(FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
+	}
+
+	@Override
+	public Context currentContext() {
+		return actual.currentContext();
 	}
 
 	/**
@@ -266,8 +252,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
 	private void failPreempted(PreemptedException e) {
-		failWith(deliveredTokens > 0L ? policy.midStream().failure(e, deliveredTokens) : e, Outcome.REJECTED);
+		long delivered = ledger.deliveredTokens();
+		failWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
 	}
+
+	// ---- attempts ----
 
 	/** The retry backoff is over: start the next attempt unless a preemption ended the request first. */
 	private void retryNow() {
@@ -275,8 +264,6 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			nextAttempt();
 		}
 	}
-
-	// ---- attempts ----
 
 	private void nextAttempt() {
 		pendingRetry = null;
@@ -292,17 +279,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		if (breaker != null) {
 			BreakerPermit permit = breaker.tryAcquire();
 			if (permit == null) {
-				BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
-				if (deliveredTokens > 0L) {
-					// a continuation was refused: the partial answer stands, failed as fail() says (no further try)
-					failWith(policy.midStream().failure(lastError != null ? lastError : refused, deliveredTokens),
-							lastOutcome != null ? lastOutcome : Outcome.FAILURE);
-				}
-				else {
-					Throwable cause = lastError != null ? lastError : refused;
-					fallbackOrFail(FallbackTrigger.BREAKER_OPEN, cause,
-							lastOutcome != null ? lastOutcome : Outcome.REJECTED);
-				}
+				breakerRefused();
 				return;
 			}
 			attemptPermit = permit;
@@ -310,11 +287,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		String reason = retryReason;
 		if (reason != null) {
 			retryReason = null;
-			safely(() -> metrics.retried(policy.name(), priority, reason));
+			ledger.retried(reason);
 		}
 		if (continuing) {
 			continuing = false;
-			safely(() -> metrics.continued(policy.name(), priority));
+			ledger.continued();
 		}
 		realtimeAttempts++;
 		Publisher<? extends T> source;
@@ -330,13 +307,25 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			source = Flux.error(Exceptions.unwrap(t));
 		}
 		if (continuations > 0) {
-			source = splice(source);
+			source = guard.continuationSupport().splice(source, tap.transcript());
 		}
 		if (policy.blockingUpstream()) {
-			LanePermit lp = lanePermit;
-			source = Flux.from(source).subscribeOn(lp != null ? lp.scheduler() : Schedulers.boundedElastic());
+			source = Flux.from(source).subscribeOn(blockingScheduler());
 		}
 		subscribe(source, policy.stall(), Stage.REALTIME);
+	}
+
+	/** The breaker refused a retry or a continuation: the last real error stands. */
+	private void breakerRefused() {
+		BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
+		Throwable cause = lastError != null ? lastError : refused;
+		long delivered = ledger.deliveredTokens();
+		if (delivered > 0L) {
+			// a continuation was refused: the partial answer stands, failed as fail() says (no further try)
+			failWith(policy.midStream().failure(cause, delivered), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
+			return;
+		}
+		fallbackOrFail(FallbackTrigger.BREAKER_OPEN, cause, lastOutcome != null ? lastOutcome : Outcome.REJECTED);
 	}
 
 	private void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next) {
@@ -363,25 +352,22 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 	/** The subscriber chunks go to: the actual one, or a tap when something must see them. */
 	private CoreSubscriber<? super T> tapFor(Stage next) {
-		boolean record = next == Stage.REALTIME && callForm && policy.responseCache() != null;
-		boolean text = next == Stage.REALTIME && isContinuable();
-		if (!record && !text && signals == null) {
+		ResponseCache<T> cache = callForm ? guard.responseCache() : null;
+		ContinuationSupport<T> continuation = callForm ? guard.continuationSupport() : null;
+		boolean record = next == Stage.REALTIME && cache != null;
+		boolean transcribe = next == Stage.REALTIME && continuation != null;
+		if (!record && !transcribe && ledger.signals == null) {
 			return actual;
 		}
 		if (tap == null) {
-			tap = new Tap<>(actual, this);
+			tap = new AnswerTap<>(actual, ledger, cache, continuation);
 		}
 		else if (record && continuations == 0) {
 			tap.restartRecording();
 		}
 		tap.recording = record;
-		tap.collectingText = text;
+		tap.transcribing = transcribe;
 		return tap;
-	}
-
-	private boolean isContinuable() {
-		return callForm && policy.midStream().mode() == MidStreamPolicy.Mode.CONTINUE
-				&& guard.inspector() == ChatChunk.INSPECTOR;
 	}
 
 	// ---- Subscription, as seen by the subscriber ----
@@ -437,16 +423,12 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		if (permit != null) {
 			permit.record(outcome, watch.timeToFirstTokenNanos());
 		}
-		recordAttempt(watch, outcome, error);
+		ledger.attemptEnded(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
-				// a continued answer keeps every token its failed attempts delivered: none was wasted
-				wastedTokens = 0L;
+				ledger.answerCompleted();
 				storeAnswer(watch);
-				releaseLane();
-				actual.onComplete();
-				answered(Source.REALTIME);
-				finish(outcome, null, watch.finishReason());
+				complete(Outcome.SUCCESS, Source.REALTIME, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(outcome, null, watch.finishReason());
@@ -454,70 +436,72 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			default:
 				lastError = error;
 				lastOutcome = outcome;
-				attemptFailed(watch, outcome, error);
+				attemptFailed(outcome, error);
 		}
 	}
 
-	private void attemptFailed(StallWatch<T> watch, Outcome outcome, Throwable error) {
+	/** Gathers the facts of a failed attempt, asks {@link Recovery}, and carries its step out. */
+	private void attemptFailed(Outcome outcome, Throwable error) {
 		if (cancelled != 0) {
 			finishCancelled();
 			return;
 		}
-		if (error instanceof PreemptedException) {
-			// the lane took its permit back: no retry, continuation, notice or fallback may run on it
-			failPreempted((PreemptedException) error);
-			return;
+		TruncationSpec truncation = policy.truncation();
+		Recovery.Facts facts = new Recovery.Facts(outcome, error instanceof PreemptedException,
+				error instanceof ContextLengthExceededException && request != null, policy.retry().isRetryable(error),
+				policy.retry().isRetryable(error) || error instanceof StreamStalledException
+						|| error instanceof IncompleteStreamException,
+				error instanceof StreamStalledException && ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION,
+				ledger.deliveredTokens(), realtimeAttempts, truncations, continuations,
+				tap != null && tap.continuable());
+		Recovery.Step step = Recovery.decide(facts, guard.rules(callForm), this::takeRetryGrant);
+		if (step.budgetRefused()) {
+			ledger.retryBudgetExhausted();
 		}
-		if (deliveredTokens > 0L) {
-			midStreamFailure(error, outcome);
-			return;
-		}
-		if (error instanceof ContextLengthExceededException && truncate((ContextLengthExceededException) error)) {
-			return;
-		}
-		if (retry.isRetryable(error) && retry.canRetry(realtimeAttempts)) {
-			if (retryBudget == null || retryBudget.tryAcquireRetry()) {
+		switch (step.action()) {
+			case RETRY:
 				scheduleRetry(error);
 				return;
-			}
-			safely(() -> metrics.retryBudgetExhausted(policy.name(), priority));
+			case TRUNCATE:
+				truncate(truncation, (ContextLengthExceededException) error);
+				return;
+			case PROMPT_TOO_LARGE:
+				promptTooLarge(truncation, (ContextLengthExceededException) error);
+				return;
+			case CONTINUE:
+				if (!continueAnswer()) {
+					failWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				}
+				return;
+			case NOTICE:
+				@SuppressWarnings("unchecked")
+				T notice = (T) policy.midStream().noticeFor(error);
+				if (notice != null) {
+					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE);
+					return;
+				}
+				failWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				return;
+			case FALLBACK:
+				fallback(step.trigger(), error, outcome);
+				return;
+			case FAIL_PARTIAL:
+				if (error instanceof PreemptedException) {
+					failPreempted((PreemptedException) error);
+					return;
+				}
+				failWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				return;
+			default:
+				failWith(error, outcome);
 		}
-		FallbackTrigger trigger;
-		if (outcome == Outcome.CLIENT_ERROR) {
-			trigger = FallbackTrigger.CLIENT_ERROR;
-		}
-		else if (error instanceof StreamStalledException
-				&& ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION) {
-			trigger = FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN;
-		}
-		else {
-			trigger = FallbackTrigger.RETRIES_EXHAUSTED;
-		}
-		fallbackOrFail(trigger, error, outcome);
 	}
 
-	/** @return whether a smaller request is on its way */
-	private boolean truncate(ContextLengthExceededException e) {
-		TruncationSpec spec = policy.truncation();
-		if (!callForm || spec == null || request == null || spec.maxTruncations() == 0) {
-			return false;
-		}
-		if (realtimeAttempts >= policy.maxAnswerAttempts()) {
-			// maxAttempts caps the calls made for the answer's start, a truncated one included
-			return false;
-		}
-		if (truncations >= spec.maxTruncations()) {
-			int size;
-			try {
-				size = spec.count(request);
-			}
-			catch (Throwable counterFailure) {
-				failWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
-				return true;
-			}
-			failWith(new PromptTooLargeException(e.limit().orElse(-1), size, e), Outcome.CLIENT_ERROR);
-			return true;
-		}
+	private boolean takeRetryGrant() {
+		return retryBudget == null || retryBudget.tryAcquireRetry();
+	}
+
+	private void truncate(TruncationSpec spec, ContextLengthExceededException e) {
 		TruncationSpec.Result shrunk;
 		try {
 			shrunk = spec.shrink(request, e.limit(), e.actual());
@@ -526,23 +510,34 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			failWith(tooLarge.getCause() != null ? tooLarge
 					: new PromptTooLargeException(tooLarge.limit().orElse(-1), tooLarge.smallestSize(), e),
 					Outcome.CLIENT_ERROR);
-			return true;
+			return;
 		}
 		catch (Throwable truncatorFailure) {
 			failWith(CallbackException.threw("PromptTruncator", truncatorFailure), Outcome.CLIENT_ERROR);
-			return true;
+			return;
 		}
 		truncations++;
 		request = shrunk.request();
 		// truncation only happens before the first token, so no continuation was built on the old prompt
 		continuationBase = request;
-		safely(() -> metrics.promptTruncated(policy.name(), priority, shrunk.tokensDropped()));
+		ledger.promptTruncated(shrunk.tokensDropped());
 		nextAttempt();
-		return true;
+	}
+
+	private void promptTooLarge(TruncationSpec spec, ContextLengthExceededException e) {
+		int size;
+		try {
+			size = spec.count(request);
+		}
+		catch (Throwable counterFailure) {
+			failWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
+			return;
+		}
+		failWith(new PromptTooLargeException(e.limit().orElse(-1), size, e), Outcome.CLIENT_ERROR);
 	}
 
 	private void scheduleRetry(Throwable error) {
-		Duration delay = retry.delayBefore(realtimeAttempts, error);
+		Duration delay = policy.retry().delayBefore(realtimeAttempts, error);
 		retryReason = error.getClass().getSimpleName();
 		phase = WAITING;
 		PreemptedException taken = preemption;
@@ -568,120 +563,57 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		}
 	}
 
-	/** Tokens already reached the subscriber: never a plain resubscribe. */
-	private void midStreamFailure(Throwable error, @Nullable Outcome outcome) {
-		Outcome o = outcome != null ? outcome : Outcome.FAILURE;
-		MidStreamPolicy<?> mid = policy.midStream();
-		switch (mid.mode()) {
-			case CONTINUE:
-				if (continueAnswer(error, mid)) {
-					return;
-				}
-				break;
-			case NOTICE:
-				@SuppressWarnings("unchecked")
-				T notice = (T) mid.noticeFor(error);
-				if (notice != null) {
-					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE);
-					return;
-				}
-				break;
-			default:
-				break;
-		}
-		failWith(mid.failure(error, deliveredTokens), o);
-	}
-
 	/** @return whether a continuation request is on its way */
-	private boolean continueAnswer(Throwable error, MidStreamPolicy<?> mid) {
-		Tap<T> t = tap;
-		if (!isContinuable() || t == null || request == null || continuations >= mid.maxContinuations()
-				|| error instanceof PreemptedException || !(retry.isRetryable(error)
-						|| error instanceof StreamStalledException
-						|| error instanceof dev.aiguard.stall.IncompleteStreamException)) {
-			return false;
-		}
+	private boolean continueAnswer() {
+		MidStreamPolicy<?> mid = policy.midStream();
 		ChatRequest next;
 		try {
-			next = mid.continuation().continuation(continuationBase, t.text.toString(), t.toolCalls);
+			next = mid.continuation().continuation(continuationBase, tap.transcript().text(), !tap.continuable());
 		}
 		catch (ContinuationRefusedException refused) {
 			return false;
 		}
 		// a continuation is one more upstream request: it draws on the shared budget like a retry, so a
 		// provider that cuts every stream short cannot multiply the load by maxContinuations
-		if (retryBudget != null && !retryBudget.tryAcquireRetry()) {
-			safely(() -> metrics.retryBudgetExhausted(policy.name(), priority));
+		if (!takeRetryGrant()) {
+			ledger.retryBudgetExhausted();
 			return false;
 		}
 		continuations++;
 		request = next;
-		t.discardRecording();
+		tap.discardRecording();
 		continuing = true;
 		nextAttempt();
 		return true;
 	}
 
-	/** A continuation's text, with what the user already saw removed from its start. */
-	@SuppressWarnings("unchecked")
-	private Publisher<? extends T> splice(Publisher<? extends T> continuation) {
-		Tap<T> t = tap;
-		String delivered = t == null ? "" : t.text.toString();
-		Flux<ChatChunk> chunks = (Flux<ChatChunk>) (Flux<?>) Flux.from(continuation);
-		return (Publisher<? extends T>) Flux.defer(() -> {
-			dev.aiguard.retry.OverlapSplicer splicer = dev.aiguard.retry.OverlapSplicer.of(delivered);
-			return chunks.handle((chunk, sink) -> {
-				boolean closing = chunk.finishReason() != null || chunk.terminal();
-				String text = chunk.text().isEmpty() ? "" : splicer.accept(chunk.text());
-				if (closing) {
-					text = text + splicer.finish();
-				}
-				if (text.equals(chunk.text())) {
-					sink.next(chunk);
-				}
-				else if (!text.isEmpty() || !chunk.toolCalls().isEmpty() || closing || chunk.usage() != null
-						|| chunk.heartbeat()) {
-					sink.next(new ChatChunk(text, chunk.role(), chunk.finishReason(), chunk.usage(), chunk.toolCalls(),
-							chunk.heartbeat(), chunk.terminal()));
-				}
-			});
-		});
-	}
-
 	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
-		@SuppressWarnings("unchecked")
-		FallbackChain<T> chain = (FallbackChain<T>) policy.fallback();
+		FallbackChain<T> chain = guard.fallback();
 		if (chain == null || !chain.isEnteredBy(trigger)) {
 			failWith(cause, outcome);
 			return;
 		}
+		fallback(trigger, cause, outcome);
+	}
+
+	private void fallback(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
 		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
 		lastOutcome = outcome;
 		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
-		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
-		LanePermit lp = lanePermit;
-		Scheduler blocking = lp != null ? lp.scheduler() : Schedulers.boundedElastic();
-		Flux<T> answer = chain.answer(fallbackRequest, blocking, this::source, metrics, policy.name());
+		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, ledger.priority, key);
+		Flux<T> answer = guard.fallback().answer(fallbackRequest, blockingScheduler(), ledger::sourceChosen,
+				policy.metrics(), policy.name());
 		subscribe(answer, policy.tailStall(), Stage.FALLBACK);
 	}
 
 	private void tailEnded(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
-		deliveredTokens += watch.tokens();
-		if (watch.tokens() > 0L && firstTokenAt < 0L) {
-			firstTokenAt = watch.startNanos() + watch.timeToFirstTokenNanos() - requestStart;
-		}
+		ledger.tailEnded(watch);
 		switch (end) {
 			case COMPLETED:
-				releaseLane();
-				actual.onComplete();
-				if (stage == Stage.FALLBACK) {
-					finish(Outcome.SUCCESS, null, watch.finishReason());
-				}
-				else {
-					// a notice ends the answer, but the attempt still failed (its error is in the attempts)
-					finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, null, watch.finishReason());
-				}
+				// a notice ends the answer, but the attempt still failed (its error is in the attempts)
+				complete(stage == Stage.FALLBACK ? Outcome.SUCCESS : lastOutcome != null ? lastOutcome : Outcome.FAILURE,
+						null, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(Outcome.CANCELLED, null, watch.finishReason());
@@ -692,10 +624,20 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 					failPreempted((PreemptedException) error);
 					return;
 				}
-				releaseLane();
-				actual.onError(error);
-				finish(lastOutcome != null ? lastOutcome : Outcome.FAILURE, error, watch.finishReason());
+				failWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 		}
+	}
+
+	// ---- the end ----
+
+	/** The answer is whole: the lane is free before the subscriber hears of it. */
+	private void complete(Outcome outcome, @Nullable Source answered, @Nullable String finishReason) {
+		releaseLane();
+		actual.onComplete();
+		if (answered != null) {
+			ledger.answered(answered);
+		}
+		finish(outcome, null, finishReason);
 	}
 
 	private void failWith(Throwable error, Outcome outcome) {
@@ -708,7 +650,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		finish(outcome, error, null);
 	}
 
-	/** Frees the lane before the subscriber hears of the end, so a request it starts from there finds the permit. */
+	/**
+	 * The one place the lane permit is given back. Called before the subscriber hears of the end,
+	 * so a request it starts from there finds the permit, and again by {@link #finish}; the permit
+	 * counts only the first release.
+	 */
 	private void releaseLane() {
 		LanePermit lp = lanePermit;
 		if (lp != null) {
@@ -716,44 +662,40 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		}
 	}
 
-	private void source(Source chosen) {
-		source = chosen;
-		GuardSignals sig = signals;
-		if (sig != null) {
-			signalSource(sig, chosen);
+	private void finishCancelled() {
+		BreakerPermit permit = attemptPermit;
+		if (permit != null) {
+			// only in the window between taking a permission and subscribing: settling is idempotent
+			attemptPermit = null;
+			permit.record(Outcome.CANCELLED, -1L);
 		}
+		finish(Outcome.CANCELLED, null, null);
 	}
 
-	/** Whoever listens to the signals is user code: a throw from it never reaches the stream. */
-	void signalSource(GuardSignals sig, Source chosen) {
-		try {
-			sig.sourceChosen(chosen);
+	private void finish(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
+		if (!FINISHED.compareAndSet(this, 0, 1)) {
+			return;
 		}
-		catch (Throwable listenerFailure) {
-			Operators.onErrorDropped(listenerFailure, actual.currentContext());
-		}
+		releaseLane();
+		ledger.close(outcome, error, finishReason);
 	}
 
-	private void answered(Source from) {
-		try {
-			metrics.answered(policy.name(), priority, from);
-		}
-		catch (Throwable metricsFailure) {
-			metricsFailed(metricsFailure);
-		}
+	// ---- helpers ----
+
+	/** Blocking work of this request (a blocking upstream, blocking fallback steps) runs on its lane's threads. */
+	private Scheduler blockingScheduler() {
+		LanePermit lp = lanePermit;
+		return lp != null ? lp.scheduler() : Schedulers.boundedElastic();
 	}
 
 	private void storeAnswer(StallWatch<T> watch) {
-		Tap<T> t = tap;
-		@SuppressWarnings("unchecked")
-		ResponseCache<T> cache = (ResponseCache<T>) policy.responseCache();
-		if (t == null || t.recorder == null || cache == null || continuations > 0) {
+		AnswerTap<T> t = tap;
+		ResponseCache<T> cache = guard.responseCache();
+		if (t == null || t.recorder() == null || cache == null || continuations > 0) {
 			return;
 		}
-		LanePermit lp = lanePermit;
-		t.recorder.storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
-				OutputLimits.isTruncation(watch.finishReason()),
-				lp != null ? lp.scheduler() : Schedulers.boundedElastic());
+		t.recorder().storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
+				OutputLimits.isTruncation(watch.finishReason()), blockingScheduler());
 	}
 
 	private Outcome outcomeOf(StallWatch.End end, @Nullable Throwable error) {
@@ -782,125 +724,6 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		}
 	}
 
-	private void recordAttempt(StallWatch<T> watch, Outcome outcome, @Nullable Throwable error) {
-		long tokens = watch.tokens();
-		long ttft = watch.timeToFirstTokenNanos();
-		if (tokens > 0L && firstTokenAt < 0L) {
-			firstTokenAt = watch.startNanos() + ttft - requestStart;
-		}
-		deliveredTokens += tokens;
-		if (outcome != Outcome.SUCCESS) {
-			wastedTokens += tokens;
-		}
-		if (signals != null || !policy.reportListeners().isEmpty()) {
-			// only a report reads these
-			List<GuardReport.Attempt> list = attempts;
-			if (list == null) {
-				list = new CopyOnWriteArrayList<>();
-				attempts = list;
-			}
-			list.add(new GuardReport.Attempt(list.size() + 1, outcome, tokens,
-					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
-					watch.finishReason(), error));
-		}
-		// try/catch rather than safely(..): no capturing lambda on the once-per-attempt path
-		try {
-			metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
-			if (error instanceof StreamStalledException) {
-				metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
-			}
-		}
-		catch (Throwable metricsFailure) {
-			metricsFailed(metricsFailure);
-		}
-	}
-
-	private void finishCancelled() {
-		BreakerPermit permit = attemptPermit;
-		if (permit != null) {
-			// only in the window between taking a permission and subscribing: settling is idempotent
-			attemptPermit = null;
-			permit.record(Outcome.CANCELLED, -1L);
-		}
-		finish(Outcome.CANCELLED, null, null);
-	}
-
-	private void finish(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
-		if (!FINISHED.compareAndSet(this, 0, 1)) {
-			return;
-		}
-		LanePermit lp = lanePermit;
-		if (lp != null) {
-			lp.release();
-		}
-		boolean truncated = OutputLimits.isTruncation(finishReason);
-		if (truncated) {
-			safely(() -> metrics.outputTruncated(policy.name(), priority));
-		}
-		long wasted = wastedTokens;
-		if (wasted > 0L && outcome != Outcome.CANCELLED) {
-			safely(() -> metrics.tokensWasted(policy.name(), priority, wasted));
-		}
-		List<Consumer<? super GuardReport>> listeners = policy.reportListeners();
-		if (listeners.isEmpty() && signals == null) {
-			return;
-		}
-		long now = clock.nanos();
-		long first = firstTokenAt;
-		List<GuardReport.Attempt> made = attempts;
-		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, made == null ? List.of() : made, deliveredTokens,
-				first < 0L ? null : Duration.ofNanos(first), Duration.ofNanos(now - requestStart), finishReason,
-				truncated, error);
-		if (signals != null) {
-			try {
-				signals.ended(report);
-			}
-			catch (Throwable listenerFailure) {
-				Operators.onErrorDropped(listenerFailure, actual.currentContext());
-			}
-		}
-		if (listeners.isEmpty()) {
-			return;
-		}
-		Scheduler reportScheduler = policy.reportScheduler();
-		if (reportScheduler == null) {
-			deliver(listeners, report);
-		}
-		else {
-			try {
-				reportScheduler.schedule(() -> deliver(listeners, report));
-			}
-			catch (Throwable rejected) {
-				Operators.onErrorDropped(rejected, actual.currentContext());
-			}
-		}
-	}
-
-	private void deliver(List<Consumer<? super GuardReport>> listeners, GuardReport report) {
-		for (Consumer<? super GuardReport> listener : listeners) {
-			try {
-				listener.accept(report);
-			}
-			catch (Throwable listenerFailure) {
-				Operators.onErrorDropped(listenerFailure, actual.currentContext());
-			}
-		}
-	}
-
-	/** Metrics never break a stream. */
-	private void safely(Runnable recording) {
-		try {
-			recording.run();
-		}
-		catch (Throwable metricsFailure) {
-			metricsFailed(metricsFailure);
-		}
-	}
-
-	private void metricsFailed(Throwable metricsFailure) {
-		Operators.onErrorDropped(metricsFailure, actual.currentContext());
-	}
-
 	@Override
 	@Nullable
 	public Object scanUnsafe(Attr key) {
@@ -920,149 +743,5 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			return Attr.RunStyle.SYNC;
 		}
 		return null;
-	}
-
-	/**
-	 * Waits for the lane permit. Unlike a lambda subscriber it hands over a permit that arrives after
-	 * it was disposed (a cancel racing the grant), so the request can release it instead of dropping it.
-	 */
-	static final class Admission implements CoreSubscriber<LanePermit>, Disposable {
-
-		final GuardedStream<?> parent;
-
-		volatile Subscription s;
-		static final AtomicReferenceFieldUpdater<Admission, Subscription> S =
-				AtomicReferenceFieldUpdater.newUpdater(Admission.class, Subscription.class, "s");
-
-		Admission(GuardedStream<?> parent) {
-			this.parent = parent;
-		}
-
-		@Override
-		public Context currentContext() {
-			return parent.actual.currentContext();
-		}
-
-		@Override
-		public void onSubscribe(Subscription subscription) {
-			if (Operators.setOnce(S, this, subscription)) {
-				subscription.request(Long.MAX_VALUE);
-			}
-		}
-
-		@Override
-		public void onNext(LanePermit permit) {
-			parent.admitted(permit);
-		}
-
-		@Override
-		public void onError(Throwable rejection) {
-			parent.notAdmitted(rejection);
-		}
-
-		@Override
-		public void onComplete() {
-			// the permit, if any, was handed over in onNext
-		}
-
-		@Override
-		public void dispose() {
-			Operators.terminate(S, this);
-		}
-
-		@Override
-		public boolean isDisposed() {
-			return s == Operators.cancelledSubscription();
-		}
-	}
-
-	/**
-	 * Sits between an attempt and the subscriber when something must see the chunks: it announces
-	 * the answer's source at the first chunk, records a realtime answer for the response cache, and
-	 * keeps the delivered text for a continuation. One per request, reused across attempts.
-	 */
-	static final class Tap<T> implements CoreSubscriber<T> {
-
-		final CoreSubscriber<? super T> actual;
-		final GuardedStream<T> parent;
-		@Nullable
-		final ResponseCache<T> cache;
-		@Nullable
-		AnswerRecorder<T> recorder;
-		final StringBuilder text = new StringBuilder();
-		boolean recording;
-		boolean collectingText;
-		boolean toolCalls;
-		boolean announced;
-		/** The attempt whose chunks pass now; set before it is subscribed. */
-		StallWatch<T> watch;
-
-		@SuppressWarnings("unchecked")
-		Tap(CoreSubscriber<? super T> actual, GuardedStream<T> parent) {
-			this.actual = actual;
-			this.parent = parent;
-			this.cache = parent.callForm ? (ResponseCache<T>) parent.policy.responseCache() : null;
-			this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
-		}
-
-		/** A retry starts: what a failed attempt sent before its first token is not part of the answer. */
-		void restartRecording() {
-			AnswerRecorder<T> r = recorder;
-			if (cache != null && r != null && (r.size() > 0 || r.overflowed())) {
-				recorder = AnswerRecorder.forCache(cache);
-			}
-		}
-
-		void discardRecording() {
-			if (recorder != null) {
-				recorder.discard();
-			}
-		}
-
-		@Override
-		public Context currentContext() {
-			return actual.currentContext();
-		}
-
-		@Override
-		public void onSubscribe(Subscription s) {
-			// attempts never pass their subscription on: the coordinator is the subscriber's subscription
-		}
-
-		@Override
-		public void onNext(T t) {
-			// the watch already asked the inspector: reuse its answer rather than call user code while
-			// the chunk is marked as being delivered
-			int f = watch.chunkFlags();
-			if (!announced && (f & ChunkInspector.CONTENT) != 0) {
-				announced = true;
-				GuardSignals sig = parent.signals;
-				if (sig != null) {
-					parent.signalSource(sig, parent.source);
-				}
-			}
-			if (recording && recorder != null && (f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT))
-					!= ChunkInspector.HEARTBEAT) {
-				recorder.record(t);
-			}
-			if (collectingText && t instanceof ChatChunk) {
-				ChatChunk c = (ChatChunk) t;
-				text.append(c.text());
-				if (!c.toolCalls().isEmpty()) {
-					toolCalls = true;
-				}
-			}
-			actual.onNext(t);
-		}
-
-		@Override
-		public void onError(Throwable t) {
-			actual.onError(t);
-		}
-
-		@Override
-		public void onComplete() {
-			actual.onComplete();
-		}
 	}
 }

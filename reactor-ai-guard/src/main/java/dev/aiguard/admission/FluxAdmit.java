@@ -47,22 +47,22 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 		}
 		AdmitMainSubscriber<T> main = new AdmitMainSubscriber<>(actual, source, priority, subscribeOnLane);
 		actual.onSubscribe(main);
-		lanes.acquire(priority).subscribe(main.permitSubscriber);
+		LaneAdmission waiting = LaneAdmission.await(lanes, priority, main);
+		main.admission = waiting;
+		if (main.cancelled == 1) {
+			// cancel() may have run before the wait was stored
+			waiting.dispose();
+		}
 	}
 
 	static final class AdmitMainSubscriber<T> extends Operators.DeferredSubscription
-			implements CoreSubscriber<T>, Consumer<PreemptedException> {
+			implements CoreSubscriber<T>, Consumer<PreemptedException>, LaneAdmission.Owner {
 
 		final CoreSubscriber<? super T> actual;
 		final Flux<? extends T> source;
 		final Priority priority;
 		final boolean subscribeOnLane;
-		final PermitSubscriber permitSubscriber = new PermitSubscriber(this);
-
-		volatile Subscription admission;
-		@SuppressWarnings("rawtypes")
-		static final AtomicReferenceFieldUpdater<AdmitMainSubscriber, Subscription> ADMISSION =
-				AtomicReferenceFieldUpdater.newUpdater(AdmitMainSubscriber.class, Subscription.class, "admission");
+		volatile LaneAdmission admission;
 
 		volatile LanePermit permit;
 
@@ -101,7 +101,8 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 
 		// ---- admission ----
 
-		void admitted(LanePermit granted) {
+		@Override
+		public void admitted(LanePermit granted) {
 			this.permit = granted;
 			if (cancelled == 1 || done == 1) {
 				granted.release();
@@ -112,7 +113,8 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 			upstream.subscribe(this);
 		}
 
-		void refused(Throwable error) {
+		@Override
+		public void refused(Throwable error) {
 			terminate(error);
 		}
 
@@ -189,9 +191,9 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 		public void cancel() {
 			if (CANCELLED.compareAndSet(this, 0, 1)) {
 				super.cancel();
-				Subscription a = ADMISSION.getAndSet(this, Operators.cancelledSubscription());
+				LaneAdmission a = admission;
 				if (a != null) {
-					a.cancel();
+					a.dispose();
 				}
 				releasePermit();
 			}
@@ -202,52 +204,6 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 			if (p != null) {
 				p.release();
 			}
-		}
-	}
-
-	/** Receives the permit (or the refusal) from {@link PriorityLanes#acquire(Priority)}. */
-	static final class PermitSubscriber implements CoreSubscriber<LanePermit> {
-
-		final AdmitMainSubscriber<?> main;
-
-		PermitSubscriber(AdmitMainSubscriber<?> main) {
-			this.main = main;
-		}
-
-		@Override
-		public Context currentContext() {
-			return main.actual.currentContext();
-		}
-
-		@Override
-		public void onSubscribe(Subscription s) {
-			if (AdmitMainSubscriber.ADMISSION.compareAndSet(main, null, s)) {
-				s.request(1);
-			}
-			else {
-				s.cancel();
-			}
-		}
-
-		@Override
-		public void onNext(LanePermit granted) {
-			try {
-				main.admitted(granted);
-			}
-			catch (Throwable e) {
-				Exceptions.throwIfJvmFatal(e);
-				granted.release();
-				main.terminate(Operators.onOperatorError(e, main.actual.currentContext()));
-			}
-		}
-
-		@Override
-		public void onError(Throwable t) {
-			main.refused(t);
-		}
-
-		@Override
-		public void onComplete() {
 		}
 	}
 }

@@ -46,7 +46,7 @@ public final class MidStreamPolicy<T> {
 		CONTINUE
 	}
 
-	private static final MidStreamPolicy<Object> FAIL = new MidStreamPolicy<>(Mode.FAIL, null, null, 0);
+	private static final MidStreamPolicy<Object> FAIL = new MidStreamPolicy<>(Mode.FAIL, null, null, 0, null);
 
 	private final Mode mode;
 	@Nullable
@@ -54,13 +54,16 @@ public final class MidStreamPolicy<T> {
 	@Nullable
 	private final ContinuationStrategy strategy;
 	private final int maxContinuations;
+	@Nullable
+	private final ContinuationSupport<T> support;
 
 	private MidStreamPolicy(Mode mode, @Nullable Function<? super Throwable, ? extends T> notice,
-			@Nullable ContinuationStrategy strategy, int maxContinuations) {
+			@Nullable ContinuationStrategy strategy, int maxContinuations, @Nullable ContinuationSupport<T> support) {
 		this.mode = mode;
 		this.notice = notice;
 		this.strategy = strategy;
 		this.maxContinuations = maxContinuations;
+		this.support = support;
 	}
 
 	/** @return the default: fail with {@link PartialStreamException} */
@@ -80,7 +83,7 @@ public final class MidStreamPolicy<T> {
 					+ (noticeText == null ? "null" : "\"\""));
 		}
 		ChatChunk chunk = ChatChunk.token(noticeText);
-		return new MidStreamPolicy<>(Mode.NOTICE, cause -> chunk, null, 0);
+		return new MidStreamPolicy<>(Mode.NOTICE, cause -> chunk, null, 0, null);
 	}
 
 	/**
@@ -93,7 +96,7 @@ public final class MidStreamPolicy<T> {
 		if (noticeFactory == null) {
 			throw new IllegalArgumentException("noticeFactory must not be null, was null");
 		}
-		return new MidStreamPolicy<>(Mode.NOTICE, noticeFactory, null, 0);
+		return new MidStreamPolicy<>(Mode.NOTICE, noticeFactory, null, 0, null);
 	}
 
 	/**
@@ -103,13 +106,27 @@ public final class MidStreamPolicy<T> {
 	 * @throws IllegalArgumentException naming the bad argument
 	 */
 	public static MidStreamPolicy<ChatChunk> continueWith(ContinuationStrategy strategy, int maxContinuations) {
+		return continueWith(strategy, maxContinuations, ContinuationSupport.chatChunks());
+	}
+
+	/**
+	 * As {@link #continueWith(ContinuationStrategy, int)}, for answers of any chunk type.
+	 *
+	 * @param support records what was delivered and splices the continuation
+	 * @throws IllegalArgumentException naming the bad argument
+	 */
+	public static <T> MidStreamPolicy<T> continueWith(ContinuationStrategy strategy, int maxContinuations,
+			ContinuationSupport<T> support) {
 		if (strategy == null) {
 			throw new IllegalArgumentException("strategy must not be null, was null");
 		}
 		if (maxContinuations < 1 || maxContinuations > 10) {
 			throw new IllegalArgumentException("maxContinuations must be between 1 and 10, was " + maxContinuations);
 		}
-		return new MidStreamPolicy<>(Mode.CONTINUE, null, strategy, maxContinuations);
+		if (support == null) {
+			throw new IllegalArgumentException("support must not be null, was null");
+		}
+		return new MidStreamPolicy<>(Mode.CONTINUE, null, strategy, maxContinuations, support);
 	}
 
 	public Mode mode() {
@@ -120,6 +137,12 @@ public final class MidStreamPolicy<T> {
 	@Nullable
 	public ContinuationStrategy continuation() {
 		return strategy;
+	}
+
+	/** @return how a {@link Mode#CONTINUE} policy records and splices answers, else {@code null} */
+	@Nullable
+	public ContinuationSupport<T> support() {
+		return support;
 	}
 
 	/** @return continuation requests allowed per answer ({@code 0} unless {@link Mode#CONTINUE}) */

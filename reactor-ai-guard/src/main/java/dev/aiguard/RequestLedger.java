@@ -1,0 +1,243 @@
+package dev.aiguard;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+
+import dev.aiguard.core.OutputLimits;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
+import dev.aiguard.internal.TimeSource;
+import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.StreamStalledException;
+import reactor.core.publisher.Operators;
+import reactor.core.scheduler.Scheduler;
+import reactor.util.annotation.Nullable;
+import reactor.util.context.Context;
+
+/**
+ * The books of one guarded request: what each attempt delivered and how it ended, the tokens the
+ * user saw, the answer's source, and at the end the one {@link GuardReport} and the request-level
+ * meters. Written by the coordinator's control steps, which run one after another; the fields a
+ * cancel may read concurrently are volatile.
+ */
+final class RequestLedger {
+
+	private final GuardPolicy policy;
+	private final GuardMetrics metrics;
+	private final TimeSource clock;
+	private final Context context;
+	@Nullable
+	final GuardSignals signals;
+	Priority priority;
+	private final long requestStart;
+
+	/** Created at the first attempt a report will read; copy-on-write because cancel may race a read. */
+	@Nullable
+	private volatile List<GuardReport.Attempt> attempts;
+	private volatile long deliveredTokens;
+	private volatile long firstTokenAt = -1L;
+	private long wastedTokens;
+	private volatile Source source = Source.REALTIME;
+
+	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
+		this.policy = policy;
+		this.metrics = policy.metrics();
+		this.clock = policy.clock();
+		this.context = context;
+		this.signals = GuardSignals.from(context);
+		this.priority = priority;
+		this.requestStart = clock.nanos();
+	}
+
+	long deliveredTokens() {
+		return deliveredTokens;
+	}
+
+	Source source() {
+		return source;
+	}
+
+	/** A realtime attempt ended: its numbers go into the report, its meters are recorded. */
+	void attemptEnded(StallWatch<?> watch, Outcome outcome, @Nullable Throwable error) {
+		long tokens = watch.tokens();
+		long ttft = watch.timeToFirstTokenNanos();
+		noteFirstToken(watch);
+		deliveredTokens += tokens;
+		if (outcome != Outcome.SUCCESS) {
+			wastedTokens += tokens;
+		}
+		if (signals != null || !policy.reportListeners().isEmpty()) {
+			// only a report reads these
+			List<GuardReport.Attempt> list = attempts;
+			if (list == null) {
+				list = new CopyOnWriteArrayList<>();
+				attempts = list;
+			}
+			list.add(new GuardReport.Attempt(list.size() + 1, outcome, tokens,
+					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
+					watch.finishReason(), error));
+		}
+		// try/catch rather than a lambda: no capturing allocation on the once-per-attempt path
+		try {
+			metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
+			if (error instanceof StreamStalledException) {
+				metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
+			}
+		}
+		catch (Throwable meterFailure) {
+			dropped(meterFailure);
+		}
+	}
+
+	/** A fallback answer or notice ended: only its tokens count. */
+	void tailEnded(StallWatch<?> watch) {
+		noteFirstToken(watch);
+		deliveredTokens += watch.tokens();
+	}
+
+	/** A continued answer keeps every token its failed attempts delivered: none was wasted. */
+	void answerCompleted() {
+		wastedTokens = 0L;
+	}
+
+	private void noteFirstToken(StallWatch<?> watch) {
+		if (watch.tokens() > 0L && firstTokenAt < 0L) {
+			firstTokenAt = watch.startNanos() + watch.timeToFirstTokenNanos() - requestStart;
+		}
+	}
+
+	/** The ladder picked a step, or the first content chunk of an attempt arrived. */
+	void sourceChosen(Source chosen) {
+		source = chosen;
+		announce(chosen);
+	}
+
+	void announce(Source chosen) {
+		GuardSignals sig = signals;
+		if (sig != null) {
+			try {
+				sig.sourceChosen(chosen);
+			}
+			catch (Throwable listenerFailure) {
+				dropped(listenerFailure);
+			}
+		}
+	}
+
+	void answered(Source from) {
+		try {
+			metrics.answered(policy.name(), priority, from);
+		}
+		catch (Throwable meterFailure) {
+			dropped(meterFailure);
+		}
+	}
+
+	void retried(String reason) {
+		try {
+			metrics.retried(policy.name(), priority, reason);
+		}
+		catch (Throwable meterFailure) {
+			dropped(meterFailure);
+		}
+	}
+
+	void continued() {
+		try {
+			metrics.continued(policy.name(), priority);
+		}
+		catch (Throwable meterFailure) {
+			dropped(meterFailure);
+		}
+	}
+
+	void retryBudgetExhausted() {
+		try {
+			metrics.retryBudgetExhausted(policy.name(), priority);
+		}
+		catch (Throwable meterFailure) {
+			dropped(meterFailure);
+		}
+	}
+
+	void promptTruncated(int tokensDropped) {
+		try {
+			metrics.promptTruncated(policy.name(), priority, tokensDropped);
+		}
+		catch (Throwable meterFailure) {
+			dropped(meterFailure);
+		}
+	}
+
+	/** The request ended (called once): request-level meters, then the report to its listeners. */
+	void close(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
+		boolean truncated = OutputLimits.isTruncation(finishReason);
+		if (truncated) {
+			try {
+				metrics.outputTruncated(policy.name(), priority);
+			}
+			catch (Throwable meterFailure) {
+				dropped(meterFailure);
+			}
+		}
+		if (wastedTokens > 0L && outcome != Outcome.CANCELLED) {
+			try {
+				metrics.tokensWasted(policy.name(), priority, wastedTokens);
+			}
+			catch (Throwable meterFailure) {
+				dropped(meterFailure);
+			}
+		}
+		List<Consumer<? super GuardReport>> listeners = policy.reportListeners();
+		if (listeners.isEmpty() && signals == null) {
+			return;
+		}
+		long first = firstTokenAt;
+		List<GuardReport.Attempt> made = attempts;
+		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, made == null ? List.of() : made,
+				deliveredTokens, first < 0L ? null : Duration.ofNanos(first),
+				Duration.ofNanos(clock.nanos() - requestStart), finishReason, truncated, error);
+		if (signals != null) {
+			try {
+				signals.ended(report);
+			}
+			catch (Throwable listenerFailure) {
+				dropped(listenerFailure);
+			}
+		}
+		if (listeners.isEmpty()) {
+			return;
+		}
+		Scheduler reportScheduler = policy.reportScheduler();
+		if (reportScheduler == null) {
+			deliver(listeners, report);
+			return;
+		}
+		try {
+			reportScheduler.schedule(() -> deliver(listeners, report));
+		}
+		catch (Throwable rejected) {
+			dropped(rejected);
+		}
+	}
+
+	private void deliver(List<Consumer<? super GuardReport>> listeners, GuardReport report) {
+		for (Consumer<? super GuardReport> listener : listeners) {
+			try {
+				listener.accept(report);
+			}
+			catch (Throwable listenerFailure) {
+				dropped(listenerFailure);
+			}
+		}
+	}
+
+	/** The one rule for observers that throw: the stream goes on, the throw goes to the dropped-error hook. */
+	private void dropped(Throwable observerFailure) {
+		Operators.onErrorDropped(observerFailure, context);
+	}
+}
