@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The mock model's answers: a short echo of the question, then a few sentences drawn from a seed
@@ -14,6 +16,11 @@ import java.util.SplittableRandom;
  * List<String> tokens = MockAnswers.tokens("Why do streams stall?");
  * String answer = String.join("", tokens);    // what the mock streams, token by token
  * }</pre>
+ *
+ * A question that starts with {@code #seq <label> <count>} gets a numbered answer instead:
+ * {@code <label>.1 <label>.2 … <label>.<count>}, one number per token, so a test can tell a
+ * repeated or a missing token from a correct one ({@link #numbered(String, int)} builds such a
+ * question).
  */
 public final class MockAnswers {
 
@@ -33,11 +40,22 @@ public final class MockAnswers {
 	/** Words of the question echoed at the start of the answer. */
 	private static final int ECHO_WORDS = 6;
 
+	/** The start of a question that asks for a numbered answer; whatever follows it is ignored. */
+	private static final Pattern NUMBERED = Pattern.compile("^#seq ([A-Za-z0-9_-]{1,40}) (\\d{1,4})(?:\\s|$)");
+
+	/** The most tokens a numbered answer has. */
+	static final int MAX_NUMBERED = 1000;
+
 	private MockAnswers() {
 	}
 
 	/** @return the answer to {@code prompt} as content deltas: words, each with the space that follows it */
 	public static List<String> tokens(String prompt) {
+		Matcher numbered = NUMBERED.matcher(prompt.strip());
+		if (numbered.find()) {
+			int count = Math.max(1, Math.min(Integer.parseInt(numbered.group(2)), MAX_NUMBERED));
+			return numberedTokens(numbered.group(1), count);
+		}
 		SplittableRandom random = new SplittableRandom(seed(prompt));
 		StringBuilder text = new StringBuilder("You asked: \"").append(echo(prompt)).append("\". ");
 		int sentences = 3 + random.nextInt(3);
@@ -50,6 +68,28 @@ public final class MockAnswers {
 			}
 		}
 		return split(text.toString());
+	}
+
+	/**
+	 * @param label names the answer in every token (letters, digits, {@code -}, {@code _})
+	 * @param count tokens in the answer, 1 to 1000
+	 * @return a question the mock answers with {@code <label>.1 } to {@code <label>.<count>}
+	 */
+	public static String numbered(String label, int count) {
+		String question = "#seq " + label + ' ' + count;
+		if (count < 1 || count > MAX_NUMBERED || !NUMBERED.matcher(question).find()) {
+			throw new IllegalArgumentException("a numbered answer needs a label of letters, digits, - or _ and "
+					+ "1 to " + MAX_NUMBERED + " tokens, was '" + label + "' and " + count);
+		}
+		return question;
+	}
+
+	private static List<String> numberedTokens(String label, int count) {
+		List<String> tokens = new ArrayList<>(count);
+		for (int i = 1; i <= count; i++) {
+			tokens.add(i < count ? label + '.' + i + ' ' : label + '.' + i);
+		}
+		return tokens;
 	}
 
 	/** @return the whole answer to {@code prompt} */

@@ -65,6 +65,7 @@ public final class MockModelServer implements SmartLifecycle {
 	private final AtomicLong contextRejections = new AtomicLong();
 	private final AtomicLong stalled = new AtomicLong();
 	private final AtomicLong dropped = new AtomicLong();
+	private final AtomicLong inProgress = new AtomicLong();
 
 	@Nullable
 	private volatile DisposableServer server;
@@ -114,7 +115,7 @@ public final class MockModelServer implements SmartLifecycle {
 	/** @return what the server has done so far */
 	public Stats stats() {
 		return new Stats(requests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
-				contextRejections.get(), stalled.get(), dropped.get());
+				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get());
 	}
 
 	/**
@@ -127,9 +128,11 @@ public final class MockModelServer implements SmartLifecycle {
 	 * @param contextRejections requests refused for exceeding the context limit
 	 * @param stalled answers that stopped sending on purpose
 	 * @param dropped connections closed on purpose mid-answer
+	 * @param inProgress requests whose response has not ended yet, however it ends (a request the client
+	 *        has left must not stay here: that would be an upstream call nobody closed)
 	 */
 	public record Stats(long requests, long completed, long cancelled, long injectedErrors, long contextRejections,
-			long stalled, long dropped) {
+			long stalled, long dropped, long inProgress) {
 	}
 
 	@Override
@@ -167,7 +170,9 @@ public final class MockModelServer implements SmartLifecycle {
 		FaultProfile profile = faults.get();
 		long number = requests.incrementAndGet();
 		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-			.flatMap(body -> answer(number, body, profile, response));
+			.flatMap(body -> answer(number, body, profile, response))
+			.doOnSubscribe(s -> inProgress.incrementAndGet())
+			.doFinally(signal -> inProgress.decrementAndGet());
 	}
 
 	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {

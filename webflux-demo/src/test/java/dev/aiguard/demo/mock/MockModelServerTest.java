@@ -71,6 +71,19 @@ class MockModelServerTest {
 	}
 
 	@Test
+	void aSeqQuestionGetsOneNumberedTokenPerChunk() {
+		String question = MockAnswers.numbered("s-7", 4) + " and whatever follows";
+
+		List<ChatChunk> chunks = client.stream(ask(question)).collectList().block(WAIT);
+
+		assertThat(chunks).filteredOn(ChatChunk::hasContent).extracting(ChatChunk::text)
+			.containsExactly("s-7.1 ", "s-7.2 ", "s-7.3 ", "s-7.4");
+		assertThat(MockAnswers.tokens("#seq big 5000")).hasSize(1000);
+		assertThatThrownBy(() -> MockAnswers.numbered("no spaces allowed", 3)).isInstanceOf(IllegalArgumentException.class);
+		assertThatThrownBy(() -> MockAnswers.numbered("x", 0)).hasMessageContaining("1 to 1000");
+	}
+
+	@Test
 	void omitTerminalEndsWithoutFinishReasonOrDone() {
 		mock.faults(mock.faults().withOmitTerminal(true));
 
@@ -89,6 +102,7 @@ class MockModelServerTest {
 			.expectError(ProviderConnectionException.class)
 			.verify(WAIT);
 		assertThat(mock.stats().dropped()).isEqualTo(1);
+		StepVerifier.create(untilNoneInProgress()).expectNextCount(1).verifyComplete();
 	}
 
 	@Test
@@ -104,6 +118,7 @@ class MockModelServerTest {
 		StepVerifier.create(untilCancelled(1)).expectNextCount(1).verifyComplete();
 		assertThat(mock.stats().stalled()).isEqualTo(1);
 		assertThat(mock.stats().completed()).isZero();
+		StepVerifier.create(untilNoneInProgress()).expectNextCount(1).verifyComplete();
 	}
 
 	@Test
@@ -174,6 +189,12 @@ class MockModelServerTest {
 			.hasMessage("stallAfterTokens must be between 0 and 2147483647, was -1");
 		assertThatThrownBy(() -> ok.withPace(-5, 0)).hasMessage("firstTokenDelayMs must be between 0 and 120000, was -5");
 		assertThatThrownBy(() -> ok.withContextLimit(0)).hasMessage("contextLimitTokens must be between 1 and 2147483647, was 0");
+	}
+
+	/** Emits once no response of the mock is still open. */
+	private Flux<Long> untilNoneInProgress() {
+		return Flux.interval(Duration.ofMillis(10)).map(i -> mock.stats().inProgress()).filter(n -> n == 0).take(1)
+			.timeout(WAIT);
 	}
 
 	/** Emits once the mock has counted {@code n} abandoned answers. */
