@@ -430,6 +430,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (!win()) {
 			return;
 		}
+		if (ended != 0) {
+			// the subscriber cancelled first: the attempt is over, and a missing terminal marker now
+			// is the cancel's doing, not an error worth reporting
+			return;
+		}
 		if ((seenFlags & (ChunkInspector.TERMINAL | ChunkInspector.FINISH)) != 0 || !requireTerminal) {
 			end(End.COMPLETED, null);
 		}

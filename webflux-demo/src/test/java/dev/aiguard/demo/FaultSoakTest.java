@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import java.util.function.Predicate;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerEvent;
 import dev.aiguard.breaker.BreakerListener;

@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 
-import dev.aiguard.Priority;
+import dev.aiguard.core.Priority;
 import dev.aiguard.demo.mock.MockAnswers;
 import reactor.util.annotation.Nullable;
 import tools.jackson.databind.json.JsonMapper;
