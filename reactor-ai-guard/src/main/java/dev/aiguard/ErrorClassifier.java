@@ -1,15 +1,20 @@
 package dev.aiguard;
 
 import java.util.Objects;
+import java.util.function.Function;
 
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderClientException;
+import dev.aiguard.admission.PreemptedException;
 import dev.aiguard.stall.IncompleteStreamException;
+import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import reactor.core.Exceptions;
+import reactor.core.publisher.Operators;
+import reactor.util.context.Context;
 
 /**
  * The policy's default error classifier: the {@link Outcome} the breaker and metrics record for
@@ -49,5 +54,37 @@ public final class ErrorClassifier {
 			return Outcome.REJECTED;
 		}
 		return Outcome.FAILURE;
+	}
+
+	/**
+	 * The outcome of an attempt: its end says it, except for an error, which the policy's
+	 * classifier judges. A classifier that throws or answers {@code null} yields
+	 * {@link Outcome#FAILURE} (what it threw goes to {@code Hooks.onErrorDropped}); a preemption is
+	 * {@link Outcome#REJECTED} whatever the classifier says — the provider did nothing wrong.
+	 */
+	static Outcome ofAttempt(StallWatch.End end, Throwable error, Function<Throwable, Outcome> classifier,
+			Context context) {
+		switch (end) {
+			case COMPLETED:
+				return Outcome.SUCCESS;
+			case CANCELLED:
+				return Outcome.CANCELLED;
+			case STALLED:
+				return Outcome.STALLED;
+			case INCOMPLETE:
+				return Outcome.INCOMPLETE;
+			default:
+				if (error instanceof PreemptedException) {
+					return Outcome.REJECTED;
+				}
+				try {
+					Outcome o = classifier.apply(error);
+					return o != null ? o : Outcome.FAILURE;
+				}
+				catch (Throwable classifierFailure) {
+					Operators.onErrorDropped(classifierFailure, context);
+					return Outcome.FAILURE;
+				}
+		}
 	}
 }

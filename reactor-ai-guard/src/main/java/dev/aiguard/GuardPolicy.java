@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.CacheKeys;
@@ -59,6 +60,8 @@ public final class GuardPolicy {
 	private final RetryRules retry;
 	/** Whether {@link Builder#retry} was called: only then does {@code maxAttempts} cap truncations too. */
 	private final boolean retrySet;
+	/** The config of a breaker the policy built itself, or {@code null}. */
+	private final BreakerConfig breakerConfig;
 	/** Deadlines do not apply to fallback answers and notices (the ladder has its own timeout). */
 	private final StallSpec tailStall;
 	@Nullable
@@ -76,12 +79,15 @@ public final class GuardPolicy {
 		this.name = b.name;
 		this.defaultPriority = b.defaultPriority;
 		this.stall = b.stall;
-		this.metrics = b.metrics;
+		this.metrics = GuardMetrics.isolated(b.metrics);
 		this.reportListeners = List.copyOf(b.reportListeners);
 		this.timer = b.timer;
 		this.reportScheduler = b.reportScheduler;
 		this.errorClassifier = b.errorClassifier;
-		this.breaker = b.breaker;
+		// a breaker of the policy's own reads the policy's clock, resolved at each read like every deadline
+		this.breaker = b.breakerConfig == null ? b.breaker : CircuitBreaker.builder(b.name).config(b.breakerConfig)
+				.metrics(b.metrics).clock(() -> clock().nanos()).build();
+		this.breakerConfig = b.breakerConfig;
 		this.lanes = b.lanes;
 		this.blockingUpstream = b.blockingUpstream;
 		this.retry = b.retry;
@@ -235,6 +241,11 @@ public final class GuardPolicy {
 		b.blockingUpstream = blockingUpstream;
 		b.retry = retry;
 		b.retrySet = retrySet;
+		if (breakerConfig != null) {
+			// a copy builds its own breaker, with its own state, from the same config
+			b.breakerConfig = breakerConfig;
+			b.breaker = null;
+		}
 		b.retryBudget = retryBudget;
 		b.midStream = midStream;
 		b.truncation = truncation;
@@ -265,6 +276,7 @@ public final class GuardPolicy {
 		private Function<Throwable, Outcome> errorClassifier = ErrorClassifier::outcomeOf;
 		private CircuitBreaker breaker;
 		private PriorityLanes lanes;
+		private BreakerConfig breakerConfig;
 		private boolean blockingUpstream;
 		private RetryRules retry = RetryRules.none();
 		private boolean retrySet;
@@ -335,6 +347,19 @@ public final class GuardPolicy {
 		 */
 		public Builder breaker(CircuitBreaker circuitBreaker) {
 			this.breaker = require("breaker", circuitBreaker);
+			this.breakerConfig = null;
+			return this;
+		}
+
+		/**
+		 * A breaker of the policy's own, named after the policy, built with {@code config}, reporting
+		 * to the policy's metrics and reading the policy's {@link #timer} for its open wait — so one
+		 * clock drives the whole request. Use {@link #breaker(CircuitBreaker)} to share a breaker
+		 * between policies; that one keeps the clock it was built with.
+		 */
+		public Builder breaker(BreakerConfig config) {
+			this.breakerConfig = require("breaker", config);
+			this.breaker = null;
 			return this;
 		}
 

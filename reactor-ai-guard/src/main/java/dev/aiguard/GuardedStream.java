@@ -1,15 +1,8 @@
 package dev.aiguard;
 
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
 
-import dev.aiguard.admission.LaneAdmission;
-import dev.aiguard.admission.LanePermit;
 import dev.aiguard.admission.PreemptedException;
-import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.CircuitBreaker;
@@ -17,66 +10,43 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.OutputLimits;
 import dev.aiguard.core.Outcome;
-import dev.aiguard.core.Priority;
-import dev.aiguard.core.Source;
+import dev.aiguard.core.StallPhase;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.internal.DemandHandOver;
-import dev.aiguard.internal.TimeSource;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.ContinuationSupport;
-import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
-import dev.aiguard.core.StallPhase;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
 import org.reactivestreams.Publisher;
-import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.core.Disposable;
 import reactor.core.Exceptions;
-import reactor.core.Scannable;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Operators;
-import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 import reactor.util.annotation.Nullable;
-import reactor.util.context.Context;
 
 /**
- * One guarded request, read in one direction: admission, then attempts — each subscribed through
- * a {@link StallWatch}, ended once, and followed by what {@link Recovery} decides (retry,
- * truncate, continue, notice, fallback or fail) — then the end, which releases the lane in one
- * place and closes the {@link RequestLedger}. Chunks go from each attempt straight to the
- * subscriber (through an {@link AnswerTap} only when something must see them); this object sees
- * demand, attempt ends and cancellation, so it costs nothing per token.
- *
- * <p>Control steps happen one after another for a request; {@link #cancel()} and a preemption may
- * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
+ * One guarded request, read in one direction: each attempt is sent ({@link #nextAttempt}), ends
+ * once ({@link #onEnd}), and what follows a failure is what {@link Recovery} decides — retry,
+ * truncate, continue, notice, fallback or fail — carried out here. The mechanics (lane permit,
+ * subscribing attempts, demand, cancel, preemption, backoff) are {@link AttemptLoop}'s; the books
+ * are the {@link RequestLedger}'s. Chunks go from each attempt straight to the subscriber
+ * (through an {@link AnswerTap} only when something must see them), so this costs nothing per token.
  */
-final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
-		implements Subscription, StallWatch.Terminal<T>, LaneAdmission.Owner, Scannable {
+final class GuardedStream<T> extends AttemptLoop<T> {
 
 	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
 	private final boolean callForm;
-	private final AiGuard<T> guard;
-	private final GuardPolicy policy;
-	private final CoreSubscriber<? super T> actual;
-	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
-	private final TimeSource clock;
 	@Nullable
 	private final RetryBudget retryBudget;
 	@Nullable
 	private final CircuitBreaker breaker;
-	private final RequestLedger ledger;
 
 	@Nullable
 	private final ChatRequest originalRequest;
@@ -98,182 +68,26 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	private String retryReason;
 	/** A continuation request is about to be sent; counted once it has the breaker's permission. */
 	private boolean continuing;
-
-	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
-	private volatile Stage stage = Stage.REALTIME;
-	@Nullable
-	private BreakerPermit attemptPermit;
 	@Nullable
 	private AnswerTap<T> tap;
 
-	@Nullable
-	private volatile LanePermit lanePermit;
-	@Nullable
-	private volatile Disposable admission;
-	@Nullable
-	private volatile Disposable pendingRetry;
-
-	/** The attempt running now, for cancellation and preemption. */
-	volatile StallWatch<T> active;
-
-	/** Set once when the lanes take the permit back; every phase of the request looks at it. */
-	@Nullable
-	volatile PreemptedException preemption;
-	static final AtomicReferenceFieldUpdater<GuardedStream, PreemptedException> PREEMPTION =
-			AtomicReferenceFieldUpdater.newUpdater(GuardedStream.class, PreemptedException.class, "preemption");
-
-	/**
-	 * {@link #WAITING} while a retry backoff is scheduled and no attempt runs; a CAS out of it
-	 * decides whether the backoff starts the next attempt or a preemption ends the request.
-	 */
-	volatile int phase;
-	static final AtomicIntegerFieldUpdater<GuardedStream> PHASE =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "phase");
-	static final int RUNNING = 0;
-	static final int WAITING = 1;
-
-	volatile int cancelled;
-	static final AtomicIntegerFieldUpdater<GuardedStream> CANCELLED =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "cancelled");
-
-	volatile int finished;
-	static final AtomicIntegerFieldUpdater<GuardedStream> FINISHED =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "finished");
-
-	enum Stage {
-		REALTIME, FALLBACK, NOTICE
-	}
-
 	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
 			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
+		super(guard, actual);
 		this.upstream = upstream;
 		this.callForm = callForm;
 		this.originalRequest = request;
 		this.continuationBase = request;
 		this.request = request;
-		this.guard = guard;
-		this.policy = guard.policy();
-		this.actual = actual;
-		this.clock = policy.clock();
 		this.retryBudget = policy.retryBudget();
 		this.breaker = policy.breaker();
-		this.ledger = new RequestLedger(policy, actual.currentContext(), policy.defaultPriority());
 	}
 
-	void start() {
-		Priority priority;
-		try {
-			priority = Priority.from(actual.currentContext(), policy.defaultPriority());
-		}
-		catch (IllegalArgumentException badPriority) {
-			Operators.error(actual, badPriority);
-			finish(Outcome.REJECTED, badPriority, null);
-			return;
-		}
-		ledger.priority = priority;
-		actual.onSubscribe(this);
-		if (retryBudget != null) {
-			retryBudget.onRequest();
-		}
-		PriorityLanes lanes = policy.lanes();
-		if (lanes == null) {
-			nextAttempt();
-			return;
-		}
-		// a free permit on the request's own lane is taken at once; waiting, borrowing and
-		// preempting go through the acquire Mono
-		LanePermit now = lanes.tryAcquire(priority);
-		if (now != null) {
-			admitted(now);
-			return;
-		}
-		LaneAdmission waiting = LaneAdmission.await(lanes, priority, this);
-		admission = waiting;
-		if (cancelled != 0) {
-			waiting.dispose();
-		}
-	}
-
-	// ---- admission ----
+	// ---- sending an attempt ----
 
 	@Override
-	public void admitted(LanePermit permit) {
-		lanePermit = permit;
-		if (cancelled != 0) {
-			// a cancel racing the grant may have finished the request before it could see the permit
-			permit.release();
-			finishCancelled();
-			return;
-		}
-		permit.onPreempted(this::preempted);
-		nextAttempt();
-	}
-
-	@Override
-	public void refused(Throwable rejection) {
-		lastError = rejection;
-		lastOutcome = Outcome.REJECTED;
-		if (cancelled != 0) {
-			finishCancelled();
-			return;
-		}
-		fallbackOrFail(FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
-	}
-
-	@Override
-	public Context currentContext() {
-		return actual.currentContext();
-	}
-
-	/**
-	 * The lanes took the permit back (they released it already). Whatever the request is doing, it
-	 * stops: a running attempt, fallback answer or notice is aborted with the exception, a backoff
-	 * is called off, and an attempt about to start sees {@link #preemption} and never subscribes.
-	 */
-	private void preempted(PreemptedException e) {
-		if (!PREEMPTION.compareAndSet(this, null, e)) {
-			return;
-		}
-		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
-			// backing off: the retry will not start, so the request ends here
-			Disposable backoff = pendingRetry;
-			if (backoff != null) {
-				backoff.dispose();
-			}
-			failPreempted(e);
-			return;
-		}
-		// nextAttempt() sets `active` then reads `preemption`; we set `preemption` then read `active`
-		StallWatch<T> w = active;
-		if (w != null) {
-			w.abort(e);
-		}
-	}
-
-	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
-	private void failPreempted(PreemptedException e) {
-		long delivered = ledger.deliveredTokens();
-		failWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
-	}
-
-	// ---- attempts ----
-
-	/** The retry backoff is over: start the next attempt unless a preemption ended the request first. */
-	private void retryNow() {
-		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
-			nextAttempt();
-		}
-	}
-
-	private void nextAttempt() {
-		pendingRetry = null;
-		if (cancelled != 0) {
-			finishCancelled();
-			return;
-		}
-		PreemptedException taken = preemption;
-		if (taken != null) {
-			failPreempted(taken);
+	void nextAttempt() {
+		if (!mayStartAttempt()) {
 			return;
 		}
 		if (breaker != null) {
@@ -312,7 +126,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		if (policy.blockingUpstream()) {
 			source = Flux.from(source).subscribeOn(blockingScheduler());
 		}
-		subscribe(source, policy.stall(), Stage.REALTIME);
+		subscribe(source, policy.stall(), Stage.REALTIME, tapFor(Stage.REALTIME), tap);
 	}
 
 	/** The breaker refused a retry or a continuation: the last real error stands. */
@@ -322,32 +136,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		long delivered = ledger.deliveredTokens();
 		if (delivered > 0L) {
 			// a continuation was refused: the partial answer stands, failed as fail() says (no further try)
-			failWith(policy.midStream().failure(cause, delivered), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
+			endWith(policy.midStream().failure(cause, delivered), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 			return;
 		}
 		fallbackOrFail(FallbackTrigger.BREAKER_OPEN, cause, lastOutcome != null ? lastOutcome : Outcome.REJECTED);
-	}
-
-	private void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next) {
-		stage = next;
-		CoreSubscriber<? super T> target = tapFor(next);
-		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock, guard.inspector(), this);
-		if (target == tap) {
-			tap.watch = watch;
-		}
-		active = watch;
-		handOver(watch);
-		if (cancelled != 0) {
-			watch.cancel();
-			return;
-		}
-		PreemptedException taken = preemption;
-		if (taken != null) {
-			// the permit went while this attempt was being set up: end it without calling the upstream
-			watch.abort(taken);
-			return;
-		}
-		source.subscribe(watch);
 	}
 
 	/** The subscriber chunks go to: the actual one, or a tap when something must see them. */
@@ -370,46 +162,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		return tap;
 	}
 
-	// ---- Subscription, as seen by the subscriber ----
-
-	@Override
-	public void request(long n) {
-		if (Operators.validate(n)) {
-			addDemand(n);
-		}
-	}
-
-	@Override
-	public void cancel() {
-		if (!CANCELLED.compareAndSet(this, 0, 1)) {
-			return;
-		}
-		Disposable waiting = admission;
-		if (waiting != null) {
-			waiting.dispose();
-		}
-		Disposable backoff = pendingRetry;
-		if (backoff != null) {
-			backoff.dispose();
-		}
-		StallWatch<T> w = active;
-		if (w != null) {
-			w.cancel();
-		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request;
-		// once an attempt has started, its end (ours or one that won the race) finishes the request
-		if (w == null || backoff != null) {
-			finishCancelled();
-		}
-	}
-
-	/** An attempt delivered these chunks; its successor is asked only for the rest. */
-	@Override
-	protected long consumedBy(StallWatch<T> previous) {
-		return previous.emitted();
-	}
-
-	// ---- attempt ends ----
+	// ---- the end of an attempt ----
 
 	@Override
 	public void onEnd(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
@@ -417,7 +170,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			tailEnded(watch, end, error);
 			return;
 		}
-		Outcome outcome = outcomeOf(end, error);
+		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
@@ -428,7 +181,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			case COMPLETED:
 				ledger.answerCompleted();
 				storeAnswer(watch);
-				complete(Outcome.SUCCESS, Source.REALTIME, watch.finishReason());
+				complete(Outcome.SUCCESS, true, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(outcome, null, watch.finishReason());
@@ -446,41 +199,40 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			finishCancelled();
 			return;
 		}
-		TruncationSpec truncation = policy.truncation();
+		boolean retryable = policy.retry().isRetryable(error);
 		Recovery.Facts facts = new Recovery.Facts(outcome, error instanceof PreemptedException,
-				error instanceof ContextLengthExceededException && request != null, policy.retry().isRetryable(error),
-				policy.retry().isRetryable(error) || error instanceof StreamStalledException
-						|| error instanceof IncompleteStreamException,
+				error instanceof ContextLengthExceededException && request != null, retryable,
+				retryable || error instanceof StreamStalledException || error instanceof IncompleteStreamException,
 				error instanceof StreamStalledException && ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION,
-				ledger.deliveredTokens(), realtimeAttempts, truncations, continuations,
-				tap != null && tap.continuable());
+				ledger.deliveredTokens(), realtimeAttempts, truncations, continuations, tap != null && tap.continuable());
 		Recovery.Step step = Recovery.decide(facts, guard.rules(callForm), this::takeRetryGrant);
 		if (step.budgetRefused()) {
 			ledger.retryBudgetExhausted();
 		}
 		switch (step.action()) {
 			case RETRY:
-				scheduleRetry(error);
+				retryReason = error.getClass().getSimpleName();
+				retryAfter(policy.retry().delayBefore(realtimeAttempts, error).toNanos());
 				return;
 			case TRUNCATE:
-				truncate(truncation, (ContextLengthExceededException) error);
+				truncate(policy.truncation(), (ContextLengthExceededException) error);
 				return;
 			case PROMPT_TOO_LARGE:
-				promptTooLarge(truncation, (ContextLengthExceededException) error);
+				promptTooLarge(policy.truncation(), (ContextLengthExceededException) error);
 				return;
 			case CONTINUE:
 				if (!continueAnswer()) {
-					failWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+					endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
 				}
 				return;
 			case NOTICE:
 				@SuppressWarnings("unchecked")
 				T notice = (T) policy.midStream().noticeFor(error);
 				if (notice != null) {
-					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE);
+					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE, tapFor(Stage.NOTICE), tap);
 					return;
 				}
-				failWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
 				return;
 			case FALLBACK:
 				fallback(step.trigger(), error, outcome);
@@ -490,10 +242,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 					failPreempted((PreemptedException) error);
 					return;
 				}
-				failWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
 				return;
 			default:
-				failWith(error, outcome);
+				endWith(error, outcome);
 		}
 	}
 
@@ -507,13 +259,13 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			shrunk = spec.shrink(request, e.limit(), e.actual());
 		}
 		catch (PromptTooLargeException tooLarge) {
-			failWith(tooLarge.getCause() != null ? tooLarge
+			endWith(tooLarge.getCause() != null ? tooLarge
 					: new PromptTooLargeException(tooLarge.limit().orElse(-1), tooLarge.smallestSize(), e),
 					Outcome.CLIENT_ERROR);
 			return;
 		}
 		catch (Throwable truncatorFailure) {
-			failWith(CallbackException.threw("PromptTruncator", truncatorFailure), Outcome.CLIENT_ERROR);
+			endWith(CallbackException.threw("PromptTruncator", truncatorFailure), Outcome.CLIENT_ERROR);
 			return;
 		}
 		truncations++;
@@ -530,45 +282,17 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			size = spec.count(request);
 		}
 		catch (Throwable counterFailure) {
-			failWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
+			endWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
 			return;
 		}
-		failWith(new PromptTooLargeException(e.limit().orElse(-1), size, e), Outcome.CLIENT_ERROR);
-	}
-
-	private void scheduleRetry(Throwable error) {
-		Duration delay = policy.retry().delayBefore(realtimeAttempts, error);
-		retryReason = error.getClass().getSimpleName();
-		phase = WAITING;
-		PreemptedException taken = preemption;
-		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
-			// preempted while this attempt was ending: preempted() saw no backoff to call off
-			failPreempted(taken);
-			return;
-		}
-		try {
-			Disposable backoff = clock.scheduler().schedule(this::retryNow, delay.toNanos(), TimeUnit.NANOSECONDS);
-			pendingRetry = backoff;
-			// a preemption that claims the wait before this store finds no backoff to dispose: the
-			// backoff then runs, fails to claim the wait and does nothing
-			if (cancelled != 0) {
-				backoff.dispose();
-				finishCancelled();
-			}
-		}
-		catch (Throwable rejected) {
-			if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
-				failWith(Operators.onRejectedExecution(rejected, actual.currentContext()), Outcome.FAILURE);
-			}
-		}
+		endWith(new PromptTooLargeException(e.limit().orElse(-1), size, e), Outcome.CLIENT_ERROR);
 	}
 
 	/** @return whether a continuation request is on its way */
 	private boolean continueAnswer() {
-		MidStreamPolicy<?> mid = policy.midStream();
 		ChatRequest next;
 		try {
-			next = mid.continuation().continuation(continuationBase, tap.transcript().text(), !tap.continuable());
+			next = policy.midStream().continuation().continuation(continuationBase, tap.transcript().text(), false);
 		}
 		catch (ContinuationRefusedException refused) {
 			return false;
@@ -587,10 +311,17 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		return true;
 	}
 
+	@Override
+	void notAdmitted(Throwable rejection) {
+		lastError = rejection;
+		lastOutcome = Outcome.REJECTED;
+		fallbackOrFail(FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
+	}
+
 	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
 		FallbackChain<T> chain = guard.fallback();
 		if (chain == null || !chain.isEnteredBy(trigger)) {
-			failWith(cause, outcome);
+			endWith(cause, outcome);
 			return;
 		}
 		fallback(trigger, cause, outcome);
@@ -602,18 +333,19 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, ledger.priority, key);
-		Flux<T> answer = guard.fallback().answer(fallbackRequest, blockingScheduler(), ledger::sourceChosen,
-				policy.metrics(), policy.name());
-		subscribe(answer, policy.tailStall(), Stage.FALLBACK);
+		Flux<T> answer = guard.fallback().answer(fallbackRequest, blockingScheduler(), clock.scheduler(),
+				ledger::sourceChosen, policy.metrics(), policy.name());
+		subscribe(answer, policy.tailStall(), Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
 	}
 
+	/** A fallback answer or a notice ended. */
 	private void tailEnded(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
 		ledger.tailEnded(watch);
 		switch (end) {
 			case COMPLETED:
 				// a notice ends the answer, but the attempt still failed (its error is in the attempts)
 				complete(stage == Stage.FALLBACK ? Outcome.SUCCESS : lastOutcome != null ? lastOutcome : Outcome.FAILURE,
-						null, watch.finishReason());
+						false, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(Outcome.CANCELLED, null, watch.finishReason());
@@ -624,68 +356,25 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 					failPreempted((PreemptedException) error);
 					return;
 				}
-				failWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
+				endWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 		}
 	}
 
-	// ---- the end ----
+	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
+	@Override
+	void failPreempted(PreemptedException e) {
+		long delivered = ledger.deliveredTokens();
+		endWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
+	}
 
 	/** The answer is whole: the lane is free before the subscriber hears of it. */
-	private void complete(Outcome outcome, @Nullable Source answered, @Nullable String finishReason) {
+	private void complete(Outcome outcome, boolean realtime, @Nullable String finishReason) {
 		releaseLane();
 		actual.onComplete();
-		if (answered != null) {
-			ledger.answered(answered);
+		if (realtime) {
+			ledger.answered(dev.aiguard.core.Source.REALTIME);
 		}
 		finish(outcome, null, finishReason);
-	}
-
-	private void failWith(Throwable error, Outcome outcome) {
-		if (cancelled != 0) {
-			finishCancelled();
-			return;
-		}
-		releaseLane();
-		actual.onError(error);
-		finish(outcome, error, null);
-	}
-
-	/**
-	 * The one place the lane permit is given back. Called before the subscriber hears of the end,
-	 * so a request it starts from there finds the permit, and again by {@link #finish}; the permit
-	 * counts only the first release.
-	 */
-	private void releaseLane() {
-		LanePermit lp = lanePermit;
-		if (lp != null) {
-			lp.release();
-		}
-	}
-
-	private void finishCancelled() {
-		BreakerPermit permit = attemptPermit;
-		if (permit != null) {
-			// only in the window between taking a permission and subscribing: settling is idempotent
-			attemptPermit = null;
-			permit.record(Outcome.CANCELLED, -1L);
-		}
-		finish(Outcome.CANCELLED, null, null);
-	}
-
-	private void finish(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
-		if (!FINISHED.compareAndSet(this, 0, 1)) {
-			return;
-		}
-		releaseLane();
-		ledger.close(outcome, error, finishReason);
-	}
-
-	// ---- helpers ----
-
-	/** Blocking work of this request (a blocking upstream, blocking fallback steps) runs on its lane's threads. */
-	private Scheduler blockingScheduler() {
-		LanePermit lp = lanePermit;
-		return lp != null ? lp.scheduler() : Schedulers.boundedElastic();
 	}
 
 	private void storeAnswer(StallWatch<T> watch) {
@@ -696,52 +385,5 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		}
 		t.recorder().storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
 				OutputLimits.isTruncation(watch.finishReason()), blockingScheduler());
-	}
-
-	private Outcome outcomeOf(StallWatch.End end, @Nullable Throwable error) {
-		switch (end) {
-			case COMPLETED:
-				return Outcome.SUCCESS;
-			case CANCELLED:
-				return Outcome.CANCELLED;
-			case STALLED:
-				return Outcome.STALLED;
-			case INCOMPLETE:
-				return Outcome.INCOMPLETE;
-			default:
-				if (error instanceof PreemptedException) {
-					// the lanes took the permit back: not the upstream's fault, not a call for the breaker
-					return Outcome.REJECTED;
-				}
-				try {
-					Outcome o = policy.errorClassifier().apply(error);
-					return o != null ? o : Outcome.FAILURE;
-				}
-				catch (Throwable classifierFailure) {
-					Operators.onErrorDropped(classifierFailure, actual.currentContext());
-					return Outcome.FAILURE;
-				}
-		}
-	}
-
-	@Override
-	@Nullable
-	public Object scanUnsafe(Attr key) {
-		if (key == Attr.ACTUAL) {
-			return actual;
-		}
-		if (key == Attr.PARENT) {
-			return active;
-		}
-		if (key == Attr.CANCELLED) {
-			return cancelled != 0;
-		}
-		if (key == Attr.TERMINATED) {
-			return finished != 0;
-		}
-		if (key == Attr.RUN_STYLE) {
-			return Attr.RunStyle.SYNC;
-		}
-		return null;
 	}
 }

@@ -9,11 +9,11 @@ import dev.aiguard.core.OutputLimits;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.core.Source;
+import dev.aiguard.internal.Callbacks;
 import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
-import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
@@ -81,15 +81,10 @@ final class RequestLedger {
 					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
 					watch.finishReason(), error));
 		}
-		// try/catch rather than a lambda: no capturing allocation on the once-per-attempt path
-		try {
-			metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
-			if (error instanceof StreamStalledException) {
-				metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
-			}
-		}
-		catch (Throwable meterFailure) {
-			dropped(meterFailure);
+		// the policy's meters are isolated (GuardMetrics.isolated): a throwing one never gets here
+		metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
+		if (error instanceof StreamStalledException) {
+			metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
 		}
 	}
 
@@ -129,68 +124,33 @@ final class RequestLedger {
 	}
 
 	void answered(Source from) {
-		try {
-			metrics.answered(policy.name(), priority, from);
-		}
-		catch (Throwable meterFailure) {
-			dropped(meterFailure);
-		}
+		metrics.answered(policy.name(), priority, from);
 	}
 
 	void retried(String reason) {
-		try {
-			metrics.retried(policy.name(), priority, reason);
-		}
-		catch (Throwable meterFailure) {
-			dropped(meterFailure);
-		}
+		metrics.retried(policy.name(), priority, reason);
 	}
 
 	void continued() {
-		try {
-			metrics.continued(policy.name(), priority);
-		}
-		catch (Throwable meterFailure) {
-			dropped(meterFailure);
-		}
+		metrics.continued(policy.name(), priority);
 	}
 
 	void retryBudgetExhausted() {
-		try {
-			metrics.retryBudgetExhausted(policy.name(), priority);
-		}
-		catch (Throwable meterFailure) {
-			dropped(meterFailure);
-		}
+		metrics.retryBudgetExhausted(policy.name(), priority);
 	}
 
 	void promptTruncated(int tokensDropped) {
-		try {
-			metrics.promptTruncated(policy.name(), priority, tokensDropped);
-		}
-		catch (Throwable meterFailure) {
-			dropped(meterFailure);
-		}
+		metrics.promptTruncated(policy.name(), priority, tokensDropped);
 	}
 
 	/** The request ended (called once): request-level meters, then the report to its listeners. */
 	void close(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
 		boolean truncated = OutputLimits.isTruncation(finishReason);
 		if (truncated) {
-			try {
-				metrics.outputTruncated(policy.name(), priority);
-			}
-			catch (Throwable meterFailure) {
-				dropped(meterFailure);
-			}
+			metrics.outputTruncated(policy.name(), priority);
 		}
 		if (wastedTokens > 0L && outcome != Outcome.CANCELLED) {
-			try {
-				metrics.tokensWasted(policy.name(), priority, wastedTokens);
-			}
-			catch (Throwable meterFailure) {
-				dropped(meterFailure);
-			}
+			metrics.tokensWasted(policy.name(), priority, wastedTokens);
 		}
 		List<Consumer<? super GuardReport>> listeners = policy.reportListeners();
 		if (listeners.isEmpty() && signals == null) {
@@ -238,6 +198,6 @@ final class RequestLedger {
 
 	/** The one rule for observers that throw: the stream goes on, the throw goes to the dropped-error hook. */
 	private void dropped(Throwable observerFailure) {
-		Operators.onErrorDropped(observerFailure, context);
+		Callbacks.dropped(observerFailure, context);
 	}
 }

@@ -12,6 +12,7 @@ import java.util.function.Function;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
+import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -93,7 +94,7 @@ public final class PriorityLanes implements Disposable {
 	private PriorityLanes(Builder builder) {
 		this.name = builder.name;
 		this.timer = builder.timer;
-		this.metrics = builder.metrics;
+		this.metrics = GuardMetrics.isolated(builder.metrics);
 		this.lanes = new Lane[PRIORITIES.length];
 		for (Priority p : PRIORITIES) {
 			lanes[p.ordinal()] = new Lane(p, builder.specs.get(p));
@@ -731,9 +732,9 @@ public final class PriorityLanes implements Disposable {
 		return timer != null ? timer : Schedulers.parallel();
 	}
 
+	/** A meter or a preemption action threw: the library's one rule for observers. */
 	private static void dropped(Throwable e) {
-		Exceptions.throwIfJvmFatal(e);
-		Operators.onErrorDropped(e, Context.empty());
+		Callbacks.dropped(e);
 	}
 
 	/**

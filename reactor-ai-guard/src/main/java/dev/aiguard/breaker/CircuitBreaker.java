@@ -1,6 +1,5 @@
 package dev.aiguard.breaker;
 
-import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Clock;
@@ -16,6 +15,7 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.concurrent.atomic.LongAdder;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
 
 /**
@@ -62,7 +62,6 @@ import dev.aiguard.metrics.GuardMetrics;
  */
 public final class CircuitBreaker {
 
-	private static final System.Logger LOG = System.getLogger(CircuitBreaker.class.getName());
 	private static final BreakerListener[] NO_LISTENERS = {};
 
 	private static final AtomicReferenceFieldUpdater<CircuitBreaker, Phase> PHASE = AtomicReferenceFieldUpdater
@@ -91,7 +90,7 @@ public final class CircuitBreaker {
 		this.name = b.name;
 		this.clock = b.clock;
 		this.wallClock = b.wallClock;
-		this.metrics = b.metrics;
+		this.metrics = GuardMetrics.isolated(b.metrics);
 		this.jitterSeed = ThreadLocalRandom.current().nextLong();
 		long now = clock.nanoTime();
 		this.settings = new Settings(b.config, SlidingWindow.of(b.config, now), b.config.tripPolicy().newEvaluator());
@@ -606,16 +605,9 @@ public final class CircuitBreaker {
 		}
 	}
 
+	/** A trip policy or listener threw: the library's one rule for observers (it goes to the dropped-error hook). */
 	private void dropped(Throwable t, String where) {
-		if (t instanceof VirtualMachineError) {
-			throw (VirtualMachineError) t;
-		}
-		try {
-			LOG.log(Level.WARNING, "circuit breaker '" + name + "': " + where + " threw; ignored", t);
-		}
-		catch (Throwable ignored) {
-			// logging must not break the breaker either
-		}
+		Callbacks.dropped(t);
 	}
 
 	private static String round(double v) {

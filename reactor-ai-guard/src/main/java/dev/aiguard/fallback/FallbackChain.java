@@ -137,7 +137,23 @@ public final class FallbackChain<T> {
 		Objects.requireNonNull(onSourceChosen, "onSourceChosen");
 		Objects.requireNonNull(metrics, "metrics");
 		Objects.requireNonNull(policyName, "policyName");
-		return new FallbackWalk<>(this, request, blockingScheduler, onSourceChosen, metrics, policyName);
+		return new FallbackWalk<>(this, request, blockingScheduler, timer(), onSourceChosen, metrics, policyName);
+	}
+
+	/**
+	 * As {@link #answer(FallbackRequest, Scheduler, Consumer, GuardMetrics, String)}, with step
+	 * timeouts run and step times read on {@code timer} instead of the chain's own: the guard walks
+	 * the ladder on its policy's timer, so one clock drives a whole request.
+	 */
+	public Flux<T> answer(FallbackRequest request, Scheduler blockingScheduler, Scheduler timer,
+			Consumer<? super Source> onSourceChosen, GuardMetrics metrics, String policyName) {
+		Objects.requireNonNull(request, "request");
+		Objects.requireNonNull(blockingScheduler, "blockingScheduler");
+		Objects.requireNonNull(timer, "timer");
+		Objects.requireNonNull(onSourceChosen, "onSourceChosen");
+		Objects.requireNonNull(metrics, "metrics");
+		Objects.requireNonNull(policyName, "policyName");
+		return new FallbackWalk<>(this, request, blockingScheduler, timer, onSourceChosen, metrics, policyName);
 	}
 
 	/** @return a builder holding this chain's settings, to derive a variant */

@@ -43,11 +43,14 @@ final class FallbackWalk<T> extends Flux<T> {
 	final GuardMetrics metrics;
 	final String policy;
 
-	FallbackWalk(FallbackChain<T> chain, FallbackRequest request, Scheduler blockingScheduler,
+	final Scheduler timer;
+
+	FallbackWalk(FallbackChain<T> chain, FallbackRequest request, Scheduler blockingScheduler, Scheduler timer,
 			Consumer<? super Source> onSourceChosen, GuardMetrics metrics, String policy) {
 		this.chain = chain;
 		this.request = request;
 		this.blockingScheduler = blockingScheduler;
+		this.timer = timer;
 		this.onSourceChosen = onSourceChosen;
 		this.metrics = metrics;
 		this.policy = policy;
@@ -87,7 +90,7 @@ final class FallbackWalk<T> extends Flux<T> {
 			this.walk = walk;
 			this.actual = actual;
 			this.steps = walk.chain.steps();
-			this.timer = walk.chain.timer();
+			this.timer = walk.timer;
 			this.timeout = walk.chain.timeout().orElse(null);
 			this.timeoutNanos = timeout == null ? -1L : timeout.toNanos();
 		}

@@ -32,6 +32,18 @@ public interface GuardMetrics {
 		return NoopGuardMetrics.INSTANCE;
 	}
 
+	/**
+	 * @return {@code metrics} with the library's one rule for callbacks that throw: a throw is
+	 *         passed to {@code Hooks.onErrorDropped} and goes no further. Policies, lanes and
+	 *         breakers apply it once when they are built; applying it twice wraps once.
+	 */
+	static GuardMetrics isolated(GuardMetrics metrics) {
+		if (metrics instanceof IsolatedGuardMetrics || metrics instanceof NoopGuardMetrics) {
+			return metrics;
+		}
+		return new IsolatedGuardMetrics(java.util.Objects.requireNonNull(metrics, "metrics"));
+	}
+
 	// ---- streams (foundation) ----
 
 	/**

@@ -1,0 +1,382 @@
+package dev.aiguard;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+
+import dev.aiguard.admission.LaneAdmission;
+import dev.aiguard.admission.LanePermit;
+import dev.aiguard.admission.PreemptedException;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerPermit;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
+import dev.aiguard.internal.DemandHandOver;
+import dev.aiguard.internal.TimeSource;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.stall.StallSpec;
+import dev.aiguard.stall.StallWatch;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.Scannable;
+import reactor.core.publisher.Operators;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.annotation.Nullable;
+import reactor.util.context.Context;
+
+/**
+ * The mechanics of one guarded request, without its decisions: the lane permit (taken once, held
+ * across attempts, given back in one place), subscribing each attempt through a
+ * {@link StallWatch}, the subscriber's demand and cancel, preemption in any phase, the backoff
+ * wait between attempts, and the once-only end. {@link GuardedStream} decides what each attempt
+ * is and what follows its end.
+ *
+ * <p>Control steps happen one after another for a request; {@link #cancel()} and a preemption may
+ * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
+ */
+abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
+		implements Subscription, StallWatch.Terminal<T>, LaneAdmission.Owner, Scannable {
+
+	final AiGuard<T> guard;
+	final GuardPolicy policy;
+	final CoreSubscriber<? super T> actual;
+	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
+	final TimeSource clock;
+	final RequestLedger ledger;
+
+	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
+	volatile Stage stage = Stage.REALTIME;
+	/** The breaker's permission for the attempt being started or running. */
+	@Nullable
+	BreakerPermit attemptPermit;
+
+	@Nullable
+	private volatile LanePermit lanePermit;
+	@Nullable
+	private volatile Disposable admission;
+	@Nullable
+	private volatile Disposable pendingRetry;
+
+	/** The attempt running now, for cancellation and preemption. */
+	volatile StallWatch<T> active;
+
+	/** Set once when the lanes take the permit back; every phase of the request looks at it. */
+	@Nullable
+	volatile PreemptedException preemption;
+	static final AtomicReferenceFieldUpdater<AttemptLoop, PreemptedException> PREEMPTION =
+			AtomicReferenceFieldUpdater.newUpdater(AttemptLoop.class, PreemptedException.class, "preemption");
+
+	/**
+	 * {@link #WAITING} while a retry backoff is scheduled and no attempt runs; a CAS out of it
+	 * decides whether the backoff starts the next attempt or a preemption ends the request.
+	 */
+	volatile int phase;
+	static final AtomicIntegerFieldUpdater<AttemptLoop> PHASE = AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "phase");
+	static final int RUNNING = 0;
+	static final int WAITING = 1;
+
+	volatile int cancelled;
+	static final AtomicIntegerFieldUpdater<AttemptLoop> CANCELLED =
+			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "cancelled");
+
+	volatile int finished;
+	static final AtomicIntegerFieldUpdater<AttemptLoop> FINISHED =
+			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "finished");
+
+	enum Stage {
+		REALTIME, FALLBACK, NOTICE
+	}
+
+	AttemptLoop(AiGuard<T> guard, CoreSubscriber<? super T> actual) {
+		this.guard = guard;
+		this.policy = guard.policy();
+		this.actual = actual;
+		this.clock = policy.clock();
+		this.ledger = new RequestLedger(policy, actual.currentContext(), policy.defaultPriority());
+	}
+
+	/** Sends (or, after a backoff, re-sends) the request. */
+	abstract void nextAttempt();
+
+	/** The request ends with the lanes' refusal, or whatever the fallback ladder makes of it. */
+	abstract void notAdmitted(Throwable rejection);
+
+	/** The lanes took the permit back while no attempt was running: end the request. */
+	abstract void failPreempted(PreemptedException e);
+
+	void start() {
+		Priority priority;
+		try {
+			priority = Priority.from(actual.currentContext(), policy.defaultPriority());
+		}
+		catch (IllegalArgumentException badPriority) {
+			Operators.error(actual, badPriority);
+			finish(Outcome.REJECTED, badPriority, null);
+			return;
+		}
+		ledger.priority = priority;
+		actual.onSubscribe(this);
+		RetryBudget budget = policy.retryBudget();
+		if (budget != null) {
+			budget.onRequest();
+		}
+		PriorityLanes lanes = policy.lanes();
+		if (lanes == null) {
+			nextAttempt();
+			return;
+		}
+		// a free permit on the request's own lane is taken at once; waiting, borrowing and
+		// preempting go through the acquire Mono
+		LanePermit now = lanes.tryAcquire(priority);
+		if (now != null) {
+			admitted(now);
+			return;
+		}
+		LaneAdmission waiting = LaneAdmission.await(lanes, priority, this);
+		admission = waiting;
+		if (cancelled != 0) {
+			waiting.dispose();
+		}
+	}
+
+	// ---- the lane permit ----
+
+	@Override
+	public void admitted(LanePermit permit) {
+		lanePermit = permit;
+		if (cancelled != 0) {
+			// a cancel racing the grant may have finished the request before it could see the permit
+			permit.release();
+			finishCancelled();
+			return;
+		}
+		permit.onPreempted(this::preempted);
+		nextAttempt();
+	}
+
+	@Override
+	public void refused(Throwable rejection) {
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		notAdmitted(rejection);
+	}
+
+	@Override
+	public Context currentContext() {
+		return actual.currentContext();
+	}
+
+	/**
+	 * The lanes took the permit back (they released it already). Whatever the request is doing, it
+	 * stops: a running attempt, fallback answer or notice is aborted with the exception, a backoff
+	 * is called off, and an attempt about to start sees {@link #preemption} and never subscribes.
+	 */
+	private void preempted(PreemptedException e) {
+		if (!PREEMPTION.compareAndSet(this, null, e)) {
+			return;
+		}
+		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
+			// backing off: the retry will not start, so the request ends here
+			Disposable backoff = pendingRetry;
+			if (backoff != null) {
+				backoff.dispose();
+			}
+			failPreempted(e);
+			return;
+		}
+		// subscribe() sets `active` then reads `preemption`; we set `preemption` then read `active`
+		StallWatch<T> w = active;
+		if (w != null) {
+			w.abort(e);
+		}
+	}
+
+	/**
+	 * The one place the lane permit is given back. Called before the subscriber hears of the end,
+	 * so a request it starts from there finds the permit, and again by {@link #finish}; the permit
+	 * counts only the first release.
+	 */
+	final void releaseLane() {
+		LanePermit lp = lanePermit;
+		if (lp != null) {
+			lp.release();
+		}
+	}
+
+	/** Blocking work of this request (a blocking upstream, blocking fallback steps) runs on its lane's threads. */
+	final Scheduler blockingScheduler() {
+		LanePermit lp = lanePermit;
+		return lp != null ? lp.scheduler() : Schedulers.boundedElastic();
+	}
+
+	// ---- attempts ----
+
+	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless preempted first. */
+	final void retryAfter(long delayNanos) {
+		phase = WAITING;
+		PreemptedException taken = preemption;
+		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
+			// preempted while this attempt was ending: preempted() saw no backoff to call off
+			failPreempted(taken);
+			return;
+		}
+		try {
+			Disposable backoff = clock.scheduler().schedule(this::retryNow, delayNanos, TimeUnit.NANOSECONDS);
+			pendingRetry = backoff;
+			// a preemption that claims the wait before this store finds no backoff to dispose: the
+			// backoff then runs, fails to claim the wait and does nothing
+			if (cancelled != 0) {
+				backoff.dispose();
+				finishCancelled();
+			}
+		}
+		catch (Throwable rejected) {
+			if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
+				endWith(Operators.onRejectedExecution(rejected, actual.currentContext()), Outcome.FAILURE);
+			}
+		}
+	}
+
+	private void retryNow() {
+		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
+			nextAttempt();
+		}
+	}
+
+	/**
+	 * @return whether the request may start an attempt now; when not, it has been ended (cancelled
+	 *         or preempted)
+	 */
+	final boolean mayStartAttempt() {
+		pendingRetry = null;
+		if (cancelled != 0) {
+			finishCancelled();
+			return false;
+		}
+		PreemptedException taken = preemption;
+		if (taken != null) {
+			failPreempted(taken);
+			return false;
+		}
+		return true;
+	}
+
+	/** Subscribes {@code source} as the next attempt, watched by {@code spec}, delivering to {@code target}. */
+	final void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next, CoreSubscriber<? super T> target,
+			@Nullable AnswerTap<T> tap) {
+		stage = next;
+		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock, guard.inspector(), this);
+		if (tap != null) {
+			tap.watch = watch;
+		}
+		active = watch;
+		handOver(watch);
+		if (cancelled != 0) {
+			watch.cancel();
+			return;
+		}
+		PreemptedException taken = preemption;
+		if (taken != null) {
+			// the permit went while this attempt was being set up: end it without calling the upstream
+			watch.abort(taken);
+			return;
+		}
+		source.subscribe(watch);
+	}
+
+	// ---- Subscription, as seen by the subscriber ----
+
+	@Override
+	public void request(long n) {
+		if (Operators.validate(n)) {
+			addDemand(n);
+		}
+	}
+
+	@Override
+	public void cancel() {
+		if (!CANCELLED.compareAndSet(this, 0, 1)) {
+			return;
+		}
+		Disposable waiting = admission;
+		if (waiting != null) {
+			waiting.dispose();
+		}
+		Disposable backoff = pendingRetry;
+		if (backoff != null) {
+			backoff.dispose();
+		}
+		StallWatch<T> w = active;
+		if (w != null) {
+			w.cancel();
+		}
+		// between attempts (waiting for admission, backing off) nothing else will end the request;
+		// once an attempt has started, its end (ours or one that won the race) finishes the request
+		if (w == null || backoff != null) {
+			finishCancelled();
+		}
+	}
+
+	/** An attempt delivered these chunks; its successor is asked only for the rest. */
+	@Override
+	protected long consumedBy(StallWatch<T> previous) {
+		return previous.emitted();
+	}
+
+	// ---- the end ----
+
+	/** Ends the request with an error: the lane is free before the subscriber hears of it. */
+	final void endWith(Throwable error, Outcome outcome) {
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		releaseLane();
+		actual.onError(error);
+		finish(outcome, error, null);
+	}
+
+	final void finishCancelled() {
+		BreakerPermit permit = attemptPermit;
+		if (permit != null) {
+			// only in the window between taking a permission and subscribing: settling is idempotent
+			attemptPermit = null;
+			permit.record(Outcome.CANCELLED, -1L);
+		}
+		finish(Outcome.CANCELLED, null, null);
+	}
+
+	final void finish(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
+		if (!FINISHED.compareAndSet(this, 0, 1)) {
+			return;
+		}
+		releaseLane();
+		ledger.close(outcome, error, finishReason);
+	}
+
+	@Override
+	@Nullable
+	public Object scanUnsafe(Attr key) {
+		if (key == Attr.ACTUAL) {
+			return actual;
+		}
+		if (key == Attr.PARENT) {
+			return active;
+		}
+		if (key == Attr.CANCELLED) {
+			return cancelled != 0;
+		}
+		if (key == Attr.TERMINATED) {
+			return finished != 0;
+		}
+		if (key == Attr.RUN_STYLE) {
+			return Attr.RunStyle.SYNC;
+		}
+		return null;
+	}
+}
