@@ -73,7 +73,24 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 	public static <T> AiGuard<T> of(GuardPolicy policy, ChunkInspector<T> inspector) {
 		Objects.requireNonNull(policy, "policy");
 		Objects.requireNonNull(inspector, "inspector");
+		Class<?> type = inspector.chunkType();
+		FallbackChain<?> chain = policy.fallback();
+		if (chain != null) {
+			requireFits(type, chain.chunkType(), "fallback chain", policy);
+		}
+		requireFits(type, policy.midStream().chunkType(), "mid-stream policy", policy);
 		return new AiGuard<>(policy, inspector);
+	}
+
+	/**
+	 * A component whose chunks are not the guard's would fail mid-stream with a
+	 * {@code ClassCastException}: refuse it now, when both types are known.
+	 */
+	private static void requireFits(Class<?> guardType, Class<?> componentType, String component, GuardPolicy policy) {
+		if (guardType != Object.class && componentType != Object.class && !guardType.isAssignableFrom(componentType)) {
+			throw new IllegalArgumentException("policy '" + policy.name() + "': the " + component + " produces "
+					+ componentType.getName() + " chunks but the guard's inspector reads " + guardType.getName());
+		}
 	}
 
 	/**

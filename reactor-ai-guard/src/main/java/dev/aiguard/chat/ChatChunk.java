@@ -31,6 +31,11 @@ public final class ChatChunk {
 
 	public static final ChunkInspector<ChatChunk> INSPECTOR = new ChunkInspector<>() {
 		@Override
+		public Class<?> chunkType() {
+			return ChatChunk.class;
+		}
+
+		@Override
 		public boolean isContent(ChatChunk chunk) {
 			return (chunk.flags & CONTENT) != 0;
 		}

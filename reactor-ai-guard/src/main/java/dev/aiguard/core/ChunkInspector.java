@@ -29,6 +29,14 @@ public interface ChunkInspector<T> {
 	/** Bit of {@link #flags}: the chunk carries a finish reason. */
 	int FINISH = 8;
 
+	/**
+	 * @return the class of the chunks this inspector reads, when known ({@code Object.class} when
+	 *         not); the guard checks that its policy's fallback chain and mid-stream policy fit it
+	 */
+	default Class<?> chunkType() {
+		return Object.class;
+	}
+
 	/** @return whether the chunk carries content the user sees (a token, a tool-call delta). */
 	boolean isContent(T chunk);
 
@@ -64,12 +72,52 @@ public interface ChunkInspector<T> {
 	}
 
 	/**
-	 * Builds an inspector from four functions.
+	 * Builds an inspector from four functions, for chunks of {@code type}.
 	 *
+	 * @param type the chunk class, which the guard checks its policy's components against
 	 * @param content whether a chunk is content
 	 * @param heartbeat whether a chunk is a heartbeat
 	 * @param terminal whether a chunk is terminal
 	 * @param finishReason the finish reason of a chunk, or {@code null}
+	 */
+	static <T> ChunkInspector<T> of(Class<T> type, java.util.function.Predicate<? super T> content,
+			java.util.function.Predicate<? super T> heartbeat,
+			java.util.function.Predicate<? super T> terminal,
+			java.util.function.Function<? super T, String> finishReason) {
+		java.util.Objects.requireNonNull(type, "type");
+		ChunkInspector<T> untyped = of(content, heartbeat, terminal, finishReason);
+		return new ChunkInspector<T>() {
+			@Override
+			public Class<?> chunkType() {
+				return type;
+			}
+
+			@Override
+			public boolean isContent(T chunk) {
+				return untyped.isContent(chunk);
+			}
+
+			@Override
+			public boolean isHeartbeat(T chunk) {
+				return untyped.isHeartbeat(chunk);
+			}
+
+			@Override
+			public boolean isTerminal(T chunk) {
+				return untyped.isTerminal(chunk);
+			}
+
+			@Override
+			public String finishReason(T chunk) {
+				return untyped.finishReason(chunk);
+			}
+		};
+	}
+
+	/**
+	 * As {@link #of(Class, java.util.function.Predicate, java.util.function.Predicate,
+	 * java.util.function.Predicate, java.util.function.Function)} without naming the chunk type, so
+	 * the guard cannot check its policy's components against it.
 	 */
 	static <T> ChunkInspector<T> of(java.util.function.Predicate<? super T> content,
 			java.util.function.Predicate<? super T> heartbeat,

@@ -34,6 +34,15 @@ public interface Fallback<T> {
 	Source source();
 
 	/**
+	 * @return the class of the chunks this step answers with, when it is known ({@code Object.class}
+	 *         when not): the guard refuses, when it is built, a chain whose known type does not fit
+	 *         its own chunk type
+	 */
+	default Class<?> chunkType() {
+		return Object.class;
+	}
+
+	/**
 	 * @param request what is known about the request being answered
 	 * @return the answer; subscribed at most once per request, errors or empty when this step
 	 *         cannot answer

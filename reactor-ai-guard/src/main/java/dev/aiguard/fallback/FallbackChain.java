@@ -66,6 +66,19 @@ public final class FallbackChain<T> {
 	}
 
 	/** @return the steps, best first */
+	/**
+	 * @return the chunk type of the first step that declares one ({@link Fallback#chunkType()}),
+	 *         else {@code Object.class}
+	 */
+	public Class<?> chunkType() {
+		for (Fallback<T> step : steps) {
+			if (step.chunkType() != Object.class) {
+				return step.chunkType();
+			}
+		}
+		return Object.class;
+	}
+
 	public List<Fallback<T>> steps() {
 		return steps;
 	}

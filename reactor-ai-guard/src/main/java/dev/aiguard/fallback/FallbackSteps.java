@@ -190,6 +190,18 @@ final class FallbackSteps {
 			return answer;
 		}
 
+		/** The class every chunk of the answer shares (the most specific), known from the chunks themselves. */
+		@Override
+		public Class<?> chunkType() {
+			Class<?> common = chunks.get(0).getClass();
+			for (T chunk : chunks) {
+				while (!common.isInstance(chunk)) {
+					common = common.getSuperclass();
+				}
+			}
+			return common;
+		}
+
 		List<T> chunks() {
 			return chunks;
 		}

@@ -56,6 +56,7 @@ public final class MidStreamPolicy<T> {
 	private final int maxContinuations;
 	@Nullable
 	private final ContinuationSupport<T> support;
+	private final Class<?> chunkType;
 
 	private MidStreamPolicy(Mode mode, @Nullable Function<? super Throwable, ? extends T> notice,
 			@Nullable ContinuationStrategy strategy, int maxContinuations, @Nullable ContinuationSupport<T> support) {
@@ -64,6 +65,16 @@ public final class MidStreamPolicy<T> {
 		this.strategy = strategy;
 		this.maxContinuations = maxContinuations;
 		this.support = support;
+		this.chunkType = support != null ? support.chunkType() : Object.class;
+	}
+
+	private MidStreamPolicy(MidStreamPolicy<T> typeless, Class<?> chunkType) {
+		this.mode = typeless.mode;
+		this.notice = typeless.notice;
+		this.strategy = typeless.strategy;
+		this.maxContinuations = typeless.maxContinuations;
+		this.support = typeless.support;
+		this.chunkType = chunkType;
 	}
 
 	/** @return the default: fail with {@link PartialStreamException} */
@@ -83,7 +94,8 @@ public final class MidStreamPolicy<T> {
 					+ (noticeText == null ? "null" : "\"\""));
 		}
 		ChatChunk chunk = ChatChunk.token(noticeText);
-		return new MidStreamPolicy<>(Mode.NOTICE, cause -> chunk, null, 0, null);
+		return new MidStreamPolicy<>(new MidStreamPolicy<ChatChunk>(Mode.NOTICE, cause -> chunk, null, 0, null),
+				ChatChunk.class);
 	}
 
 	/**
@@ -137,6 +149,14 @@ public final class MidStreamPolicy<T> {
 	@Nullable
 	public ContinuationStrategy continuation() {
 		return strategy;
+	}
+
+	/**
+	 * @return the chunk type the policy produces or reads when known ({@link ChatChunk} for
+	 *         {@link #notice(String)} and the chat continuation), else {@code Object.class}
+	 */
+	public Class<?> chunkType() {
+		return chunkType;
 	}
 
 	/** @return how a {@link Mode#CONTINUE} policy records and splices answers, else {@code null} */
