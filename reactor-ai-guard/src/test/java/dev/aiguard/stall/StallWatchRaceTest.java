@@ -4,14 +4,12 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.testing.ManualClock;
+import dev.aiguard.testing.TrackingScheduler;
 import org.junit.jupiter.api.RepeatedTest;
 import org.reactivestreams.Subscription;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Hooks;
-import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
@@ -52,32 +50,6 @@ class StallWatchRaceTest {
 		}
 	}
 
-	/** A clock the test moves by hand; scheduled tasks never run by themselves. */
-	static final class ManualClock implements Scheduler {
-
-		volatile long nanos;
-
-		@Override
-		public Disposable schedule(Runnable task) {
-			return Disposables.single();
-		}
-
-		@Override
-		public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
-			return Disposables.single();
-		}
-
-		@Override
-		public long now(TimeUnit unit) {
-			return unit.convert(nanos, TimeUnit.NANOSECONDS);
-		}
-
-		@Override
-		public Worker createWorker() {
-			throw new UnsupportedOperationException("the watch only schedules directly");
-		}
-	}
-
 	/** A watch whose first-token deadline has already passed, so {@code run()} wants to stall it. */
 	static StallWatch<ChatChunk> overdue(TestSubscriber<ChatChunk> ts, CountingTerminal terminal,
 			Subscription upstream) {
@@ -87,7 +59,7 @@ class StallWatchRaceTest {
 						.cancelOn(Schedulers.immediate()), clock,
 				ChatChunk.inspector(), terminal, true);
 		w.onSubscribe(upstream);
-		clock.nanos = TimeUnit.SECONDS.toNanos(2);
+		clock.set(TimeUnit.SECONDS.toNanos(2));
 		// decide: the gate closes and a confirmation is due (the manual clock never runs it itself)
 		w.run();
 		assertThat(w.gate).isNotZero();

@@ -1,4 +1,4 @@
-package dev.aiguard.stall;
+package dev.aiguard.testing;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
