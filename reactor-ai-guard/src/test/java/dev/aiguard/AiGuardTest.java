@@ -12,10 +12,11 @@ import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Hooks;
-import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 import reactor.test.publisher.TestPublisher;
 import reactor.util.context.Context;
@@ -27,10 +28,10 @@ import dev.aiguard.core.ChunkInspector;
 
 class AiGuardTest {
 
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 
 	GuardPolicy.Builder policy() {
-		return GuardPolicy.builder("test").onReport(reports::add);
+		return Policies.reporting("test", reports);
 	}
 
 	static Flux<ChatChunk> answer(String... tokens) {

@@ -27,6 +27,8 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -56,7 +58,7 @@ class GuardBreakerTest {
 	static final Duration CONFIRM = Duration.ofNanos(dev.aiguard.stall.StallWatch.CONFIRM_DELAY_NANOS);
 
 	final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 	final List<BreakerEvent.StateTransition> transitions = new CopyOnWriteArrayList<>();
 
 	@AfterEach
@@ -97,7 +99,7 @@ class GuardBreakerTest {
 	}
 
 	GuardPolicy.Builder policy(CircuitBreaker breaker) {
-		return GuardPolicy.builder("chat").breaker(breaker).timer(vts).onReport(reports::add);
+		return Policies.onVirtualTime("chat", vts, reports).breaker(breaker);
 	}
 
 	static Flux<ChatChunk> answer(String... tokens) {
@@ -126,11 +128,6 @@ class GuardBreakerTest {
 		StepVerifier.create(Flux.<ChatChunk>error(serverError()).transform(guard))
 				.expectError(ProviderServerException.class)
 				.verify(Duration.ofSeconds(5));
-	}
-
-	GuardReport lastReport() {
-		assertThat(reports).isNotEmpty();
-		return reports.get(reports.size() - 1);
 	}
 
 	// ---- permission and outcome per attempt ----
@@ -194,7 +191,7 @@ class GuardBreakerTest {
 		assertThat(s.calls()).isEqualTo(1);
 		assertThat(s.failures()).isEqualTo(1);
 		assertThat(s.incomplete()).isEqualTo(1);
-		assertThat(lastReport().outcome()).isEqualTo(Outcome.INCOMPLETE);
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.INCOMPLETE);
 	}
 
 	// ---- slow calls ----
@@ -213,7 +210,7 @@ class GuardBreakerTest {
 				.then(() -> vts.advanceTimeBy(Duration.ofMinutes(2)))
 				.expectNextCount(602)
 				.verifyComplete();
-		assertThat(lastReport().duration()).isEqualTo(Duration.ofSeconds(60));
+		assertThat(reports.last().duration()).isEqualTo(Duration.ofSeconds(60));
 		assertThat(breaker.snapshot().slowCalls()).as("a long answer with a fast first token").isZero();
 
 		// a short answer whose first token took 3 s
@@ -355,8 +352,8 @@ class GuardBreakerTest {
 
 		upstream.assertWasCancelled();
 		assertThat(breaker.snapshot().calls()).isZero();
-		assertThat(lastReport().outcome()).isEqualTo(Outcome.CANCELLED);
-		assertThat(lastReport().attempts()).extracting(GuardReport.Attempt::outcome).containsExactly(Outcome.CANCELLED);
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.CANCELLED);
+		assertThat(reports.last().attempts()).extracting(GuardReport.Attempt::outcome).containsExactly(Outcome.CANCELLED);
 	}
 
 	@Test
@@ -381,7 +378,7 @@ class GuardBreakerTest {
 		user.cancel(); // the user closed the tab
 		probe.assertWasCancelled();
 		assertThat(breaker.snapshot().calls()).as("nothing recorded").isEqualTo(callsBefore);
-		assertThat(lastReport().outcome()).isEqualTo(Outcome.CANCELLED);
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.CANCELLED);
 
 		// the slot came back: the next request probes, succeeds and closes the breaker
 		StepVerifier.create(answer("third").transform(guard)).expectNextCount(3).verifyComplete();
@@ -406,7 +403,7 @@ class GuardBreakerTest {
 
 		assertThat(sent).hasValue(1);
 		assertThat(user.get().getReceivedOnNext()).isEmpty();
-		assertThat(lastReport().outcome()).isEqualTo(Outcome.CANCELLED);
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.CANCELLED);
 		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
 
 		StepVerifier.create(answer("probe").transform(guard)).expectNextCount(3).verifyComplete();
@@ -438,7 +435,7 @@ class GuardBreakerTest {
 
 		assertThat(subscriptions).as("the upstream is never subscribed").hasValue(0);
 		assertThat(breaker.rejectedCalls()).isEqualTo(1);
-		GuardReport r = lastReport();
+		GuardReport r = reports.last();
 		assertThat(r.outcome()).isEqualTo(Outcome.REJECTED);
 		assertThat(r.attempts()).isEmpty();
 		assertThat(r.error()).isInstanceOf(BreakerOpenException.class);
@@ -454,7 +451,7 @@ class GuardBreakerTest {
 		StepVerifier.create(answer("x").transform(guard))
 				.expectErrorSatisfies(e -> assertThat(((BreakerOpenException) e).state()).isEqualTo(BreakerState.FORCED_OPEN))
 				.verify(Duration.ofSeconds(5));
-		assertThat(lastReport().outcome()).isEqualTo(Outcome.REJECTED);
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.REJECTED);
 	}
 
 	@Test
@@ -474,7 +471,7 @@ class GuardBreakerTest {
 		assertThat(text).hasToString("busy, try later");
 
 		assertThat(subscriptions).hasValue(0);
-		GuardReport r = lastReport();
+		GuardReport r = reports.last();
 		assertThat(r.source()).isEqualTo(Source.STATIC);
 		assertThat(r.attempts()).isEmpty();
 	}
@@ -541,8 +538,7 @@ class GuardBreakerTest {
 							.clock(() -> clock.now(NANOSECONDS))
 							.build();
 					built.set(breaker);
-					AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("chat").breaker(breaker)
-							.onReport(reports::add).build());
+					AiGuard<ChatChunk> guard = AiGuard.of(Policies.reporting("chat", reports).breaker(breaker).build());
 					Flux<ChatChunk> failing = Flux.error(serverError());
 					return Flux.concat(
 							failing.transform(guard).onErrorResume(ProviderServerException.class, e -> Flux.empty()),
@@ -597,7 +593,7 @@ class GuardBreakerTest {
 				.verifyError(StreamStalledException.class);
 
 		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
-		assertThat(lastReport().outcome()).isEqualTo(Outcome.STALLED);
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.STALLED);
 	}
 
 	// ---- retries ----
@@ -617,7 +613,7 @@ class GuardBreakerTest {
 		assertThat(subscriptions).as("two attempts tripped it; the third was refused").hasValue(2);
 		assertThat(breaker.rejectedCalls()).isEqualTo(1);
 		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
-		GuardReport r = lastReport();
+		GuardReport r = reports.last();
 		assertThat(r.attempts()).extracting(GuardReport.Attempt::outcome).containsExactly(Outcome.FAILURE, Outcome.FAILURE);
 		assertThat(r.outcome()).isEqualTo(Outcome.FAILURE);
 		assertThat(r.error()).isInstanceOf(ProviderServerException.class);
@@ -685,7 +681,7 @@ class GuardBreakerTest {
 
 			RaceTestUtils.race(Schedulers.boundedElastic(), upstream::tryEmitComplete, user::cancel);
 
-			Outcome outcome = lastReport().outcome();
+			Outcome outcome = reports.last().outcome();
 			if (outcome == Outcome.SUCCESS) {
 				assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
 			}

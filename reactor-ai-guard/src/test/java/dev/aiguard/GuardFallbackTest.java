@@ -35,7 +35,6 @@ import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
 import dev.aiguard.core.Source;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.ContinuationStrategy;
@@ -46,6 +45,9 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.RecordingMetrics;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -76,8 +78,8 @@ class GuardFallbackTest {
 			List.of(ChatMessage.system("You answer shop questions."), ChatMessage.user("When do you open?")));
 	static final String BUSY = "The assistant is busy, please try again shortly.";
 
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
-	final Metrics metrics = new Metrics();
+	final Reports reports = new Reports();
+	final RecordingMetrics metrics = new RecordingMetrics();
 	final Queue<String> order = new ConcurrentLinkedQueue<>();
 	final AtomicInteger upstreamCalls = new AtomicInteger();
 	final List<PriorityLanes> lanesToDispose = new CopyOnWriteArrayList<>();
@@ -90,7 +92,7 @@ class GuardFallbackTest {
 	// ---------------------------------------------------------------- fixtures
 
 	GuardPolicy.Builder policy(FallbackChain<ChatChunk> chain) {
-		return GuardPolicy.builder("fb").fallback(chain).metrics(metrics).onReport(reports::add);
+		return Policies.recording("fb", reports, metrics).fallback(chain);
 	}
 
 	@SafeVarargs
@@ -203,51 +205,6 @@ class GuardFallbackTest {
 		@Override
 		public boolean mayBlock() {
 			return mayBlock;
-		}
-	}
-
-	/** Records what the guard and the ladder report, as readable lines. */
-	static final class Metrics implements GuardMetrics {
-
-		final Queue<String> events = new ConcurrentLinkedQueue<>();
-
-		@Override
-		public void answered(String policy, Priority priority, Source source) {
-			events.add("answered " + source);
-		}
-
-		@Override
-		public void fallbackStepFailed(String policy, Priority priority, Source source) {
-			events.add("failed " + source);
-		}
-
-		@Override
-		public void cacheLookup(String policy, boolean hit) {
-			events.add(hit ? "lookup hit" : "lookup miss");
-		}
-
-		@Override
-		public void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos,
-				long timeToFirstTokenNanos, long tokens) {
-			events.add("ended " + outcome);
-		}
-
-		@Override
-		public void stalled(String policy, Priority priority, StallPhase phase) {
-			events.add("stalled " + phase);
-		}
-
-		@Override
-		public void retryBudgetExhausted(String policy, Priority priority) {
-			events.add("budget exhausted");
-		}
-
-		long count(String line) {
-			return events.stream().filter(line::equals).count();
-		}
-
-		List<String> answered() {
-			return events.stream().filter(e -> e.startsWith("answered")).collect(Collectors.toList());
 		}
 	}
 
@@ -467,7 +424,7 @@ class GuardFallbackTest {
 					.containsExactly(Outcome.FAILURE, Outcome.FAILURE, Outcome.FAILURE);
 			assertThat(r.source()).isEqualTo(Source.STATIC);
 		});
-		assertThat(metrics.count("ended FAILURE")).isEqualTo(3);
+		assertThat(metrics.ended(Outcome.FAILURE)).isEqualTo(3);
 	}
 
 	@Test
@@ -484,7 +441,7 @@ class GuardFallbackTest {
 				.verifyComplete();
 
 		assertThat(upstreamCalls).hasValue(1);
-		assertThat(metrics.count("budget exhausted")).isEqualTo(1);
+		assertThat(metrics.retryBudgetExhausted()).isEqualTo(1);
 		assertThat(busy.requests).singleElement().extracting(FallbackRequest::trigger)
 				.isEqualTo(FallbackTrigger.RETRIES_EXHAUSTED);
 	}
@@ -518,7 +475,7 @@ class GuardFallbackTest {
 			assertThat(r.tokens()).isEqualTo(1);
 			assertThat(r.timeToFirstToken()).isEqualTo(Duration.ofMillis(2001));
 		});
-		assertThat(metrics.count("stalled FIRST_TOKEN")).isEqualTo(1);
+		assertThat(metrics.stalled()).containsOnlyOnce(StallPhase.FIRST_TOKEN);
 	}
 
 	@Test
@@ -606,9 +563,9 @@ class GuardFallbackTest {
 				.verifyComplete();
 
 		assertThat(order).containsExactly("FALLBACK_MODEL", "CACHE", "LIGHTWEIGHT", "STATIC");
-		assertThat(metrics.events).contains("failed FALLBACK_MODEL", "failed CACHE", "failed LIGHTWEIGHT",
-				"lookup miss");
-		assertThat(metrics.answered()).containsExactly("answered STATIC");
+		assertThat(metrics.failedSteps()).contains(Source.FALLBACK_MODEL, Source.CACHE, Source.LIGHTWEIGHT);
+		assertThat(metrics.cacheMisses()).isPositive();
+		assertThat(metrics.answered()).containsExactly(Source.STATIC);
 		assertThat(reports.get(0).source()).isEqualTo(Source.STATIC);
 	}
 
@@ -665,7 +622,7 @@ class GuardFallbackTest {
 		assertThat(busy.requests).isEmpty();
 		assertThat(reports.get(0).source()).isEqualTo(Source.FALLBACK_MODEL);
 		assertThat(reports.get(0).tokens()).isEqualTo(2);
-		assertThat(metrics.answered()).containsExactly("answered FALLBACK_MODEL");
+		assertThat(metrics.answered()).containsExactly(Source.FALLBACK_MODEL);
 	}
 
 	@Test
@@ -684,7 +641,8 @@ class GuardFallbackTest {
 			assertThat(r.cacheKey()).isNull();
 			assertThat(r.trigger()).isEqualTo(FallbackTrigger.RETRIES_EXHAUSTED);
 		});
-		assertThat(metrics.events).contains("failed FALLBACK_MODEL", "failed CACHE").doesNotContain("lookup miss");
+		assertThat(metrics.failedSteps()).contains(Source.FALLBACK_MODEL, Source.CACHE);
+		assertThat(metrics.cacheMisses()).isZero();
 		assertThat(reports.get(0).source()).isEqualTo(Source.LIGHTWEIGHT);
 	}
 
@@ -746,7 +704,7 @@ class GuardFallbackTest {
 				.verifyErrorSatisfies(e -> assertThat(e).isSameAs(cut));
 
 		assertThat(busy.requests).isEmpty();
-		assertThat(metrics.events).contains("failed FALLBACK_MODEL");
+		assertThat(metrics.failedSteps()).contains(Source.FALLBACK_MODEL);
 		assertThat(metrics.answered()).isEmpty();
 		assertThat(reports).singleElement().satisfies(r -> {
 			assertThat(r.source()).isEqualTo(Source.FALLBACK_MODEL);
@@ -856,9 +814,9 @@ class GuardFallbackTest {
 		assertThat(reports).extracting(GuardReport::source).containsExactly(Source.REALTIME, Source.CACHE, Source.STATIC);
 		assertThat(reports.get(1).tokens()).isEqualTo(4);
 		assertThat(reports.get(1).finishReason()).isEqualTo("stop");
-		assertThat(metrics.answered()).containsExactly("answered REALTIME", "answered CACHE", "answered STATIC");
-		assertThat(metrics.count("lookup hit")).isEqualTo(1);
-		assertThat(metrics.count("lookup miss")).isEqualTo(1);
+		assertThat(metrics.answered()).containsExactly(Source.REALTIME, Source.CACHE, Source.STATIC);
+		assertThat(metrics.cacheHits()).isEqualTo(1);
+		assertThat(metrics.cacheMisses()).isEqualTo(1);
 	}
 
 	@Test
@@ -1139,7 +1097,7 @@ class GuardFallbackTest {
 				.verifyComplete();
 
 		assertThat(threads).singleElement().asString().startsWith("parallel");
-		assertThat(metrics.events).contains("failed LIGHTWEIGHT");
+		assertThat(metrics.failedSteps()).contains(Source.LIGHTWEIGHT);
 	}
 
 	@Test
@@ -1231,9 +1189,9 @@ class GuardFallbackTest {
 			}
 		}
 		assertThat(cached).as("the outage was partly served from the cache").isPositive();
-		assertThat(metrics.count("answered REALTIME")).isEqualTo(1_000 + (questions + 6) / 7);
-		assertThat(metrics.count("answered CACHE") + metrics.count("answered STATIC")).isEqualTo(1_000);
-		assertThat(metrics.count("answered CACHE")).isEqualTo(cached);
+		assertThat(metrics.answered(Source.REALTIME)).isEqualTo(1_000 + (questions + 6) / 7);
+		assertThat(metrics.answered(Source.CACHE) + metrics.answered(Source.STATIC)).isEqualTo(1_000);
+		assertThat(metrics.answered(Source.CACHE)).isEqualTo(cached);
 		assertThat(cache.largestStored).hasValueLessThanOrEqualTo(8);
 		assertThat(cache.stored.keySet()).noneMatch(k -> {
 			for (int q = 0; q < questions; q += 3) {
@@ -1290,7 +1248,7 @@ class GuardFallbackTest {
 			Hooks.resetOnErrorDropped();
 		}
 		assertThat(lanes.inFlight(Priority.P1)).isZero();
-		assertThat(metrics.count("answered STATIC")).isBetween(
+		assertThat(metrics.answered(Source.STATIC)).isBetween(
 				reports.stream().filter(r -> r.outcome() == Outcome.SUCCESS).count(), (long) rounds);
 	}
 
@@ -1339,17 +1297,17 @@ class GuardFallbackTest {
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(ladder(Fallback.staticText(BUSY))).breaker(breaker).build());
 
 		guard.call(REQUEST, upstream(() -> answer("nine"))).blockLast(Duration.ofSeconds(5));
-		assertThat(metrics.answered()).containsExactly("answered REALTIME");
+		assertThat(metrics.answered()).containsExactly(Source.REALTIME);
 
 		StepVerifier.create(guard.call(REQUEST, upstream(() -> Flux.just(ChatChunk.token("x"))
 						.concatWith(Flux.error(unavailable())))))
 				.expectNextCount(1)
 				.verifyError(PartialStreamException.class);
-		assertThat(metrics.answered()).as("a broken answer is not an answer").containsExactly("answered REALTIME");
+		assertThat(metrics.answered()).as("a broken answer is not an answer").containsExactly(Source.REALTIME);
 
 		breaker.transitionToForcedOpen();
 		guard.call(REQUEST, upstream(() -> answer("never"))).blockLast(Duration.ofSeconds(5));
-		assertThat(metrics.answered()).containsExactly("answered REALTIME", "answered STATIC");
+		assertThat(metrics.answered()).containsExactly(Source.REALTIME, Source.STATIC);
 		assertThat(reports).extracting(GuardReport::source).containsExactly(Source.REALTIME, Source.REALTIME,
 				Source.STATIC);
 	}

@@ -3,8 +3,6 @@ package dev.aiguard;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -23,13 +21,15 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.core.Source;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.RecordingMetrics;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -65,8 +65,8 @@ class GuardLanesTest {
 
 	final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 	final List<PriorityLanes> built = new ArrayList<>();
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
-	final LaneMetrics laneMetrics = new LaneMetrics();
+	final Reports reports = new Reports();
+	final RecordingMetrics laneMetrics = new RecordingMetrics();
 
 	@AfterEach
 	void dispose() {
@@ -105,8 +105,7 @@ class GuardLanesTest {
 
 	GuardPolicy.Builder policy(PriorityLanes lanes) {
 		// upstream cancels after a preemption run on the virtual clock too, so they are done when it has advanced
-		return GuardPolicy.builder("chat").lanes(lanes).timer(vts).stall(StallSpec.defaults().cancelOn(vts))
-				.onReport(reports::add);
+		return Policies.onVirtualTime("chat", vts, reports).lanes(lanes).stall(StallSpec.defaults().cancelOn(vts));
 	}
 
 	static Flux<ChatChunk> answer(String... tokens) {
@@ -196,7 +195,7 @@ class GuardLanesTest {
 		assertThat(b.isTerminatedComplete()).isTrue();
 		assertThat(b.getReceivedOnNext()).extracting(ChatChunk::text).contains("b");
 		assertIdle(lanes);
-		assertThat(laneMetrics.waits(P1)).isEqualTo(2);
+		assertThat(laneMetrics.waitedNanos(P1)).hasSize(2);
 	}
 
 	@Test
@@ -250,7 +249,7 @@ class GuardLanesTest {
 		assertThat(b.isTerminatedComplete()).isTrue();
 		assertThat(secondSubscribed).hasValue(1);
 		assertIdle(lanes);
-		assertThat(laneMetrics.waits(P1)).as("one admission per request, not per attempt").isEqualTo(2);
+		assertThat(laneMetrics.waitedNanos(P1)).as("one admission per request, not per attempt").hasSize(2);
 		assertThat(laneMetrics.waitedNanos(P1)).containsExactly(0L, Duration.ofSeconds(3).toNanos());
 		assertThat(reports).extracting(r -> r.attempts().size()).containsExactlyInAnyOrder(3, 1);
 		assertCapacity(lanes, P1, 1);
@@ -273,7 +272,7 @@ class GuardLanesTest {
 		assertThat(sent).hasValue(3);
 		assertThat(reports).extracting(GuardReport::outcome)
 				.containsExactlyInAnyOrder(Outcome.SUCCESS, Outcome.FAILURE, Outcome.SUCCESS);
-		assertThat(laneMetrics.rejections).isEmpty();
+		assertThat(laneMetrics.admissionRejections()).isEmpty();
 		assertIdle(lanes);
 	}
 
@@ -414,7 +413,7 @@ class GuardLanesTest {
 		});
 		finish(holder, "h");
 		assertIdle(lanes);
-		assertThat(laneMetrics.rejections).containsExactly("P1:WAIT_TIMEOUT");
+		assertThat(laneMetrics.admissionRejections()).containsExactly("P1 WAIT_TIMEOUT");
 	}
 
 	@Test
@@ -560,7 +559,7 @@ class GuardLanesTest {
 		finish(urgentUpstream, "u");
 		assertThat(urgent.isTerminatedComplete()).isTrue();
 		assertIdle(lanes);
-		assertThat(laneMetrics.preemptions).containsExactly(P2);
+		assertThat(laneMetrics.preempted()).containsExactly(P2);
 	}
 
 	@Test
@@ -668,37 +667,6 @@ class GuardLanesTest {
 			finish(urgentUpstream, "u");
 			assertThat(urgent.isTerminatedComplete()).isTrue();
 			assertIdle(lanes);
-		}
-	}
-
-	/** Records what the lanes report about admission. */
-	static final class LaneMetrics implements GuardMetrics {
-
-		final Map<Priority, List<Long>> waits = new ConcurrentHashMap<>();
-		final List<String> rejections = new CopyOnWriteArrayList<>();
-		final List<Priority> preemptions = new CopyOnWriteArrayList<>();
-
-		@Override
-		public void admissionWaited(String lanes, Priority priority, long nanos) {
-			waits.computeIfAbsent(priority, p -> new CopyOnWriteArrayList<>()).add(nanos);
-		}
-
-		@Override
-		public void admissionRejected(String lanes, Priority priority, String reason) {
-			rejections.add(priority + ":" + reason);
-		}
-
-		@Override
-		public void preempted(String lanes, Priority priority) {
-			preemptions.add(priority);
-		}
-
-		int waits(Priority p) {
-			return waits.getOrDefault(p, List.of()).size();
-		}
-
-		List<Long> waitedNanos(Priority p) {
-			return waits.getOrDefault(p, List.of());
 		}
 	}
 }

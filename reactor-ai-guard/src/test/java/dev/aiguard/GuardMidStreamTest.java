@@ -4,12 +4,9 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Queue;
 import java.util.Random;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
@@ -19,7 +16,6 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCallDelta;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
@@ -30,6 +26,9 @@ import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.RecordingMetrics;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Hooks;
@@ -37,7 +36,6 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import dev.aiguard.core.Priority;
 import dev.aiguard.core.Outcome;
 
 /**
@@ -51,11 +49,11 @@ class GuardMidStreamTest {
 	static final ChatRequest QUESTION = ChatRequest.of("claude-sonnet", List.of(ChatMessage.system("Be playful."),
 			ChatMessage.user("Write the pangram about the fox.")));
 
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 	final RecordingMetrics metrics = new RecordingMetrics();
 
 	GuardPolicy.Builder policy(VirtualTimeScheduler vts) {
-		return GuardPolicy.builder("it-midstream").timer(vts).metrics(metrics).onReport(reports::add)
+		return Policies.onVirtualTime("it-midstream", vts, reports, metrics)
 				.retry(RetryRules.backoff(3, Duration.ofMillis(100)).jitter(0));
 	}
 
@@ -151,8 +149,8 @@ class GuardMidStreamTest {
 			assertThat(r.tokens()).isEqualTo(2);
 			assertThat(r.error()).isInstanceOf(PartialStreamException.class);
 		});
-		assertThat(metrics.retried).isEmpty();
-		assertThat(metrics.tokensWasted).containsExactly(2L);
+		assertThat(metrics.retried()).isEmpty();
+		assertThat(metrics.tokensWasted()).containsExactly(2L);
 	}
 
 	@Test
@@ -221,7 +219,7 @@ class GuardMidStreamTest {
 			// the notice is a content chunk the subscriber received
 			assertThat(r.tokens()).isEqualTo(3);
 		});
-		assertThat(metrics.tokensWasted).containsExactly(2L);
+		assertThat(metrics.tokensWasted()).containsExactly(2L);
 	}
 
 	@Test
@@ -268,9 +266,9 @@ class GuardMidStreamTest {
 		assertThat(continuation.messages())
 				.containsExactlyElementsOf(plus(QUESTION.messages(), ChatMessage.assistant("The quick brown")));
 		assertThat(continuation.model()).isEqualTo(QUESTION.model());
-		assertThat(metrics.continued.sum()).isEqualTo(1);
-		assertThat(metrics.retried).isEmpty();
-		assertThat(metrics.tokensWasted).as("the first attempt's tokens are part of the answer").isEmpty();
+		assertThat(metrics.continued()).isEqualTo(1);
+		assertThat(metrics.retried()).isEmpty();
+		assertThat(metrics.tokensWasted()).as("the first attempt's tokens are part of the answer").isEmpty();
 		GuardReport report = reports.get(0);
 		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
 		assertThat(report.tokens()).isEqualTo(5);
@@ -402,7 +400,7 @@ class GuardMidStreamTest {
 				.containsExactlyElementsOf(plus(QUESTION.messages(), ChatMessage.assistant("The quick")));
 		assertThat(model.received.get(2).messages()).as("not nested: one prefill with all the text")
 				.containsExactlyElementsOf(plus(QUESTION.messages(), ChatMessage.assistant("The quick brown")));
-		assertThat(metrics.continued.sum()).isEqualTo(2);
+		assertThat(metrics.continued()).isEqualTo(2);
 	}
 
 	@Test
@@ -437,7 +435,7 @@ class GuardMidStreamTest {
 				model, last, "The", " quick", " brown");
 
 		assertThat(model.received).hasSize(2);
-		assertThat(metrics.tokensWasted).containsExactly(3L);
+		assertThat(metrics.tokensWasted()).containsExactly(3L);
 	}
 
 	@Test
@@ -455,8 +453,8 @@ class GuardMidStreamTest {
 				model, second, "The", " quick", " brown");
 
 		assertThat(model.received).as("the second continuation found the budget spent").hasSize(2);
-		assertThat(metrics.continued.sum()).isEqualTo(1);
-		assertThat(metrics.budgetExhausted.sum()).isEqualTo(1);
+		assertThat(metrics.continued()).isEqualTo(1);
+		assertThat(metrics.retryBudgetExhausted()).isEqualTo(1);
 	}
 
 	@Test
@@ -472,8 +470,8 @@ class GuardMidStreamTest {
 				model, reset, "The", " quick");
 
 		assertThat(model.received).hasSize(1);
-		assertThat(metrics.continued.sum()).isZero();
-		assertThat(metrics.budgetExhausted.sum()).isEqualTo(1);
+		assertThat(metrics.continued()).isZero();
+		assertThat(metrics.retryBudgetExhausted()).isEqualTo(1);
 	}
 
 	@Test
@@ -501,7 +499,7 @@ class GuardMidStreamTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(model.received).hasSize(1);
-		assertThat(metrics.continued.sum()).as("no continuation request was sent").isZero();
+		assertThat(metrics.continued()).as("no continuation request was sent").isZero();
 		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.FAILURE);
 	}
 
@@ -527,7 +525,7 @@ class GuardMidStreamTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(model.received).hasSize(1);
-		assertThat(metrics.continued.sum()).isZero();
+		assertThat(metrics.continued()).isZero();
 	}
 
 	@Test
@@ -562,34 +560,5 @@ class GuardMidStreamTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(subscriptions).hasValue(1);
-	}
-
-	/** Records the mid-stream meters. */
-	static final class RecordingMetrics implements GuardMetrics {
-
-		final LongAdder continued = new LongAdder();
-		final LongAdder budgetExhausted = new LongAdder();
-		final Queue<Long> tokensWasted = new ConcurrentLinkedQueue<>();
-		final Queue<String> retried = new ConcurrentLinkedQueue<>();
-
-		@Override
-		public void continued(String policy, Priority priority) {
-			continued.increment();
-		}
-
-		@Override
-		public void tokensWasted(String policy, Priority priority, long tokens) {
-			tokensWasted.add(tokens);
-		}
-
-		@Override
-		public void retried(String policy, Priority priority, String reason) {
-			retried.add(reason);
-		}
-
-		@Override
-		public void retryBudgetExhausted(String policy, Priority priority) {
-			budgetExhausted.increment();
-		}
 	}
 }

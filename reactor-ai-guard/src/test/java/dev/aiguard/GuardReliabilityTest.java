@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -30,7 +29,9 @@ import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
-import dev.aiguard.stall.TrackingScheduler;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.Reports;
+import dev.aiguard.testing.TrackingScheduler;
 import dev.aiguard.truncation.TruncationSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.RepeatedTest;
@@ -82,7 +83,7 @@ class GuardReliabilityTest {
 	}
 
 	final TrackingScheduler timer = new TrackingScheduler();
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 	/** The first report; a report is delivered right after the subscriber's terminal signal, maybe on another thread. */
 	final CompletableFuture<GuardReport> firstReport = new CompletableFuture<>();
 	final List<PriorityLanes> built = new ArrayList<>();
@@ -114,7 +115,7 @@ class GuardReliabilityTest {
 	}
 
 	GuardPolicy.Builder policy() {
-		return GuardPolicy.builder("reliability").timer(timer).onReport(reports::add).onReport(firstReport::complete);
+		return Policies.onVirtualTime("reliability", timer, reports).onReport(firstReport::complete);
 	}
 
 	static void assertIdle(PriorityLanes lanes) {

@@ -6,14 +6,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Queue;
 import java.util.Random;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
@@ -26,7 +22,6 @@ import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Source;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.provider.ProviderException;
@@ -37,6 +32,9 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.RecordingMetrics;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -62,7 +60,7 @@ class GuardRetryTest {
 
 	static final Duration CONFIRM = Duration.ofNanos(StallWatch.CONFIRM_DELAY_NANOS);
 
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 	final RecordingMetrics metrics = new RecordingMetrics();
 	final List<PriorityLanes> lanesBuilt = new ArrayList<>();
 
@@ -72,7 +70,7 @@ class GuardRetryTest {
 	}
 
 	GuardPolicy.Builder policy(VirtualTimeScheduler vts) {
-		return GuardPolicy.builder("it-retry").timer(vts).metrics(metrics).onReport(reports::add);
+		return Policies.onVirtualTime("it-retry", vts, reports, metrics);
 	}
 
 	static Flux<ChatChunk> answer(String... tokens) {
@@ -155,7 +153,7 @@ class GuardRetryTest {
 		assertThat(report.attempts()).extracting(GuardReport.Attempt::outcome)
 				.containsExactly(Outcome.FAILURE, Outcome.FAILURE, Outcome.FAILURE, Outcome.SUCCESS);
 		assertThat(report.timeToFirstToken()).isEqualTo(d1.plus(d2).plus(d3));
-		assertThat(metrics.retried).containsExactly("ProviderServerException", "ProviderServerException",
+		assertThat(metrics.retried()).containsExactly("ProviderServerException", "ProviderServerException",
 				"ProviderServerException");
 	}
 
@@ -220,7 +218,7 @@ class GuardRetryTest {
 				.verifyComplete();
 
 		assertThat(upstream[0].subscribedAtMillis).containsExactly(0L, expectedWait.toMillis());
-		assertThat(metrics.retried).containsExactly("RateLimitedException");
+		assertThat(metrics.retried()).containsExactly("RateLimitedException");
 	}
 
 	// ---- what is retried ----
@@ -278,8 +276,8 @@ class GuardRetryTest {
 		assertThat(report.attempts()).extracting(GuardReport.Attempt::outcome)
 				.containsExactly(firstOutcome, Outcome.SUCCESS);
 		assertThat(report.attempts().get(0).tokens()).isZero();
-		assertThat(metrics.retried).hasSize(1);
-		assertThat(metrics.tokensWasted).isEmpty();
+		assertThat(metrics.retried()).hasSize(1);
+		assertThat(metrics.tokensWasted()).isEmpty();
 	}
 
 	@Test
@@ -299,8 +297,8 @@ class GuardRetryTest {
 
 		// deadline 2 s, confirmed 1 ms later, then 300 ms of backoff
 		assertThat(upstream[0].subscribedAtMillis).containsExactly(0L, 2_000L + CONFIRM.toMillis() + 300L);
-		assertThat(metrics.retried).containsExactly("StreamStalledException");
-		assertThat(metrics.stalled).containsExactly(StallPhase.FIRST_TOKEN);
+		assertThat(metrics.retried()).containsExactly("StreamStalledException");
+		assertThat(metrics.stalled()).containsExactly(StallPhase.FIRST_TOKEN);
 	}
 
 	static Stream<Arguments> notRetryable() {
@@ -343,7 +341,7 @@ class GuardRetryTest {
 			assertThat(r.attempts()).hasSize(1);
 			assertThat(r.error()).isSameAs(error);
 		});
-		assertThat(metrics.retried).isEmpty();
+		assertThat(metrics.retried()).isEmpty();
 	}
 
 	@Test
@@ -368,7 +366,7 @@ class GuardRetryTest {
 			assertThat(r.outcome()).isEqualTo(Outcome.FAILURE);
 			assertThat(r.attempts()).hasSize(3);
 		});
-		assertThat(metrics.retried).hasSize(2);
+		assertThat(metrics.retried()).hasSize(2);
 	}
 
 	// ---- nothing duplicated, nothing lost ----
@@ -524,11 +522,11 @@ class GuardRetryTest {
 					.isLessThanOrEqualTo((int) (1.1 * requests) + (int) floor);
 			assertThat(reports).hasSize(requests);
 			long retries = attempts.get() - requests;
-			assertThat(metrics.retried).hasSize((int) retries);
+			assertThat(metrics.retried()).hasSize((int) retries);
 			// each request that stopped short of its 3 tries was stopped by the budget, and said so once
 			long stoppedByBudget = reports.stream().filter(r -> r.attempts().size() < 3).count();
-			assertThat(metrics.retryBudgetExhausted.sum()).isEqualTo(stoppedByBudget).isPositive();
-			assertThat(metrics.ended.get(Outcome.FAILURE).sum()).as("one outcome per attempt")
+			assertThat(metrics.retryBudgetExhausted()).isEqualTo(stoppedByBudget).isPositive();
+			assertThat(metrics.ended(Outcome.FAILURE)).as("one outcome per attempt")
 					.isEqualTo(attempts.get());
 		}
 		finally {
@@ -552,7 +550,7 @@ class GuardRetryTest {
 			vts.advanceTimeBy(Duration.ofMinutes(2));
 
 			assertThat(attempts.get()).isEqualTo(3 * requests);
-			assertThat(metrics.retryBudgetExhausted.sum()).isZero();
+			assertThat(metrics.retryBudgetExhausted()).isZero();
 		}
 		finally {
 			vts.dispose();
@@ -611,8 +609,8 @@ class GuardRetryTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(upstream[0].subscriptions()).isEqualTo(1);
-		assertThat(metrics.retryBudgetExhausted.sum()).isEqualTo(1);
-		assertThat(metrics.retried).isEmpty();
+		assertThat(metrics.retryBudgetExhausted()).isEqualTo(1);
+		assertThat(metrics.retried()).isEmpty();
 		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.FAILURE);
 	}
 
@@ -719,7 +717,7 @@ class GuardRetryTest {
 				assertThat(r.outcome()).isEqualTo(Outcome.CANCELLED);
 				assertThat(r.attempts()).extracting(GuardReport.Attempt::outcome).containsExactly(Outcome.FAILURE);
 			});
-			assertThat(metrics.retried).as("a retry that never started is not counted").isEmpty();
+			assertThat(metrics.retried()).as("a retry that never started is not counted").isEmpty();
 		}
 		finally {
 			vts.dispose();
@@ -815,7 +813,7 @@ class GuardRetryTest {
 
 			assertThat(ts.expectTerminalError()).isSameAs(unavailable);
 			assertThat(subscriptions).hasValue(1);
-			assertThat(metrics.retried).isEmpty();
+			assertThat(metrics.retried()).isEmpty();
 			assertThat(reports).singleElement().satisfies(r -> {
 				assertThat(r.outcome()).isEqualTo(Outcome.FAILURE);
 				assertThat(r.attempts()).hasSize(1);
@@ -827,40 +825,4 @@ class GuardRetryTest {
 	}
 
 	// ---- metrics ----
-
-	/** Records the retry-related meters; everything else is the no-op default. */
-	static final class RecordingMetrics implements GuardMetrics {
-
-		final Queue<String> retried = new ConcurrentLinkedQueue<>();
-		final LongAdder retryBudgetExhausted = new LongAdder();
-		final Queue<Long> tokensWasted = new ConcurrentLinkedQueue<>();
-		final Queue<StallPhase> stalled = new ConcurrentLinkedQueue<>();
-		final Map<Outcome, LongAdder> ended = new ConcurrentHashMap<>();
-
-		@Override
-		public void retried(String policy, Priority priority, String reason) {
-			retried.add(reason);
-		}
-
-		@Override
-		public void retryBudgetExhausted(String policy, Priority priority) {
-			retryBudgetExhausted.increment();
-		}
-
-		@Override
-		public void tokensWasted(String policy, Priority priority, long tokens) {
-			tokensWasted.add(tokens);
-		}
-
-		@Override
-		public void stalled(String policy, Priority priority, StallPhase phase) {
-			stalled.add(phase);
-		}
-
-		@Override
-		public void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos,
-				long timeToFirstTokenNanos, long tokens) {
-			ended.computeIfAbsent(outcome, o -> new LongAdder()).increment();
-		}
-	}
 }

@@ -1,8 +1,6 @@
 package dev.aiguard;
 
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -16,6 +14,8 @@ import dev.aiguard.core.Source;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.http.codec.ServerSentEvent;
@@ -40,10 +40,10 @@ class GuardSignalsTest {
 
 	static final ChatChunk ROLE = new ChatChunk("", "assistant", null, null, null, false, false);
 
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 
 	GuardPolicy.Builder policy() {
-		return GuardPolicy.builder("signals").onReport(reports::add);
+		return Policies.reporting("signals", reports);
 	}
 
 	static FallbackChain<ChatChunk> staticLadder() {

@@ -4,18 +4,14 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.provider.ProviderException;
@@ -23,6 +19,9 @@ import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.RecordingMetrics;
+import dev.aiguard.testing.Reports;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
@@ -35,7 +34,6 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import dev.aiguard.core.Priority;
 import dev.aiguard.core.Outcome;
 
 /**
@@ -49,11 +47,11 @@ class GuardTruncationTest {
 	static final TokenCounter ESTIMATE = TokenCounter.estimate();
 	static final int CONTEXT_LIMIT = 8192;
 
-	final List<GuardReport> reports = new CopyOnWriteArrayList<>();
+	final Reports reports = new Reports();
 	final RecordingMetrics metrics = new RecordingMetrics();
 
 	GuardPolicy.Builder policy(VirtualTimeScheduler vts) {
-		return GuardPolicy.builder("it-truncation").timer(vts).metrics(metrics).onReport(reports::add);
+		return Policies.onVirtualTime("it-truncation", vts, reports, metrics);
 	}
 
 	static Flux<ChatChunk> answer(String... tokens) {
@@ -156,7 +154,7 @@ class GuardTruncationTest {
 		assertThat(second.maxTokens()).isEqualTo(original.maxTokens());
 		assertThat(second.messages().get(0)).isEqualTo(original.messages().get(0));
 		assertThat(second.lastMessage()).isEqualTo(original.lastMessage());
-		assertThat(metrics.promptTruncated).containsExactly((long) (before - after));
+		assertThat(metrics.promptTruncated()).containsExactly((long) (before - after));
 
 		GuardReport report = reports.get(0);
 		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
@@ -188,8 +186,8 @@ class GuardTruncationTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(provider.received).as("nothing sent that could not fit").hasSize(1);
-		assertThat(metrics.promptTruncated).isEmpty();
-		assertThat(metrics.retried).isEmpty();
+		assertThat(metrics.promptTruncated()).isEmpty();
+		assertThat(metrics.retried()).isEmpty();
 		assertThat(reports).singleElement().satisfies(r -> {
 			assertThat(r.outcome()).isEqualTo(Outcome.CLIENT_ERROR);
 			assertThat(r.error()).isInstanceOf(PromptTooLargeException.class);
@@ -251,7 +249,7 @@ class GuardTruncationTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(provider.received).hasSize(1);
-		assertThat(metrics.promptTruncated).isEmpty();
+		assertThat(metrics.promptTruncated()).isEmpty();
 		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.CLIENT_ERROR);
 	}
 
@@ -281,7 +279,7 @@ class GuardTruncationTest {
 		int[] sizes = received.stream().mapToInt(r -> ESTIMATE.count(r.messages())).toArray();
 		assertThat(sizes[1]).isLessThanOrEqualTo(sizes[0] / 2);
 		assertThat(sizes[2]).isLessThanOrEqualTo(sizes[1] / 2);
-		assertThat(metrics.promptTruncated).hasSize(2);
+		assertThat(metrics.promptTruncated()).hasSize(2);
 		assertThat(reports.get(0).attempts()).extracting(GuardReport.Attempt::outcome)
 				.containsOnly(Outcome.CLIENT_ERROR).hasSize(3);
 	}
@@ -317,7 +315,7 @@ class GuardTruncationTest {
 		assertThat(sentAt).containsExactly(0L, 0L, 200L);
 		assertThat(reports.get(0).attempts()).extracting(GuardReport.Attempt::outcome)
 				.containsExactly(Outcome.CLIENT_ERROR, Outcome.FAILURE, Outcome.SUCCESS);
-		assertThat(metrics.retried).containsExactly("ProviderServerException");
+		assertThat(metrics.retried()).containsExactly("ProviderServerException");
 	}
 
 	@Test
@@ -338,7 +336,7 @@ class GuardTruncationTest {
 				.verifyComplete();
 
 		assertThat(provider.received).hasSize(2);
-		assertThat(metrics.retryBudgetExhausted.sum()).isZero();
+		assertThat(metrics.retryBudgetExhausted()).isZero();
 	}
 
 	@Test
@@ -358,7 +356,7 @@ class GuardTruncationTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(subscriptions).hasSize(1);
-		assertThat(metrics.promptTruncated).isEmpty();
+		assertThat(metrics.promptTruncated()).isEmpty();
 		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.CLIENT_ERROR);
 	}
 
@@ -372,28 +370,5 @@ class GuardTruncationTest {
 				.verify(Duration.ofSeconds(5));
 
 		assertThat(provider.received).hasSize(1);
-	}
-
-	/** Records the truncation-related meters. */
-	static final class RecordingMetrics implements GuardMetrics {
-
-		final Queue<Long> promptTruncated = new ConcurrentLinkedQueue<>();
-		final Queue<String> retried = new ConcurrentLinkedQueue<>();
-		final LongAdder retryBudgetExhausted = new LongAdder();
-
-		@Override
-		public void promptTruncated(String policy, Priority priority, long tokensDropped) {
-			promptTruncated.add(tokensDropped);
-		}
-
-		@Override
-		public void retried(String policy, Priority priority, String reason) {
-			retried.add(reason);
-		}
-
-		@Override
-		public void retryBudgetExhausted(String policy, Priority priority) {
-			retryBudgetExhausted.increment();
-		}
 	}
 }

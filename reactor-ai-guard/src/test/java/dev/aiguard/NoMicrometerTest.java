@@ -1,10 +1,9 @@
 package dev.aiguard;
 
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.testing.Policies;
+import dev.aiguard.testing.Reports;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
@@ -27,8 +26,8 @@ class NoMicrometerTest {
 
 	@Test
 	void guardWorksWithoutMicrometer() {
-		List<GuardReport> reports = new CopyOnWriteArrayList<>();
-		GuardPolicy policy = GuardPolicy.builder("plain").metrics(GuardMetrics.noop()).onReport(reports::add).build();
+		Reports reports = new Reports();
+		GuardPolicy policy = Policies.reporting("plain", reports).metrics(GuardMetrics.noop()).build();
 		StepVerifier.create(Flux.just(ChatChunk.token("a"), ChatChunk.done()).transform(AiGuard.of(policy)))
 				.expectNextCount(2)
 				.verifyComplete();

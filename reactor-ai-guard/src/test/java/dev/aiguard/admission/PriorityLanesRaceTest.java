@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
+import dev.aiguard.testing.RecordingMetrics;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
@@ -210,7 +211,7 @@ class PriorityLanesRaceTest {
 			assertThat(lanes.queued(P0)).isZero();
 			assertThat(lanes.inFlight(P0)).isEqualTo(1);
 		}
-		assertThat(metrics.count("rejected P0 WAIT_TIMEOUT")).isEqualTo(timedOut);
+		assertThat(metrics.admissionRejections()).filteredOn("P0 WAIT_TIMEOUT"::equals).hasSize(timedOut);
 		holder.release();
 		assertIdleWithCapacity(lanes, P0, 1);
 	}
@@ -258,7 +259,7 @@ class PriorityLanesRaceTest {
 			releaseReceived(chat);
 			assertIdleWithCapacity(lanes, P0, 1);
 		}
-		assertThat(metrics.count("preempted P2")).isEqualTo(preemptions);
+		assertThat(metrics.preempted()).filteredOn(p -> p == P2).hasSize(preemptions);
 	}
 
 	@Test

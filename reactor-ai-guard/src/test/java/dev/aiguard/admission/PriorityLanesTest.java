@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.testing.RecordingMetrics;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
@@ -116,7 +117,7 @@ class PriorityLanesTest {
 		assertThat(permit.lane()).isEqualTo(P1);
 		assertThat(permit.scheduler()).isSameAs(lanes.scheduler(P1));
 		assertThat(lanes.inFlight(P1)).isEqualTo(1);
-		assertThat(metrics.lastWaitNanos).isZero();
+		assertThat(metrics.lastWaitNanos()).isZero();
 		permit.release();
 		permit.release();
 		assertThat(lanes.inFlight(P1)).isZero();
@@ -176,17 +177,17 @@ class PriorityLanesTest {
 		RecordingMetrics metrics = new RecordingMetrics();
 		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1), metrics);
 
-		assertThat(metrics.events).containsExactly("created test");
+		assertThat(metrics.events()).containsExactly("lanesCreated test");
 		admitNow(lanes, P0);
 		admitNow(lanes, P0); // borrows P1's idle permit
 		request(lanes, P1); // P1 is full (own lent to P0), P1 may borrow P2's
 		TestSubscriber<LanePermit> waiting = request(lanes, P2);
 
 		assertWaiting(waiting);
-		assertThat(metrics.own.applyAsInt(P0)).isEqualTo(1);
-		assertThat(metrics.borrowed.applyAsInt(P0)).isEqualTo(1);
-		assertThat(metrics.borrowed.applyAsInt(P1)).isEqualTo(1);
-		assertThat(metrics.queued.applyAsInt(P2)).isEqualTo(1);
+		assertThat(metrics.inFlightOwn().applyAsInt(P0)).isEqualTo(1);
+		assertThat(metrics.inFlightBorrowed().applyAsInt(P0)).isEqualTo(1);
+		assertThat(metrics.inFlightBorrowed().applyAsInt(P1)).isEqualTo(1);
+		assertThat(metrics.queued().applyAsInt(P2)).isEqualTo(1);
 		assertThat(lanes.queued(P2)).isEqualTo(1);
 	}
 
@@ -234,7 +235,7 @@ class PriorityLanesTest {
 		assertThat(permit.lane()).isEqualTo(P1);
 		assertThat(permit.borrowed()).isFalse();
 		assertThat(lanes.inFlight(P1)).isEqualTo(1);
-		assertThat(metrics.events).contains("waited P1 0");
+		assertThat(metrics.waitedNanos(P1)).contains(0L);
 
 		permit.release();
 		assertThat(lanes.inFlight(P1)).isZero();
@@ -256,7 +257,7 @@ class PriorityLanesTest {
 
 		LanePermit secondPermit = admitted(second);
 		assertWaiting(third);
-		assertThat(metrics.lastWaitNanos).isEqualTo(Duration.ofMillis(250).toNanos());
+		assertThat(metrics.lastWaitNanos()).isEqualTo(Duration.ofMillis(250).toNanos());
 		secondPermit.release();
 		admitted(third);
 		assertThat(lanes.queued(P2)).isZero();
@@ -277,7 +278,7 @@ class PriorityLanesTest {
 		assertThat(e.priority()).isEqualTo(P2);
 		assertThat(e.getMessage()).contains("P2 queue full").contains("maxQueueSize=1");
 		assertThat(e.getStackTrace()).isEmpty();
-		assertThat(metrics.events).contains("rejected P2 QUEUE_FULL");
+		assertThat(metrics.admissionRejections()).contains("P2 QUEUE_FULL");
 		assertThat(held.lane()).as("P2 never takes P0's idle permit without lending").isEqualTo(P0);
 	}
 
@@ -316,7 +317,7 @@ class PriorityLanesTest {
 				})
 				.verify(Duration.ofSeconds(10));
 		assertThat(holder.get().queued(P0)).isZero();
-		assertThat(metrics.events).contains("rejected P0 WAIT_TIMEOUT");
+		assertThat(metrics.admissionRejections()).contains("P0 WAIT_TIMEOUT");
 	}
 
 	@Test
@@ -350,7 +351,7 @@ class PriorityLanesTest {
 		assertThat(waiter.getReceivedOnNext()).isEmpty();
 		assertThat(waiter.isTerminated()).isFalse();
 		assertThat(lanes.inFlight(P0)).isZero();
-		assertThat(metrics.count("rejected")).isZero();
+		assertThat(metrics.admissionRejections()).isEmpty();
 		admitNow(lanes, P0); // the permit is free again
 	}
 
@@ -554,7 +555,7 @@ class PriorityLanesTest {
 
 		assertThat(chat.lane()).isEqualTo(P0);
 		assertThat(stopped).containsExactly("newerBatch P2 on P0");
-		assertThat(metrics.events).contains("preempted P2");
+		assertThat(metrics.preempted()).contains(P2);
 		assertThat(lanes.borrowedInFlight(P2)).isEqualTo(1);
 
 		admitNow(lanes, P0);
@@ -711,7 +712,7 @@ class PriorityLanesTest {
 		assertThat(lanes.queued(P0)).isZero();
 		held.release();
 		assertThat(lanes.inFlight(P0)).isZero();
-		assertThat(metrics.count("rejected P0 DISPOSED")).isEqualTo(1);
+		assertThat(metrics.admissionRejections()).containsOnlyOnce("P0 DISPOSED");
 	}
 
 	// ---------------------------------------------------------------- no blocking

@@ -9,6 +9,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.testing.ManualClock;
+import dev.aiguard.testing.RecordingMetrics;
 
 class BreakerRegistryTest {
 
@@ -43,7 +45,7 @@ class BreakerRegistryTest {
 						.minimumDwell(Duration.ZERO).build())
 				.clock(clock).metrics(metrics).listener(events::add).build();
 		CircuitBreaker breaker = registry.breaker("llm");
-		assertThat(metrics.createdName).isEqualTo("llm");
+		assertThat(metrics.breakerName()).isEqualTo("llm");
 
 		breaker.tryAcquire().record(Outcome.FAILURE, -1);
 		breaker.tryAcquire().record(Outcome.FAILURE, -1);
@@ -51,6 +53,6 @@ class BreakerRegistryTest {
 		assertThat(events).hasSize(1);
 		clock.advance(Duration.ofSeconds(6));
 		assertThat(breaker.tryAcquire()).isNotNull();
-		assertThat(metrics.transitions).containsExactly("CLOSED->OPEN", "OPEN->HALF_OPEN");
+		assertThat(metrics.transitions()).containsExactly("CLOSED->OPEN", "OPEN->HALF_OPEN");
 	}
 }

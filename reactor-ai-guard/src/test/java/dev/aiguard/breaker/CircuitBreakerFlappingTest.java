@@ -9,6 +9,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.testing.ManualClock;
 
 /**
  * Load hovering at the threshold must not flap the breaker: a failure rate oscillating ±5 % around

@@ -9,6 +9,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.testing.ManualClock;
+import dev.aiguard.testing.RecordingMetrics;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.util.RaceTestUtils;
 
@@ -103,7 +105,7 @@ class CircuitBreakerRaceTest {
 			RaceTestUtils.race(Schedulers.boundedElastic(), tasks);
 
 			assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
-			assertThat(metrics.transitions).containsExactly("CLOSED->OPEN");
+			assertThat(metrics.transitions()).containsExactly("CLOSED->OPEN");
 			assertThat(openEvents).hasValue(1);
 			assertThat(breaker.snapshot().failures()).isEqualTo(8);
 		}

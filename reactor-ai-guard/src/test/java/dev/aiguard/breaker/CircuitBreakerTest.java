@@ -17,6 +17,8 @@ import org.junit.jupiter.api.Test;
 
 import dev.aiguard.core.Outcome;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.testing.ManualClock;
+import dev.aiguard.testing.RecordingMetrics;
 
 class CircuitBreakerTest {
 
@@ -84,7 +86,7 @@ class CircuitBreakerTest {
 		assertThat(t.reason()).contains("failure rate 0.5");
 		assertThat(t.window().calls()).isEqualTo(4);
 		assertThat(t.window().failures()).isEqualTo(2);
-		assertThat(metrics.transitions).containsExactly("CLOSED->OPEN");
+		assertThat(metrics.transitions()).containsExactly("CLOSED->OPEN");
 	}
 
 	@Test
@@ -303,7 +305,7 @@ class CircuitBreakerTest {
 
 		assertThat(breaker.tryAcquire()).isNull();
 		assertThat(breaker.rejectedCalls()).isEqualTo(1);
-		assertThat(metrics.rejected).hasValue(1);
+		assertThat(metrics.breakerRejections()).isEqualTo(1);
 		assertThat(events).anySatisfy(e -> assertThat(e).isInstanceOfSatisfying(BreakerEvent.CallRejected.class,
 				r -> assertThat(r.state()).isEqualTo(BreakerState.OPEN)));
 		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
@@ -312,7 +314,7 @@ class CircuitBreakerTest {
 		assertThat(breaker.state()).as("lazy: nothing happens without a call").isEqualTo(BreakerState.OPEN);
 		assertThat(breaker.tryAcquire()).isNotNull();
 		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
-		assertThat(metrics.transitions).containsExactly("CLOSED->OPEN", "OPEN->HALF_OPEN");
+		assertThat(metrics.transitions()).containsExactly("CLOSED->OPEN", "OPEN->HALF_OPEN");
 	}
 
 	// ------------------------------------------------------------- HALF_OPEN
@@ -664,19 +666,19 @@ class CircuitBreakerTest {
 	@Test
 	void metricsSeeTheBreakerItsGaugesAndItsTransitions() {
 		CircuitBreaker breaker = breaker(base().minimumCalls(10).build());
-		assertThat(metrics.createdName).isEqualTo("llm");
+		assertThat(metrics.breakerName()).isEqualTo("llm");
 		record(breaker, Outcome.FAILURE, 1);
 		record(breaker, Outcome.SUCCESS, 3);
 		breaker.tryAcquire().record(Outcome.SUCCESS, Duration.ofSeconds(3).toNanos());
 
-		assertThat(metrics.state.get()).isEqualTo(BreakerState.CLOSED);
-		assertThat(metrics.failureRate.getAsDouble()).isEqualTo(0.2);
-		assertThat(metrics.slowCallRate.getAsDouble()).isEqualTo(0.2);
+		assertThat(metrics.breakerState().get()).isEqualTo(BreakerState.CLOSED);
+		assertThat(metrics.failureRate().getAsDouble()).isEqualTo(0.2);
+		assertThat(metrics.slowCallRate().getAsDouble()).isEqualTo(0.2);
 		breaker.transitionToForcedOpen();
-		assertThat(metrics.state.get()).isEqualTo(BreakerState.FORCED_OPEN);
+		assertThat(metrics.breakerState().get()).isEqualTo(BreakerState.FORCED_OPEN);
 		breaker.tryAcquire();
-		assertThat(metrics.rejected).hasValue(1);
-		assertThat(metrics.transitions).containsExactly("CLOSED->FORCED_OPEN");
+		assertThat(metrics.breakerRejections()).isEqualTo(1);
+		assertThat(metrics.transitions()).containsExactly("CLOSED->FORCED_OPEN");
 	}
 
 	@Test

@@ -9,6 +9,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.testing.ManualClock;
 
 class TripPolicyTest {
 

@@ -29,6 +29,7 @@ import reactor.test.util.RaceTestUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import dev.aiguard.core.Source;
+import dev.aiguard.testing.RecordingMetrics;
 
 class FallbackWalkRaceTest {
 
@@ -85,7 +86,7 @@ class FallbackWalkRaceTest {
 			else {
 				assertThat(chosen).containsExactly(Source.STATIC);
 				assertThat(items).containsExactly("static");
-				assertThat(metrics.count("failed race P1 LIGHTWEIGHT")).isEqualTo(1);
+				assertThat(metrics.count("fallbackStepFailed race P1 LIGHTWEIGHT")).isEqualTo(1);
 			}
 			assertThat(metrics.events()).filteredOn(e -> e.startsWith("answered")).hasSize(1);
 			clock.dispose();
@@ -162,7 +163,7 @@ class FallbackWalkRaceTest {
 
 			assertThat(chosen.get()).isLessThanOrEqualTo(1);
 			assertThat(metrics.count("answered race P1 LIGHTWEIGHT")).isLessThanOrEqualTo(chosen.get());
-			assertThat(metrics.events()).noneMatch(e -> e.startsWith("failed"));
+			assertThat(metrics.events()).noneMatch(e -> e.startsWith("fallbackStepFailed"));
 		}
 	}
 
@@ -253,11 +254,11 @@ class FallbackWalkRaceTest {
 		}
 		long hits = results.stream().filter(r -> r.source() == Source.CACHE).count();
 		assertThat(results).extracting(Result::source).contains(Source.LIGHTWEIGHT, Source.STATIC);
-		assertThat(metrics.count("lookup chat hit")).isEqualTo(hits);
-		assertThat(metrics.count("lookup chat miss")).isEqualTo(1_000 - hits);
-		long answered = metrics.events().stream().filter(e -> e.startsWith("answered chat")).count();
+		assertThat(metrics.count("cacheLookup chat hit")).isEqualTo(hits);
+		assertThat(metrics.count("cacheLookup chat miss")).isEqualTo(1_000 - hits);
+		long answered = metrics.count("answered chat");
 		assertThat(answered).isEqualTo(1_000);
-		assertThat(metrics.events()).filteredOn(e -> e.startsWith("failed chat") && e.endsWith("FALLBACK_MODEL"))
+		assertThat(metrics.events()).filteredOn(e -> e.startsWith("fallbackStepFailed chat") && e.endsWith("FALLBACK_MODEL"))
 				.hasSize(1_000);
 
 		cache.cleanUp();

@@ -33,6 +33,7 @@ import reactor.test.publisher.TestPublisher;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import dev.aiguard.core.Source;
+import dev.aiguard.testing.RecordingMetrics;
 
 class FallbackWalkTest {
 
@@ -77,7 +78,7 @@ class FallbackWalkTest {
 				.expectNext("sorry")
 				.verifyComplete();
 		assertThat(chosen).containsExactly(Source.STATIC);
-		assertThat(metrics.count("failed chat P0 FALLBACK_MODEL")).isEqualTo(1);
+		assertThat(metrics.count("fallbackStepFailed chat P0 FALLBACK_MODEL")).isEqualTo(1);
 		assertThat(metrics.count("answered chat P0 STATIC")).isEqualTo(1);
 	}
 
@@ -88,7 +89,7 @@ class FallbackWalkTest {
 				.expectNext("sorry")
 				.verifyComplete();
 		assertThat(chosen).containsExactly(Source.STATIC);
-		assertThat(metrics.count("failed chat P0 LIGHTWEIGHT")).isEqualTo(1);
+		assertThat(metrics.count("fallbackStepFailed chat P0 LIGHTWEIGHT")).isEqualTo(1);
 	}
 
 	@Test
@@ -110,8 +111,8 @@ class FallbackWalkTest {
 		StepVerifier.create(walk(chain(throwing, nulls, fixed("sorry"))))
 				.expectNext("sorry")
 				.verifyComplete();
-		assertThat(metrics.count("failed chat P0 FALLBACK_MODEL")).isEqualTo(1);
-		assertThat(metrics.count("failed chat P0 LIGHTWEIGHT")).isEqualTo(1);
+		assertThat(metrics.count("fallbackStepFailed chat P0 FALLBACK_MODEL")).isEqualTo(1);
+		assertThat(metrics.count("fallbackStepFailed chat P0 LIGHTWEIGHT")).isEqualTo(1);
 	}
 
 	@Test
@@ -128,9 +129,9 @@ class FallbackWalkTest {
 		assertThat(last.calls).hasValue(0);
 		assertThat(chosen).containsExactly(Source.LIGHTWEIGHT);
 		assertThat(metrics.events()).containsExactly(
-				"time chat P0 FALLBACK_MODEL", "failed chat P0 FALLBACK_MODEL",
-				"time chat P0 CACHE", "failed chat P0 CACHE", "lookup chat miss",
-				"time chat P0 LIGHTWEIGHT", "answered chat P0 LIGHTWEIGHT");
+				"fallbackStepTime chat P0 FALLBACK_MODEL", "fallbackStepFailed chat P0 FALLBACK_MODEL",
+				"fallbackStepTime chat P0 CACHE", "fallbackStepFailed chat P0 CACHE", "cacheLookup chat miss",
+				"fallbackStepTime chat P0 LIGHTWEIGHT", "answered chat P0 LIGHTWEIGHT");
 	}
 
 	@Test
@@ -182,7 +183,7 @@ class FallbackWalkTest {
 				.expectNext("c2", "c3")
 				.verifyComplete();
 		assertThat(chosen).containsExactly(Source.CACHE);
-		assertThat(metrics.count("lookup chat hit")).isEqualTo(1);
+		assertThat(metrics.count("cacheLookup chat hit")).isEqualTo(1);
 		assertThat(metrics.count("answered chat P0 CACHE")).isEqualTo(1);
 	}
 
@@ -237,7 +238,7 @@ class FallbackWalkTest {
 				.verify(Duration.ofSeconds(5));
 		assertThat(cache.calls).hasValue(0);
 		assertThat(chosen).containsExactly(Source.FALLBACK_MODEL);
-		assertThat(metrics.events()).containsExactly("time chat P0 FALLBACK_MODEL", "failed chat P0 FALLBACK_MODEL");
+		assertThat(metrics.events()).containsExactly("fallbackStepTime chat P0 FALLBACK_MODEL", "fallbackStepFailed chat P0 FALLBACK_MODEL");
 	}
 
 	@Test
@@ -271,7 +272,7 @@ class FallbackWalkTest {
 					assertThat(e.getSuppressed()).containsExactly(CAUSE, e1, e2);
 				})
 				.verify(Duration.ofSeconds(5));
-		assertThat(metrics.events()).filteredOn(e -> e.startsWith("failed")).hasSize(3);
+		assertThat(metrics.events()).filteredOn(e -> e.startsWith("fallbackStepFailed")).hasSize(3);
 	}
 
 	@Test
@@ -390,9 +391,9 @@ class FallbackWalkTest {
 				.thenAwait(Duration.ofMillis(1))
 				.expectNext("static")
 				.verifyComplete();
-		assertThat(metrics.events()).containsExactly("time chat P0 CACHE", "failed chat P0 CACHE", "lookup chat miss",
-				"time chat P0 STATIC", "answered chat P0 STATIC");
-		assertThat(metrics.stepNanos).containsExactly(Duration.ofSeconds(2).toNanos(), 0L);
+		assertThat(metrics.events()).containsExactly("fallbackStepTime chat P0 CACHE", "fallbackStepFailed chat P0 CACHE", "cacheLookup chat miss",
+				"fallbackStepTime chat P0 STATIC", "answered chat P0 STATIC");
+		assertThat(metrics.stepNanos()).containsExactly(Duration.ofSeconds(2).toNanos(), 0L);
 	}
 
 	@Test
@@ -417,7 +418,7 @@ class FallbackWalkTest {
 		StepVerifier.create(walk(chain(Fallback.cache(broken), fixed("static"))))
 				.expectNext("static")
 				.verifyComplete();
-		assertThat(metrics.events()).contains("failed chat P0 CACHE", "lookup chat miss");
+		assertThat(metrics.events()).contains("fallbackStepFailed chat P0 CACHE", "cacheLookup chat miss");
 	}
 
 	@Test
@@ -431,7 +432,7 @@ class FallbackWalkTest {
 				.thenAwait(Duration.ofSeconds(4))
 				.expectNext("faq")
 				.verifyComplete();
-		assertThat(metrics.stepNanos).containsExactly(Duration.ofSeconds(3).toNanos(), Duration.ofMillis(700).toNanos());
+		assertThat(metrics.stepNanos()).containsExactly(Duration.ofSeconds(3).toNanos(), Duration.ofMillis(700).toNanos());
 	}
 
 	// ---- threads ----
@@ -498,7 +499,7 @@ class FallbackWalkTest {
 						.subscribeOn(Schedulers.parallel()))
 				.expectNext("static")
 				.verifyComplete();
-		assertThat(metrics.count("failed chat P0 LIGHTWEIGHT")).isEqualTo(1);
+		assertThat(metrics.count("fallbackStepFailed chat P0 LIGHTWEIGHT")).isEqualTo(1);
 	}
 
 	@Test

@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.testing.TrackingScheduler;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;

@@ -1,4 +1,4 @@
-package dev.aiguard.stall;
+package dev.aiguard.testing;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -10,6 +10,13 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 /**
  * A virtual-time scheduler that counts tasks still pending (scheduled, neither run nor disposed),
  * so tests can prove the deadline task is disposed on every path.
+ *
+ * <pre>{@code
+ * TrackingScheduler timer = new TrackingScheduler();
+ * // ... run a guarded stream with .timer(timer) and cancel it
+ * timer.advance(Duration.ofSeconds(1));
+ * assertThat(timer.pending()).isZero();
+ * }</pre>
  */
 public final class TrackingScheduler implements Scheduler {
 
