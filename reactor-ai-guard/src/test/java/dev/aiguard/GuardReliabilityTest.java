@@ -497,6 +497,7 @@ class GuardReliabilityTest {
 		assertThat(reports.get(0).outcome()).isEqualTo(Outcome.REJECTED);
 	}
 
+	// races the backoff timer firing (on one thread) against an urgent arrival preempting the permit (on another)
 	@RepeatedTest(50)
 	void preemptionRacingTheEndOfABackoffNeverRunsAnAttemptWithoutThePermit() {
 		PriorityLanes lanes = preempting();
