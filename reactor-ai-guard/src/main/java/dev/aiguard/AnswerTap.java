@@ -32,7 +32,6 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	private boolean unreadable;
 	boolean recording;
 	boolean transcribing;
-	private boolean announced;
 	/** The attempt whose chunks pass now; set before it is subscribed. */
 	StallWatch<T> watch;
 
@@ -90,10 +89,6 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		// the watch already asked the inspector: reuse its answer rather than call user code while
 		// the chunk is marked as being delivered
 		int f = watch.chunkFlags();
-		if (!announced && (f & ChunkInspector.CONTENT) != 0) {
-			announced = true;
-			ledger.announce(ledger.source());
-		}
 		if (recording && recorder != null
 				&& (f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT)) != ChunkInspector.HEARTBEAT) {
 			recorder.record(t);

@@ -70,6 +70,8 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private boolean continuing;
 	@Nullable
 	private AnswerTap<T> tap;
+	/** The answer's source was announced to GuardSignals (at the first content chunk). */
+	private boolean announced;
 
 	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
 			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
@@ -108,25 +110,27 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			ledger.continued();
 		}
 		realtimeAttempts++;
-		Publisher<? extends T> source;
+		ChatRequest sent = request;
+		// a blocking upstream is called, not only subscribed, on the request's lane threads: after a
+		// backoff this code runs on the timer
+		Publisher<? extends T> source = policy.blockingUpstream()
+				? Flux.defer(() -> open(sent)).subscribeOn(blockingScheduler()) : open(sent);
+		if (continuations > 0) {
+			source = guard.continuationSupport().splice(source, tap.transcript());
+		}
+		subscribe(source, policy.stall(), Stage.REALTIME, tapFor(Stage.REALTIME), tap);
+	}
+
+	private Publisher<? extends T> open(@Nullable ChatRequest sent) {
 		try {
-			source = upstream.apply(request);
-			if (source == null) {
-				source = Flux.error(CallbackException.returnedNull("the upstream function"));
-			}
+			Publisher<? extends T> source = upstream.apply(sent);
+			return source != null ? source : Flux.error(CallbackException.returnedNull("the upstream function"));
 		}
 		catch (Throwable t) {
 			// a client may throw what it would otherwise signal (a refused connection): it stays the
 			// upstream's failure, classified and retried like one
-			source = Flux.error(Exceptions.unwrap(t));
+			return Flux.error(Exceptions.unwrap(t));
 		}
-		if (continuations > 0) {
-			source = guard.continuationSupport().splice(source, tap.transcript());
-		}
-		if (policy.blockingUpstream()) {
-			source = Flux.from(source).subscribeOn(blockingScheduler());
-		}
-		subscribe(source, policy.stall(), Stage.REALTIME, tapFor(Stage.REALTIME), tap);
 	}
 
 	/** The breaker refused a retry or a continuation: the last real error stands. */
@@ -148,7 +152,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		ContinuationSupport<T> continuation = callForm ? guard.continuationSupport() : null;
 		boolean record = next == Stage.REALTIME && cache != null;
 		boolean transcribe = next == Stage.REALTIME && continuation != null;
-		if (!record && !transcribe && ledger.signals == null) {
+		if (!record && !transcribe) {
 			return actual;
 		}
 		if (tap == null) {
@@ -163,6 +167,20 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	}
 
 	// ---- the end of an attempt ----
+
+	@Override
+	public boolean wantsFirstContent() {
+		return ledger.signals != null && !announced;
+	}
+
+	/** The answer's first content chunk: GuardSignals hear its source, outside the chunk's delivery. */
+	@Override
+	public void firstContent(StallWatch<T> watch) {
+		if (!announced) {
+			announced = true;
+			ledger.announce(ledger.source());
+		}
+	}
 
 	@Override
 	public void onEnd(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
@@ -221,7 +239,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				promptTooLarge(policy.truncation(), (ContextLengthExceededException) error);
 				return;
 			case CONTINUE:
-				if (!continueAnswer()) {
+				if (!continueAnswer(error, outcome)) {
 					endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
 				}
 				return;
@@ -288,14 +306,22 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		endWith(new PromptTooLargeException(e.limit().orElse(-1), size, e), Outcome.CLIENT_ERROR);
 	}
 
-	/** @return whether a continuation request is on its way */
-	private boolean continueAnswer() {
+	/** @return whether a continuation request is on its way; false when the strategy refused */
+	private boolean continueAnswer(Throwable error, Outcome outcome) {
 		ChatRequest next;
 		try {
 			next = policy.midStream().continuation().continuation(continuationBase, tap.transcript().text(), false);
+			if (next == null) {
+				throw CallbackException.returnedNull("ContinuationStrategy");
+			}
 		}
 		catch (ContinuationRefusedException refused) {
 			return false;
+		}
+		catch (Throwable strategyFailure) {
+			endWith(policy.midStream().failure(CallbackException.threw("ContinuationStrategy", strategyFailure),
+					ledger.deliveredTokens()), outcome);
+			return true;
 		}
 		// a continuation is one more upstream request: it draws on the shared budget like a retry, so a
 		// provider that cuts every stream short cannot multiply the load by maxContinuations

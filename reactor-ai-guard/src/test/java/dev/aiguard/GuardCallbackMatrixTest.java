@@ -36,7 +36,7 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.fallback.Source;
+import dev.aiguard.core.Source;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderErrors;
@@ -44,7 +44,7 @@ import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.PartialStreamException;
-import dev.aiguard.retry.RetrySpec;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
@@ -68,6 +68,12 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.context.Context;
+import dev.aiguard.core.Priority;
+import dev.aiguard.core.Outcome;
+import dev.aiguard.core.ChunkInspector;
+import dev.aiguard.core.CallbackException;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Every user callback the guard calls, failing every way it can, on a synchronous and an
@@ -512,18 +518,42 @@ class GuardCallbackMatrixTest {
 		boolean blocks = run.failure == Failure.BLOCKS;
 		// a callback that blocks on a non-blocking thread is stopped by BlockHound: it then "throws"
 		boolean threw = !blocks || !run.fault.detections.isEmpty();
-		if (mustBeOvertaken(run)) {
+		if (mustBeOvertaken(run) && error != null) {
 			soft.assertThat(run.subscriber.blockedAtTerminal)
 					.as("[deadline waited] a deadline ended the stream while the callback was still parked")
 					.isTrue();
-			if (c.role != Role.LADDER) {
+		}
+		if (mustBeOvertaken(run)) {
+			if (c.role != Role.LADDER && error != null) {
 				soft.assertThat(causes(error)).as("[wrong error] ended by maxDuration, got %s", run.summary().terminal)
 						.anyMatch(t -> t instanceof StreamStalledException);
+			}
+			else if (c.role != Role.LADDER) {
+				// nothing had reached the subscriber yet: the stalled attempt was retried, and the
+				// request may well have succeeded; the deadline still ended that attempt on time
+				soft.assertThat(run.reports).as("[deadline waited] the attempt ended STALLED by its deadline")
+						.anySatisfy(r -> assertThat(r.attempts()).extracting(GuardReport.Attempt::outcome)
+								.contains(Outcome.STALLED));
 			}
 		}
 		switch (c.role) {
 			case FUNCTION:
-				if (threw) {
+				if (c == Callback.UPSTREAM_FUNCTION && blocks) {
+					// declared blocking, it runs on the lane's threads (BlockHound stays quiet); its slowness is
+					// the upstream's, so the first-token deadline may end the attempt: answered or STALLED, in time
+					soft.assertThat(run.fault.detections).as("[deadline waited] no blocking call on a non-blocking thread")
+							.isEmpty();
+					soft.assertThat(error == null || causes(error).stream().anyMatch(t -> t instanceof StreamStalledException))
+							.as("[wrong error] answered, or stalled by the first-token deadline: %s", run.summary().terminal)
+							.isTrue();
+				}
+				else if (c == Callback.UPSTREAM_FUNCTION && run.failure == Failure.THROWS) {
+					// a client may throw what it would otherwise signal: it is the upstream's own failure,
+					// classified and retried like one (here not retryable, so it reaches the subscriber)
+					soft.assertThat(error).as("[wrong error] the upstream's own error, got %s", run.summary().terminal)
+							.isSameAs(run.fault.boom);
+				}
+				else if (threw) {
 					expectCallbackException(soft, run, error);
 				}
 				else if (!mustBeOvertaken(run)) {
@@ -764,8 +794,12 @@ class GuardCallbackMatrixTest {
 					.metrics(metrics)
 					.stall(StallSpec.defaults().firstTokenTimeout(FIRST_TOKEN_TIMEOUT).maxDuration(MAX_DURATION))
 					// a fourth attempt for the counter at the limit: maxAttempts would stop the request before it
-					.retry(RetrySpec.backoff(callback == Callback.TOKEN_COUNTER_AT_LIMIT ? 4 : 3, Duration.ofSeconds(1))
+					.retry(RetryRules.backoff(callback == Callback.TOKEN_COUNTER_AT_LIMIT ? 4 : 3, Duration.ofSeconds(1))
 							.jitter(0));
+			if (callback == Callback.UPSTREAM_FUNCTION && failure == Failure.BLOCKS) {
+				// the documented way to run an upstream that blocks: its calls go to the lane's threads
+				policy.blockingUpstream(true);
+			}
 			if (callback == Callback.REPORT_LISTENER) {
 				// the failing listener first: the one after it must still get the report
 				policy.onReport(report -> fault.run("onReport"));
@@ -775,7 +809,7 @@ class GuardCallbackMatrixTest {
 				wake();
 			});
 			if (callback == Callback.ERROR_CLASSIFIER) {
-				policy.errorClassifier(e -> fault.call("errorClassifier", () -> ProviderErrors.outcomeOf(e)));
+				policy.errorClassifier(e -> fault.call("errorClassifier", () -> ErrorClassifier.outcomeOf(e)));
 			}
 			if (callback == Callback.FALLBACK_LIGHTWEIGHT || callback == Callback.FALLBACK_MODEL) {
 				Fallback<ChatChunk> step = callback == Callback.FALLBACK_LIGHTWEIGHT
@@ -801,8 +835,8 @@ class GuardCallbackMatrixTest {
 				policy.truncation(truncation);
 			}
 			if (callback == Callback.RETRY_PREDICATE) {
-				policy.retry(RetrySpec.backoff(3, Duration.ofSeconds(1)).jitter(0)
-						.retryOn(e -> fault.call("RetrySpec.retryOn", () -> RetrySpec.DEFAULT_RETRYABLE.test(e))));
+				policy.retry(RetryRules.backoff(3, Duration.ofSeconds(1)).jitter(0)
+						.retryOn(e -> fault.call("RetryRules.retryOn", () -> RetryRules.DEFAULT_RETRYABLE.test(e))));
 			}
 			if (callback == Callback.NOTICE_FACTORY) {
 				policy.midStream(MidStreamPolicy.notice(cause -> fault.call("MidStreamPolicy.notice",
@@ -1126,7 +1160,7 @@ class GuardCallbackMatrixTest {
 
 		/** @param onFlags fail in flags() at the second token, else in finishReason() at the finish chunk */
 		ChunkInspector<ChatChunk> inspector(boolean onFlags) {
-			ChunkInspector<ChatChunk> chat = ChunkInspector.chatChunks();
+			ChunkInspector<ChatChunk> chat = ChatChunk.inspector();
 			return new ChunkInspector<>() {
 				@Override
 				public boolean isContent(ChatChunk chunk) {

@@ -87,6 +87,18 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		 * @param error the failure for INCOMPLETE, STALLED and ERROR, else {@code null}
 		 */
 		void onEnd(StallWatch<T> watch, End end, @Nullable Throwable error);
+
+		/** @return whether {@link #firstContent} is wanted; asked once, when the watch is created */
+		default boolean wantsFirstContent() {
+			return false;
+		}
+
+		/**
+		 * The attempt's first content chunk is about to be delivered. Called before the chunk is
+		 * marked as being delivered, so code run here never holds a deadline.
+		 */
+		default void firstContent(StallWatch<T> watch) {
+		}
 	}
 
 	/** How long a decided stall waits for a chunk that was already on its way (1 ms). */
@@ -124,6 +136,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private final long idleTickNanos;
 	private final int idleChecks;
 	private final long maxDurationNanos;
+	private final boolean announceFirstContent;
 	/** Where a deadline's cancel of the upstream runs; read only when a deadline ends the stream. */
 	private final StallSpec spec;
 
@@ -215,6 +228,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		this.idleTickNanos = idleTimeoutNanos > 0 ? Math.max(1L, idleTimeoutNanos / idleChecks) : 0L;
 		this.maxDurationNanos = nanos(spec.maxDuration());
 		this.spec = spec;
+		this.announceFirstContent = terminal.wantsFirstContent();
 	}
 
 	/**
@@ -294,6 +308,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		catch (Throwable e) {
 			chunkRejected(e, t);
 			return;
+		}
+		if (announceFirstContent && tokens == 0L && (f & ChunkInspector.CONTENT) != 0) {
+			terminal.firstContent(this);
 		}
 		long s = (long) SEQ.get(this);
 		SEQ.setOpaque(this, s + 1L);

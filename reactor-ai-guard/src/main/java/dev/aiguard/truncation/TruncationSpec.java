@@ -5,6 +5,7 @@ import java.util.OptionalInt;
 
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.chat.ChatRequest;
+import reactor.core.Exceptions;
 
 /**
  * How the guard's call form shrinks a prompt after a context-length error. Immutable and
@@ -195,16 +196,19 @@ public final class TruncationSpec {
 		int budget = nextBudget(request, limit, actual, Math.max(1, before));
 		ChatRequest smaller;
 		try {
-			smaller = truncator.truncate(request, budget, counter);
+			// the truncator counts with a counter that names itself when it throws
+			smaller = truncator.truncate(request, budget, new NamedCounter(counter));
 		}
 		catch (PromptTooLargeException | CallbackException e) {
 			throw e;
 		}
-		catch (RuntimeException e) {
+		catch (Throwable e) {
+			Exceptions.throwIfJvmFatal(e);
 			throw CallbackException.threw("PromptTruncator", e);
 		}
 		if (smaller == null) {
-			throw new PromptTooLargeException(budget, before);
+			// the contract is a smaller request or PromptTooLargeException, never null
+			throw CallbackException.returnedNull("PromptTruncator");
 		}
 		int after = count(smaller);
 		if (after >= before || after > budget) {
@@ -222,8 +226,63 @@ public final class TruncationSpec {
 		try {
 			return counter.count(request.messages());
 		}
-		catch (RuntimeException e) {
-			throw CallbackException.threw("TokenCounter", e);
+		catch (Throwable e) {
+			throw counterFailed(e);
+		}
+	}
+
+	private static CallbackException counterFailed(Throwable e) {
+		Exceptions.throwIfJvmFatal(e);
+		return CallbackException.threw("TokenCounter", e);
+	}
+
+	/** The configured counter, each call wrapped so a throw is a {@code CallbackException} naming {@code TokenCounter}. */
+	private static final class NamedCounter implements TokenCounter {
+
+		private final TokenCounter counter;
+
+		NamedCounter(TokenCounter counter) {
+			this.counter = counter;
+		}
+
+		@Override
+		public int count(String text) {
+			try {
+				return counter.count(text);
+			}
+			catch (Throwable e) {
+				throw counterFailed(e);
+			}
+		}
+
+		@Override
+		public int messageOverhead() {
+			return counter.messageOverhead();
+		}
+
+		@Override
+		public int requestOverhead() {
+			return counter.requestOverhead();
+		}
+
+		@Override
+		public int count(dev.aiguard.chat.ChatMessage message) {
+			try {
+				return counter.count(message);
+			}
+			catch (Throwable e) {
+				throw counterFailed(e);
+			}
+		}
+
+		@Override
+		public int count(java.util.List<dev.aiguard.chat.ChatMessage> messages) {
+			try {
+				return counter.count(messages);
+			}
+			catch (Throwable e) {
+				throw counterFailed(e);
+			}
 		}
 	}
 
