@@ -8,10 +8,11 @@ import java.util.List;
 import java.util.function.BiConsumer;
 import java.util.function.IntPredicate;
 
-import dev.aiguard.Outcome;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.QuiescentActorsGenerator;
 import dev.aiguard.QuiescentActorsGenerator.Quiescent;
 import dev.aiguard.Scenarios;
+import dev.aiguard.testing.ManualClock;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
