@@ -375,6 +375,12 @@ public final class PriorityLanes implements Disposable {
 			reject(t, Reason.DISPOSED);
 			return;
 		}
+		if (waitersAtOrAbove(t.priority.ordinal()) && own.queueSize < own.spec.maxQueueSize()) {
+			// someone at least as urgent is already waiting: a permit the fast path just gave back is
+			// theirs, so the newcomer queues behind them and dispatch() hands out what is free
+			park(t, own);
+			return;
+		}
 		Lane free = takeFree(t.priority);
 		if (free != null) {
 			if (!grant(t, free, 0L)) {
@@ -390,6 +396,16 @@ public final class PriorityLanes implements Disposable {
 			return;
 		}
 		park(t, own);
+	}
+
+	/** @return whether a request of priority ordinal {@code p} or more urgent is queued (drain loop only) */
+	private boolean waitersAtOrAbove(int p) {
+		for (int l = 0; l <= p; l++) {
+			if (lanes[l].queueSize > 0) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/**

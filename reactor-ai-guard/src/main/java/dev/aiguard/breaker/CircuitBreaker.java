@@ -294,16 +294,9 @@ public final class CircuitBreaker {
 			}
 		}
 		else if (p.state == BreakerState.HALF_OPEN) {
-			Phase.PROBE_CALLS.incrementAndGet(p);
-			if ((flags & SlidingWindow.FAILURE_BIT) != 0) {
-				Phase.PROBE_FAILURES.incrementAndGet(p);
-			}
-			if (slow) {
-				Phase.PROBE_SLOW.incrementAndGet(p);
-			}
-			if (!slow && (flags & SlidingWindow.FAILURE_BIT) == 0) {
-				Phase.PROBE_HEALTHY.incrementAndGet(p);
-			}
+			boolean failed = (flags & SlidingWindow.FAILURE_BIT) != 0;
+			// one atomic add for the whole probe result: a decision never sees a call without its verdict
+			p.addProbe(failed, slow);
 			decideHalfOpen(p, s, now);
 		}
 	}
@@ -333,10 +326,11 @@ public final class CircuitBreaker {
 
 	private void decideHalfOpen(Phase p, Settings s, long now) {
 		BreakerConfig c = s.config;
-		int calls = p.probeCalls;
-		int failures = p.probeFailures;
-		int slow = p.probeSlow;
-		int healthy = p.probeHealthy;
+		long tally = p.probes;
+		int calls = Phase.field(tally, Phase.CALLS);
+		int failures = Phase.field(tally, Phase.FAILURES);
+		int slow = Phase.field(tally, Phase.SLOW);
+		int healthy = Phase.field(tally, Phase.HEALTHY);
 		double pressure = FailureRatePolicy.ratePressure(calls, failures, slow, c);
 		// with counted probes, close only once the result cannot change: judge as if every probe still
 		// to come failed slowly, so a lucky first few cannot close a breaker hovering at its threshold
@@ -379,9 +373,21 @@ public final class CircuitBreaker {
 	private void close(Phase from, Settings s, long now, String reason) {
 		Phase closed = Phase.closed(from.seq + 1, now, now + s.config.minimumDwellNanos, from.streak,
 				from.lastOpenWait);
-		if (transition(from, closed, reason)) {
-			freshWindow(s, now);
+		// the window is fresh before the close is published: a call granted by the new CLOSED stay is
+		// judged on it, never on the failures that tripped the breaker (HALF_OPEN decides on its probe
+		// tally, not on the window, so clearing it first is safe even if another transition wins); the
+		// event still shows the window as it was when the breaker closed
+		BreakerSnapshot before = listeners.length != 0 ? windowAt(closed.enteredAt) : null;
+		freshWindow(s, now);
+		transition(from, closed, reason, before);
+	}
+
+	private BreakerSnapshot windowAt(long time) {
+		SlidingWindow window = settings.window;
+		if (window.timeBased()) {
+			window.advanceTo(time);
 		}
+		return BreakerSnapshot.of(window);
 	}
 
 	private void freshWindow(Settings s, long now) {
@@ -412,6 +418,11 @@ public final class CircuitBreaker {
 	}
 
 	private boolean transition(Phase from, Phase to, String reason) {
+		return transition(from, to, reason, null);
+	}
+
+	/** @param window the window to report, when taken before the transition; else read now */
+	private boolean transition(Phase from, Phase to, String reason, BreakerSnapshot window) {
 		if (!PHASE.compareAndSet(this, from, to)) {
 			return false;
 		}
@@ -424,12 +435,8 @@ public final class CircuitBreaker {
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
 			// the window as of the transition's own time: a caller that passed its time costs no clock read
-			SlidingWindow window = settings.window;
-			if (window.timeBased()) {
-				window.advanceTo(to.enteredAt);
-			}
 			emit(ls, new BreakerEvent.StateTransition(name, to.enteredAt, from.state, to.state, reason,
-					BreakerSnapshot.of(window)));
+					window != null ? window : windowAt(to.enteredAt)));
 		}
 		return true;
 	}
@@ -651,14 +658,14 @@ public final class CircuitBreaker {
 				"granted");
 		static final AtomicLongFieldUpdater<Phase> OFFERED = AtomicLongFieldUpdater.newUpdater(Phase.class,
 				"offered");
-		static final AtomicIntegerFieldUpdater<Phase> PROBE_CALLS = AtomicIntegerFieldUpdater
-				.newUpdater(Phase.class, "probeCalls");
-		static final AtomicIntegerFieldUpdater<Phase> PROBE_FAILURES = AtomicIntegerFieldUpdater
-				.newUpdater(Phase.class, "probeFailures");
-		static final AtomicIntegerFieldUpdater<Phase> PROBE_SLOW = AtomicIntegerFieldUpdater
-				.newUpdater(Phase.class, "probeSlow");
-		static final AtomicIntegerFieldUpdater<Phase> PROBE_HEALTHY = AtomicIntegerFieldUpdater
-				.newUpdater(Phase.class, "probeHealthy");
+		static final AtomicLongFieldUpdater<Phase> PROBES = AtomicLongFieldUpdater.newUpdater(Phase.class, "probes");
+
+		/** Bit offsets of the four 16-bit counts packed in {@link #probes}. */
+		static final int CALLS = 0;
+		static final int FAILURES = 16;
+		static final int SLOW = 32;
+		static final int HEALTHY = 48;
+		static final int MAX_COUNT = 0xFFFF;
 
 		final BreakerState state;
 		/** Transition number, also the jitter's seed offset. */
@@ -675,11 +682,38 @@ public final class CircuitBreaker {
 
 		volatile int granted;
 		volatile long offered;
-		volatile int probeCalls;
-		volatile int probeFailures;
-		volatile int probeSlow;
-		volatile int probeHealthy;
+		/** HALF_OPEN probe results: calls, failures, slow and healthy calls, 16 bits each. */
+		volatile long probes;
 		volatile boolean closeReady;
+
+		static int field(long tally, int offset) {
+			return (int) (tally >>> offset) & MAX_COUNT;
+		}
+
+		/** Counts one probe result in one CAS; each count stops at its maximum instead of overflowing. */
+		void addProbe(boolean failed, boolean slow) {
+			for (;;) {
+				long t = probes;
+				long next = t;
+				next = bump(next, CALLS);
+				if (failed) {
+					next = bump(next, FAILURES);
+				}
+				if (slow) {
+					next = bump(next, SLOW);
+				}
+				if (!failed && !slow) {
+					next = bump(next, HEALTHY);
+				}
+				if (PROBES.compareAndSet(this, t, next)) {
+					return;
+				}
+			}
+		}
+
+		private static long bump(long tally, int offset) {
+			return field(tally, offset) == MAX_COUNT ? tally : tally + (1L << offset);
+		}
 
 		private Phase(BreakerState state, long seq, long enteredAt, long dwellUntil, long openUntil, int streak,
 				long lastOpenWait) {

@@ -210,18 +210,25 @@ public final class RetryBudget {
 			return Long.MAX_VALUE;
 		}
 		long now = epochNow();
-		long h = head;
-		long epoch = h >>> COUNT_BITS;
-		long used;
-		if (now > epoch) {
-			// the head's slot is over but nobody has rotated yet: it now counts as a past slot
-			used = (epoch > now - SLOTS ? (h & COUNT_MASK) : 0L) + spentBetween(now - SLOTS, epoch);
-			epoch = now;
+		for (;;) {
+			long h = head;
+			long epoch = h >>> COUNT_BITS;
+			long used;
+			if (now > epoch) {
+				// the head's slot is over but nobody has rotated yet: it now counts as a past slot
+				used = (epoch > now - SLOTS ? (h & COUNT_MASK) : 0L) + spentBetween(now - SLOTS, epoch);
+				epoch = now;
+			}
+			else {
+				used = (h & COUNT_MASK) + spentBefore(epoch);
+			}
+			long left = Math.max(0L, allowance(epoch) - used);
+			// grants and rotations move the head: if it did not move while the deposits were read,
+			// the grants counted and the deposits read belong to one moment, and the answer is exact
+			if (head == h) {
+				return left;
+			}
 		}
-		else {
-			used = (h & COUNT_MASK) + spentBefore(epoch);
-		}
-		return Math.max(0L, allowance(epoch) - used);
 	}
 
 	public double ratio() {
