@@ -11,15 +11,14 @@ import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**
- * Sits between an attempt and the subscriber when something must see the chunks: it announces
- * the answer's source at the first content chunk, records a realtime answer for the response
- * cache, and keeps the transcript a continuation builds on. One per request, reused across
- * attempts; without any of the three the attempt delivers straight to the subscriber.
+ * Sits between an attempt and the subscriber when something must see the chunks: it records a
+ * realtime answer for the response cache, and keeps the transcript a continuation builds on. One
+ * per request, reused across attempts; without either the attempt delivers straight to the
+ * subscriber.
  */
 final class AnswerTap<T> implements CoreSubscriber<T> {
 
 	final CoreSubscriber<? super T> actual;
-	private final RequestLedger ledger;
 	@Nullable
 	private final ResponseCache<T> cache;
 	@Nullable
@@ -35,10 +34,9 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	/** The attempt whose chunks pass now; set before it is subscribed. */
 	StallWatch<T> watch;
 
-	AnswerTap(CoreSubscriber<? super T> actual, RequestLedger ledger, @Nullable ResponseCache<T> cache,
+	AnswerTap(CoreSubscriber<? super T> actual, @Nullable ResponseCache<T> cache,
 			@Nullable ContinuationSupport<T> continuation) {
 		this.actual = actual;
-		this.ledger = ledger;
 		this.cache = cache;
 		this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
 		this.transcript = continuation != null ? continuation.transcript() : null;

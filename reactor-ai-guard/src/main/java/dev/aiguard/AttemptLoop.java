@@ -11,8 +11,6 @@ import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
-import dev.aiguard.internal.DemandHandOver;
-import dev.aiguard.internal.TimeSource;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StallWatch;
@@ -37,15 +35,11 @@ import reactor.util.context.Context;
  * <p>Control steps happen one after another for a request; {@link #cancel()} and a preemption may
  * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
  */
-abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
+abstract class AttemptLoop<T> extends RequestLedger<T>
 		implements Subscription, StallWatch.Terminal<T>, LaneAdmission.Owner, Scannable {
 
 	final AiGuard<T> guard;
-	final GuardPolicy policy;
 	final CoreSubscriber<? super T> actual;
-	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
-	final TimeSource clock;
-	final RequestLedger ledger;
 
 	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
 	volatile Stage stage = Stage.REALTIME;
@@ -91,11 +85,9 @@ abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
 	}
 
 	AttemptLoop(AiGuard<T> guard, CoreSubscriber<? super T> actual) {
+		super(guard.policy(), actual.currentContext(), guard.policy().defaultPriority());
 		this.guard = guard;
-		this.policy = guard.policy();
 		this.actual = actual;
-		this.clock = policy.clock();
-		this.ledger = new RequestLedger(policy, actual.currentContext(), policy.defaultPriority());
 	}
 
 	/** Sends (or, after a backoff, re-sends) the request. */
@@ -104,8 +96,6 @@ abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
 	/** The request ends with the lanes' refusal, or whatever the fallback ladder makes of it. */
 	abstract void notAdmitted(Throwable rejection);
 
-	/** The lanes took the permit back while no attempt was running: end the request. */
-	abstract void failPreempted(PreemptedException e);
 
 	void start() {
 		Priority priority;
@@ -117,7 +107,7 @@ abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
 			finish(Outcome.REJECTED, badPriority, null);
 			return;
 		}
-		ledger.priority = priority;
+		this.priority = priority;
 		actual.onSubscribe(this);
 		RetryBudget budget = policy.retryBudget();
 		if (budget != null) {
@@ -330,6 +320,23 @@ abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
 
 	// ---- the end ----
 
+	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
+	final void failPreempted(PreemptedException e) {
+		long delivered = deliveredTokens();
+		endWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
+	}
+
+	/** The answer is whole: the lane is free before the subscriber hears of it. */
+	final void complete(Outcome outcome, boolean realtime, @Nullable String finishReason) {
+		releaseLane();
+		actual.onComplete();
+		if (realtime) {
+			answered(dev.aiguard.core.Source.REALTIME);
+		}
+		finish(outcome, null, finishReason);
+	}
+
+
 	/** Ends the request with an error: the lane is free before the subscriber hears of it. */
 	final void endWith(Throwable error, Outcome outcome) {
 		if (cancelled != 0) {
@@ -356,7 +363,7 @@ abstract class AttemptLoop<T> extends DemandHandOver<StallWatch<T>>
 			return;
 		}
 		releaseLane();
-		ledger.close(outcome, error, finishReason);
+		close(outcome, error, finishReason);
 	}
 
 	@Override

@@ -103,11 +103,11 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		String reason = retryReason;
 		if (reason != null) {
 			retryReason = null;
-			ledger.retried(reason);
+			retried(reason);
 		}
 		if (continuing) {
 			continuing = false;
-			ledger.continued();
+			continued();
 		}
 		realtimeAttempts++;
 		ChatRequest sent = request;
@@ -137,7 +137,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private void breakerRefused() {
 		BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
 		Throwable cause = lastError != null ? lastError : refused;
-		long delivered = ledger.deliveredTokens();
+		long delivered = deliveredTokens();
 		if (delivered > 0L) {
 			// a continuation was refused: the partial answer stands, failed as fail() says (no further try)
 			endWith(policy.midStream().failure(cause, delivered), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
@@ -156,7 +156,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			return actual;
 		}
 		if (tap == null) {
-			tap = new AnswerTap<>(actual, ledger, cache, continuation);
+			tap = new AnswerTap<>(actual, cache, continuation);
 		}
 		else if (record && continuations == 0) {
 			tap.restartRecording();
@@ -170,7 +170,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 
 	@Override
 	public boolean wantsFirstContent() {
-		return ledger.signals != null && !announced;
+		return signals != null && !announced;
 	}
 
 	/** The answer's first content chunk: GuardSignals hear its source, outside the chunk's delivery. */
@@ -178,7 +178,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	public void firstContent(StallWatch<T> watch) {
 		if (!announced) {
 			announced = true;
-			ledger.announce(ledger.source());
+			announce(source());
 		}
 	}
 
@@ -194,10 +194,10 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		if (permit != null) {
 			permit.record(outcome, watch.timeToFirstTokenNanos());
 		}
-		ledger.attemptEnded(watch, outcome, error);
+		attemptEnded(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
-				ledger.answerCompleted();
+				answerCompleted();
 				storeAnswer(watch);
 				complete(Outcome.SUCCESS, true, watch.finishReason());
 				break;
@@ -222,10 +222,10 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				error instanceof ContextLengthExceededException && request != null, retryable,
 				retryable || error instanceof StreamStalledException || error instanceof IncompleteStreamException,
 				error instanceof StreamStalledException && ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION,
-				ledger.deliveredTokens(), realtimeAttempts, truncations, continuations, tap != null && tap.continuable());
+				deliveredTokens(), realtimeAttempts, truncations, continuations, tap != null && tap.continuable());
 		Recovery.Step step = Recovery.decide(facts, guard.rules(callForm), this::takeRetryGrant);
 		if (step.budgetRefused()) {
-			ledger.retryBudgetExhausted();
+			retryBudgetExhausted();
 		}
 		switch (step.action()) {
 			case RETRY:
@@ -240,7 +240,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				return;
 			case CONTINUE:
 				if (!continueAnswer(error, outcome)) {
-					endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+					endWith(policy.midStream().failure(error, deliveredTokens()), outcome);
 				}
 				return;
 			case NOTICE:
@@ -250,7 +250,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE, tapFor(Stage.NOTICE), tap);
 					return;
 				}
-				endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				endWith(policy.midStream().failure(error, deliveredTokens()), outcome);
 				return;
 			case FALLBACK:
 				fallback(step.trigger(), error, outcome);
@@ -260,7 +260,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 					failPreempted((PreemptedException) error);
 					return;
 				}
-				endWith(policy.midStream().failure(error, ledger.deliveredTokens()), outcome);
+				endWith(policy.midStream().failure(error, deliveredTokens()), outcome);
 				return;
 			default:
 				endWith(error, outcome);
@@ -290,7 +290,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		request = shrunk.request();
 		// truncation only happens before the first token, so no continuation was built on the old prompt
 		continuationBase = request;
-		ledger.promptTruncated(shrunk.tokensDropped());
+		promptTruncated(shrunk.tokensDropped());
 		nextAttempt();
 	}
 
@@ -320,13 +320,13 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		}
 		catch (Throwable strategyFailure) {
 			endWith(policy.midStream().failure(CallbackException.threw("ContinuationStrategy", strategyFailure),
-					ledger.deliveredTokens()), outcome);
+					deliveredTokens()), outcome);
 			return true;
 		}
 		// a continuation is one more upstream request: it draws on the shared budget like a retry, so a
 		// provider that cuts every stream short cannot multiply the load by maxContinuations
 		if (!takeRetryGrant()) {
-			ledger.retryBudgetExhausted();
+			retryBudgetExhausted();
 			return false;
 		}
 		continuations++;
@@ -358,15 +358,15 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		lastOutcome = outcome;
 		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
-		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, ledger.priority, key);
+		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
 		Flux<T> answer = guard.fallback().answer(fallbackRequest, blockingScheduler(), clock.scheduler(),
-				ledger::sourceChosen, policy.metrics(), policy.name());
+				this::sourceChosen, policy.metrics(), policy.name());
 		subscribe(answer, policy.tailStall(), Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
 	}
 
 	/** A fallback answer or a notice ended. */
 	private void tailEnded(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
-		ledger.tailEnded(watch);
+		tailEnded(watch);
 		switch (end) {
 			case COMPLETED:
 				// a notice ends the answer, but the attempt still failed (its error is in the attempts)
@@ -384,23 +384,6 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				}
 				endWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 		}
-	}
-
-	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
-	@Override
-	void failPreempted(PreemptedException e) {
-		long delivered = ledger.deliveredTokens();
-		endWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
-	}
-
-	/** The answer is whole: the lane is free before the subscriber hears of it. */
-	private void complete(Outcome outcome, boolean realtime, @Nullable String finishReason) {
-		releaseLane();
-		actual.onComplete();
-		if (realtime) {
-			ledger.answered(dev.aiguard.core.Source.REALTIME);
-		}
-		finish(outcome, null, finishReason);
 	}
 
 	private void storeAnswer(StallWatch<T> watch) {

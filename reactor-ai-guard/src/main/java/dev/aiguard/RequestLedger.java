@@ -10,8 +10,8 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.core.Source;
 import dev.aiguard.internal.Callbacks;
+import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
-import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.stall.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import reactor.core.scheduler.Scheduler;
@@ -23,13 +23,15 @@ import reactor.util.context.Context;
  * user saw, the answer's source, and at the end the one {@link GuardReport} and the request-level
  * meters. Written by the coordinator's control steps, which run one after another; the fields a
  * cancel may read concurrently are volatile.
+ *
+ * <p>It is the base of the request's {@link AttemptLoop} rather than an object of its own: one
+ * object per request keeps the guard's allocation per stream where it was.
  */
-final class RequestLedger {
+abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
-	private final GuardPolicy policy;
-	private final GuardMetrics metrics;
-	private final TimeSource clock;
-	private final Context context;
+	final GuardPolicy policy;
+	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
+	final TimeSource clock;
 	@Nullable
 	final GuardSignals signals;
 	Priority priority;
@@ -45,13 +47,14 @@ final class RequestLedger {
 
 	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
 		this.policy = policy;
-		this.metrics = policy.metrics();
 		this.clock = policy.clock();
-		this.context = context;
 		this.signals = GuardSignals.from(context);
 		this.priority = priority;
 		this.requestStart = clock.nanos();
 	}
+
+	/** @return the subscriber's context: its dropped-error hook hears what observers throw */
+	public abstract Context currentContext();
 
 	long deliveredTokens() {
 		return deliveredTokens;
@@ -82,9 +85,9 @@ final class RequestLedger {
 					watch.finishReason(), error));
 		}
 		// the policy's meters are isolated (GuardMetrics.isolated): a throwing one never gets here
-		metrics.streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
+		policy.metrics().streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
 		if (error instanceof StreamStalledException) {
-			metrics.stalled(policy.name(), priority, ((StreamStalledException) error).phase());
+			policy.metrics().stalled(policy.name(), priority, ((StreamStalledException) error).phase());
 		}
 	}
 
@@ -124,33 +127,33 @@ final class RequestLedger {
 	}
 
 	void answered(Source from) {
-		metrics.answered(policy.name(), priority, from);
+		policy.metrics().answered(policy.name(), priority, from);
 	}
 
 	void retried(String reason) {
-		metrics.retried(policy.name(), priority, reason);
+		policy.metrics().retried(policy.name(), priority, reason);
 	}
 
 	void continued() {
-		metrics.continued(policy.name(), priority);
+		policy.metrics().continued(policy.name(), priority);
 	}
 
 	void retryBudgetExhausted() {
-		metrics.retryBudgetExhausted(policy.name(), priority);
+		policy.metrics().retryBudgetExhausted(policy.name(), priority);
 	}
 
 	void promptTruncated(int tokensDropped) {
-		metrics.promptTruncated(policy.name(), priority, tokensDropped);
+		policy.metrics().promptTruncated(policy.name(), priority, tokensDropped);
 	}
 
 	/** The request ended (called once): request-level meters, then the report to its listeners. */
 	void close(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
 		boolean truncated = OutputLimits.isTruncation(finishReason);
 		if (truncated) {
-			metrics.outputTruncated(policy.name(), priority);
+			policy.metrics().outputTruncated(policy.name(), priority);
 		}
 		if (wastedTokens > 0L && outcome != Outcome.CANCELLED) {
-			metrics.tokensWasted(policy.name(), priority, wastedTokens);
+			policy.metrics().tokensWasted(policy.name(), priority, wastedTokens);
 		}
 		List<Consumer<? super GuardReport>> listeners = policy.reportListeners();
 		if (listeners.isEmpty() && signals == null) {
@@ -198,6 +201,6 @@ final class RequestLedger {
 
 	/** The one rule for observers that throw: the stream goes on, the throw goes to the dropped-error hook. */
 	private void dropped(Throwable observerFailure) {
-		Callbacks.dropped(observerFailure, context);
+		Callbacks.dropped(observerFailure, currentContext());
 	}
 }

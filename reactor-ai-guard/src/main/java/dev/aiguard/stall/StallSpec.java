@@ -39,6 +39,10 @@ public final class StallSpec {
 	private final int idleChecks;
 	private final Scheduler scheduler;
 	private final Scheduler cancelScheduler;
+	// in nanoseconds, computed once here because every stream's deadline task reads them (0: none)
+	final long firstTokenNanos;
+	final long idleTickNanos;
+	final long maxDurationNanos;
 
 	private StallSpec(Duration firstTokenTimeout, Duration idleTimeout, Duration maxDuration,
 			boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks, Scheduler scheduler,
@@ -51,6 +55,10 @@ public final class StallSpec {
 		this.idleChecks = idleChecks;
 		this.scheduler = scheduler;
 		this.cancelScheduler = cancelScheduler;
+		this.firstTokenNanos = firstTokenTimeout == null ? 0L : firstTokenTimeout.toNanos();
+		long idleNanos = idleTimeout == null ? 0L : idleTimeout.toNanos();
+		this.idleTickNanos = idleNanos > 0 ? Math.max(1L, idleNanos / idleChecks) : 0L;
+		this.maxDurationNanos = maxDuration == null ? 0L : maxDuration.toNanos();
 	}
 
 	/** @return a spec with no deadlines, terminal marker required, parallel scheduler. */

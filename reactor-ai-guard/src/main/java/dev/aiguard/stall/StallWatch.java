@@ -130,12 +130,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** The timer's clock; its scheduler runs the deadline task. */
 	private final TimeSource clock;
 	private final boolean standalone;
-	private final boolean requireTerminal;
-	private final boolean heartbeatsExtendIdle;
-	private final long firstTokenTimeoutNanos;
-	private final long idleTickNanos;
-	private final int idleChecks;
-	private final long maxDurationNanos;
 	private final boolean announceFirstContent;
 	/** Where a deadline's cancel of the upstream runs; read only when a deadline ends the stream. */
 	private final StallSpec spec;
@@ -187,7 +181,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	// Written by onNext before its release store of seq; read by the deadline task after reading seq.
 	long tokens;
-	/** Heartbeats received; they count as activity only when {@link #heartbeatsExtendIdle}. */
+	/** Heartbeats received; they count as activity only when {@link StallSpec#heartbeatsExtendIdle()}. */
 	long heartbeats;
 	/** The flags of every chunk that was not plain content, or'ed together. */
 	int seenFlags;
@@ -220,13 +214,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		this.inspector = inspector;
 		this.terminal = terminal;
 		this.standalone = standalone;
-		this.requireTerminal = spec.requireTerminal();
-		this.heartbeatsExtendIdle = spec.heartbeatsExtendIdle();
-		this.firstTokenTimeoutNanos = nanos(spec.firstTokenTimeout());
-		long idleTimeoutNanos = nanos(spec.idleTimeout());
-		this.idleChecks = spec.idleChecks();
-		this.idleTickNanos = idleTimeoutNanos > 0 ? Math.max(1L, idleTimeoutNanos / idleChecks) : 0L;
-		this.maxDurationNanos = nanos(spec.maxDuration());
 		this.spec = spec;
 		this.announceFirstContent = terminal.wantsFirstContent();
 	}
@@ -250,10 +237,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return new StallWatch<>(actual, spec, clock, inspector, terminal, false);
 	}
 
-	private static long nanos(@Nullable Duration d) {
-		return d == null ? 0L : d.toNanos();
-	}
-
 	@Override
 	public Context currentContext() {
 		return actual.currentContext();
@@ -265,7 +248,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			return;
 		}
 		startNanos = clock.nanos();
-		firstTokenDeadline = firstTokenTimeoutNanos > 0 ? startNanos + firstTokenTimeoutNanos : 0L;
+		firstTokenDeadline = spec.firstTokenNanos > 0 ? startNanos + spec.firstTokenNanos : 0L;
 		upstream = s;
 		if (ended != 0) {
 			// cancelled before the upstream arrived: cancel() may not have seen it
@@ -452,7 +435,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			// is the cancel's doing, not an error worth reporting
 			return;
 		}
-		if ((seenFlags & (ChunkInspector.TERMINAL | ChunkInspector.FINISH)) != 0 || !requireTerminal) {
+		if ((seenFlags & (ChunkInspector.TERMINAL | ChunkInspector.FINISH)) != 0 || !spec.requireTerminal()) {
 			end(End.COMPLETED, null);
 		}
 		else {
@@ -637,13 +620,13 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	/** Content chunks, plus heartbeats when they extend the idle deadline; read after reading seq. */
 	private long activitySeen() {
-		return heartbeatsExtendIdle ? tokens + heartbeats : tokens;
+		return spec.heartbeatsExtendIdle() ? tokens + heartbeats : tokens;
 	}
 
 	/** @return the deadline passed, or {@code null}; updates the idle bookkeeping. */
 	@Nullable
 	private StallPhase evaluate(long now) {
-		if (maxDurationNanos > 0L && now - startNanos >= maxDurationNanos) {
+		if (spec.maxDurationNanos > 0L && now - startNanos >= spec.maxDurationNanos) {
 			return StallPhase.MAX_DURATION;
 		}
 		long s = (long) SEQ.getVolatile(this);
@@ -653,14 +636,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			if (now - firstTokenDeadline >= 0L) {
 				if (!demand) {
 					// nothing was asked for: the upstream cannot be late yet
-					firstTokenDeadline = now + firstTokenTimeoutNanos;
+					firstTokenDeadline = now + spec.firstTokenNanos;
 					return null;
 				}
 				return StallPhase.FIRST_TOKEN;
 			}
 			return null;
 		}
-		if (idleTickNanos == 0L) {
+		if (spec.idleTickNanos == 0L) {
 			return null;
 		}
 		if (!idleStarted) {
@@ -674,7 +657,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			silentChecks = 0;
 			return null;
 		}
-		if (++silentChecks >= idleChecks) {
+		if (++silentChecks >= spec.idleChecks()) {
 			return StallPhase.IDLE;
 		}
 		return null;
@@ -688,18 +671,18 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** Schedules the next wake-up of the deadline task, if any deadline remains. */
 	private void armNext(long now) {
 		long delay = Long.MAX_VALUE;
-		if (maxDurationNanos > 0L) {
-			delay = Math.max(0L, startNanos + maxDurationNanos - now);
+		if (spec.maxDurationNanos > 0L) {
+			delay = Math.max(0L, startNanos + spec.maxDurationNanos - now);
 		}
 		if (tokens == 0L && firstTokenDeadline != 0L) {
 			delay = Math.min(delay, Math.max(0L, firstTokenDeadline - now));
-			if (idleTickNanos > 0L && delay > idleTickNanos) {
+			if (spec.idleTickNanos > 0L && delay > spec.idleTickNanos) {
 				// a first token may come early; keep idle watching close behind it
-				delay = idleTickNanos;
+				delay = spec.idleTickNanos;
 			}
 		}
-		else if (idleTickNanos > 0L) {
-			delay = Math.min(delay, idleTickNanos);
+		else if (spec.idleTickNanos > 0L) {
+			delay = Math.min(delay, spec.idleTickNanos);
 		}
 		if (delay != Long.MAX_VALUE) {
 			schedule(delay);
