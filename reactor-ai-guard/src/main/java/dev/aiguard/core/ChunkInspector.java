@@ -84,34 +84,8 @@ public interface ChunkInspector<T> {
 			java.util.function.Predicate<? super T> heartbeat,
 			java.util.function.Predicate<? super T> terminal,
 			java.util.function.Function<? super T, String> finishReason) {
-		java.util.Objects.requireNonNull(type, "type");
-		ChunkInspector<T> untyped = of(content, heartbeat, terminal, finishReason);
-		return new ChunkInspector<T>() {
-			@Override
-			public Class<?> chunkType() {
-				return type;
-			}
-
-			@Override
-			public boolean isContent(T chunk) {
-				return untyped.isContent(chunk);
-			}
-
-			@Override
-			public boolean isHeartbeat(T chunk) {
-				return untyped.isHeartbeat(chunk);
-			}
-
-			@Override
-			public boolean isTerminal(T chunk) {
-				return untyped.isTerminal(chunk);
-			}
-
-			@Override
-			public String finishReason(T chunk) {
-				return untyped.finishReason(chunk);
-			}
-		};
+		return new FunctionInspector<>(java.util.Objects.requireNonNull(type, "type"), content, heartbeat, terminal,
+				finishReason);
 	}
 
 	/**
@@ -123,30 +97,6 @@ public interface ChunkInspector<T> {
 			java.util.function.Predicate<? super T> heartbeat,
 			java.util.function.Predicate<? super T> terminal,
 			java.util.function.Function<? super T, String> finishReason) {
-		java.util.Objects.requireNonNull(content, "content");
-		java.util.Objects.requireNonNull(heartbeat, "heartbeat");
-		java.util.Objects.requireNonNull(terminal, "terminal");
-		java.util.Objects.requireNonNull(finishReason, "finishReason");
-		return new ChunkInspector<T>() {
-			@Override
-			public boolean isContent(T chunk) {
-				return content.test(chunk);
-			}
-
-			@Override
-			public boolean isHeartbeat(T chunk) {
-				return heartbeat.test(chunk);
-			}
-
-			@Override
-			public boolean isTerminal(T chunk) {
-				return terminal.test(chunk);
-			}
-
-			@Override
-			public String finishReason(T chunk) {
-				return finishReason.apply(chunk);
-			}
-		};
+		return new FunctionInspector<>(Object.class, content, heartbeat, terminal, finishReason);
 	}
 }
