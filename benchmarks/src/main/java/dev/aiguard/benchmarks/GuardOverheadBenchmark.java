@@ -82,7 +82,7 @@ public class GuardOverheadBenchmark {
 		Flux.fromArray(chunks).transform(stallOnly).subscribe(new BlackholeSink<>(bh));
 	}
 
-	/** The floor: what any watcher meeting the rules must do at least (see {@link MinimalWatch}). */
+	/** The floor: what any watcher keeping the per-token rules must do at least (see {@link MinimalWatch}). */
 	@Benchmark
 	public void minimalWatch(Blackhole bh) {
 		Flux.fromArray(chunks).subscribe(new MinimalWatch<>(new BlackholeSink<>(bh), ChatChunk.INSPECTOR, floorMetrics));

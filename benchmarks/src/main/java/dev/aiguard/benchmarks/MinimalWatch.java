@@ -11,11 +11,11 @@ import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 
 /**
- * The least a token-stream watcher can do and still meet the foundation issue's rules: per chunk,
+ * The least a token-stream watcher can do and still keep the library's per-token rules: per chunk,
  * read what the chunk is, count content, and make "a chunk is being delivered" visible to a
  * deadline thread (an ordered store before and after delivery, an ordered read of a gate) so that
  * a deadline never signals while a chunk is on its way, without an atomic instruction per chunk;
- * per stream, three clock reads (start, first token, end) and the four meters the issue asks for.
+ * per stream, three clock reads (start, first token, end) and the four per-stream meters the guard records.
  * The cheapest way we found to count is used: content tokens are derived (chunks delivered minus
  * the other kinds), so a content chunk updates no counter of its own.
  * It has no deadline task, no cancellation, no report: it is a floor for

@@ -24,7 +24,7 @@ public class AdmissionRejectedException extends RuntimeException {
 		WAIT_TIMEOUT,
 		/** The lanes were disposed. */
 		DISPOSED,
-		/** The load governor shed this priority (reserved for {@code dev.aiguard.load}). */
+		/** Refused to shed load; no component of the library refuses with it yet, a caller's own admission may. */
 		SHED
 	}
 

@@ -4,7 +4,7 @@ import dev.aiguard.core.Priority;
 
 /**
  * A stream running on a borrowed, more urgent lane's permit was stopped so that a more urgent
- * request could run. Retryable: the caller should try again later.
+ * request could run. The guard never retries it (the permit is gone); the caller may try again later.
  *
  * <pre>{@code
  * batchClient.stream(request)

@@ -5,8 +5,10 @@ import java.util.Objects;
 /**
  * A callback the application gave the guard failed: it threw, or returned {@code null} where it
  * must not. The message and {@link #callback()} name the callback; the cause is what it threw.
- * The guard never retries this error (the callback would most likely fail again) and ends the
- * request with it, so a bug in application code shows up as a failed stream, never as a hang.
+ * The guard never retries this error (the callback would most likely fail again): the attempt
+ * fails with it, and the request ends with it — marked partial when tokens were delivered, or
+ * answered by the fallback ladder when one is entered — so a bug in application code shows up as
+ * a failed attempt, never as a hang.
  *
  * <pre>{@code
  * guard.call(request, client::stream)
@@ -16,7 +18,7 @@ import java.util.Objects;
  * <p>Callbacks that only observe (meters, report and breaker listeners, signals) never fail a
  * stream: what they throw is passed to {@code Hooks.onErrorDropped} and the stream goes on.
  */
-public class CallbackException extends RuntimeException {
+public class CallbackException extends RuntimeException implements RetryHint {
 
 	private static final long serialVersionUID = 1L;
 
@@ -30,6 +32,16 @@ public class CallbackException extends RuntimeException {
 	public CallbackException(String callback, String problem, Throwable cause) {
 		super(Objects.requireNonNull(callback, "callback") + " " + Objects.requireNonNull(problem, "problem"), cause);
 		this.callback = callback;
+	}
+
+	/**
+	 * @return {@code false}: the callback would most likely fail again, whatever it threw (the retry
+	 *         rules stop at the first {@link RetryHint} in a cause chain, so an I/O error inside does
+	 *         not make it retryable)
+	 */
+	@Override
+	public boolean retryable() {
+		return false;
 	}
 
 	/** @return which callback failed, e.g. {@code "ChunkInspector.flags"} or {@code "TruncationSpec.truncator"} */

@@ -12,7 +12,7 @@ package dev.aiguard.core;
  * <tr><td>INCOMPLETE</td><td>completed without a terminal marker</td><td>failure</td></tr>
  * <tr><td>CLIENT_ERROR</td><td>400/401/403/404, context length exceeded</td><td>ignored by default</td></tr>
  * <tr><td>CANCELLED</td><td>the subscriber cancelled</td><td>ignored, permission released</td></tr>
- * <tr><td>REJECTED</td><td>breaker open, admission refused, shed</td><td>not a call</td></tr>
+ * <tr><td>REJECTED</td><td>breaker open, admission refused, preempted</td><td>not a call</td></tr>
  * </table>
  */
 public enum Outcome {

@@ -19,7 +19,7 @@ public enum FallbackTrigger {
 
 	/** The circuit breaker refused the call. */
 	BREAKER_OPEN,
-	/** Admission refused the request: lane queue full, queue wait timed out, or shed by load. */
+	/** Admission refused the request: lane queue full, queue wait timed out, lanes disposed. */
 	REJECTED,
 	/** Every retry failed before the first token (or the retry budget was spent). */
 	RETRIES_EXHAUSTED,

@@ -41,7 +41,7 @@ final class GuardStatusHandler {
 		body.put("upstream", upstream.describe());
 		body.put("breaker", breaker());
 		body.put("lanes", lanes());
-		// the load governor is not in the library yet; the field is kept so clients need not change
+		// the library has no load governor: the field is part of the contract and stays null
 		body.put("load", null);
 		Map<String, Object> counters = new LinkedHashMap<>();
 		counters.put("requests", stats.requests());
