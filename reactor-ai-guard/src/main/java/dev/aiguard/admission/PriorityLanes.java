@@ -99,13 +99,7 @@ public final class PriorityLanes implements Disposable {
 		for (Priority p : PRIORITIES) {
 			lanes[p.ordinal()] = new Lane(p, builder.specs.get(p));
 		}
-		try {
-			metrics.lanesCreated(name, this::inFlight, this::borrowedInFlight, this::queued);
-		}
-		catch (Throwable t) {
-			Exceptions.throwIfJvmFatal(t);
-			Operators.onErrorDropped(t, Context.empty());
-		}
+		metrics.lanesCreated(name, this::inFlight, this::borrowedInFlight, this::queued);
 	}
 
 	/** @return a builder; every lane must be given a {@link LaneSpec}. */
@@ -156,12 +150,7 @@ public final class PriorityLanes implements Disposable {
 			return null;
 		}
 		LaneTicket t = LaneTicket.grantedNow(this, own);
-		try {
-			metrics.admissionWaited(name, priority, 0L);
-		}
-		catch (Throwable e) {
-			dropped(e);
-		}
+		metrics.admissionWaited(name, priority, 0L);
 		return t;
 	}
 
@@ -478,12 +467,7 @@ public final class PriorityLanes implements Disposable {
 		if (taken) {
 			// otherwise the holder was releasing it already: it finished, nothing to stop
 			victim.firePreempted(new PreemptedException(victim.priority, lane.priority));
-			try {
-				metrics.preempted(name, victim.priority);
-			}
-			catch (Throwable e) {
-				dropped(e);
-			}
+			metrics.preempted(name, victim.priority);
 		}
 	}
 
@@ -620,12 +604,7 @@ public final class PriorityLanes implements Disposable {
 				linkLent(lane, t);
 			}
 		}
-		try {
-			metrics.admissionWaited(name, t.priority, waitedNanos);
-		}
-		catch (Throwable e) {
-			dropped(e);
-		}
+		metrics.admissionWaited(name, t.priority, waitedNanos);
 		if (LaneTicket.STATE.compareAndSet(t, LaneTicket.GRANTED, LaneTicket.DELIVERED)) {
 			try {
 				t.actual.onNext(t);
@@ -705,12 +684,7 @@ public final class PriorityLanes implements Disposable {
 	}
 
 	private void deliverError(LaneTicket t, Reason reason) {
-		try {
-			metrics.admissionRejected(name, t.priority, reason.name());
-		}
-		catch (Throwable e) {
-			dropped(e);
-		}
+		metrics.admissionRejected(name, t.priority, reason.name());
 		try {
 			t.actual.onError(new AdmissionRejectedException(t.priority, reason, message(t.priority, reason)));
 		}

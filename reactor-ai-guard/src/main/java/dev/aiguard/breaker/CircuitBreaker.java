@@ -212,12 +212,7 @@ public final class CircuitBreaker {
 	/** @param knownNow whether {@code now} is a clock reading (else the clock is read if someone listens) */
 	private BreakerPermit reject(Phase p, long now, boolean knownNow) {
 		rejected.increment();
-		try {
-			metrics.breakerRejected(name);
-		}
-		catch (Throwable t) {
-			dropped(t, "metrics.breakerRejected");
-		}
+		metrics.breakerRejected(name);
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
 			emit(ls, new BreakerEvent.CallRejected(name, knownNow ? now : clock.nanoTime(), p.state));
@@ -426,12 +421,7 @@ public final class CircuitBreaker {
 		if (!PHASE.compareAndSet(this, from, to)) {
 			return false;
 		}
-		try {
-			metrics.breakerTransition(name, from.state, to.state);
-		}
-		catch (Throwable t) {
-			dropped(t, "metrics.breakerTransition");
-		}
+		metrics.breakerTransition(name, from.state, to.state);
 		BreakerListener[] ls = listeners;
 		if (ls.length != 0) {
 			// the window as of the transition's own time: a caller that passed its time costs no clock read
@@ -875,13 +865,8 @@ public final class CircuitBreaker {
 		/** @return the breaker, CLOSED, announced to the metrics */
 		public CircuitBreaker build() {
 			CircuitBreaker breaker = new CircuitBreaker(this);
-			try {
-				breaker.metrics.breakerCreated(breaker.name, breaker::state, breaker::failureRate,
-						breaker::slowCallRate);
-			}
-			catch (Throwable t) {
-				breaker.dropped(t, "metrics.breakerCreated");
-			}
+			breaker.metrics.breakerCreated(breaker.name, breaker::state, breaker::failureRate,
+					breaker::slowCallRate);
 			return breaker;
 		}
 	}

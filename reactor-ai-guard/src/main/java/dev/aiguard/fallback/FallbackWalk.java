@@ -52,7 +52,8 @@ final class FallbackWalk<T> extends Flux<T> {
 		this.blockingScheduler = blockingScheduler;
 		this.timer = timer;
 		this.onSourceChosen = onSourceChosen;
-		this.metrics = metrics;
+		// the one rule for meters that throw (a no-op when the guard's already isolated them)
+		this.metrics = GuardMetrics.isolated(metrics);
 		this.policy = policy;
 	}
 
@@ -156,24 +157,14 @@ final class FallbackWalk<T> extends Flux<T> {
 				Operators.onErrorDropped(listenerFailure, actual.currentContext());
 			}
 			if (source == Source.CACHE && walk.request.cacheKey() != null) {
-				try {
-					walk.metrics.cacheLookup(walk.policy, true);
-				}
-				catch (Throwable metricsFailure) {
-					Operators.onErrorDropped(metricsFailure, actual.currentContext());
-				}
+				walk.metrics.cacheLookup(walk.policy, true);
 			}
 		}
 
 		void answered(StepSubscriber<T> s) {
 			Source source = s.step.source();
-			try {
-				walk.metrics.fallbackStepTime(walk.policy, walk.request.priority(), source, elapsed(s));
-				walk.metrics.answered(walk.policy, walk.request.priority(), source);
-			}
-			catch (Throwable metricsFailure) {
-				Operators.onErrorDropped(metricsFailure, actual.currentContext());
-			}
+			walk.metrics.fallbackStepTime(walk.policy, walk.request.priority(), source, elapsed(s));
+			walk.metrics.answered(walk.policy, walk.request.priority(), source);
 		}
 
 		void failedAfterCommit(StepSubscriber<T> s) {
@@ -196,15 +187,10 @@ final class FallbackWalk<T> extends Flux<T> {
 
 		private void recordFailure(StepSubscriber<T> s, boolean beforeCommit) {
 			Source source = s.step.source();
-			try {
-				walk.metrics.fallbackStepTime(walk.policy, walk.request.priority(), source, elapsed(s));
-				walk.metrics.fallbackStepFailed(walk.policy, walk.request.priority(), source);
-				if (beforeCommit && source == Source.CACHE && walk.request.cacheKey() != null) {
-					walk.metrics.cacheLookup(walk.policy, false);
-				}
-			}
-			catch (Throwable metricsFailure) {
-				Operators.onErrorDropped(metricsFailure, actual.currentContext());
+			walk.metrics.fallbackStepTime(walk.policy, walk.request.priority(), source, elapsed(s));
+			walk.metrics.fallbackStepFailed(walk.policy, walk.request.priority(), source);
+			if (beforeCommit && source == Source.CACHE && walk.request.cacheKey() != null) {
+				walk.metrics.cacheLookup(walk.policy, false);
 			}
 		}
 
