@@ -260,7 +260,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	final void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next, CoreSubscriber<? super T> target,
 			@Nullable AnswerTap<T> tap) {
 		stage = next;
-		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock, guard.inspector(), this);
+		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock.scheduler(), guard.inspector(), this);
 		if (tap != null) {
 			tap.watch = watch;
 		}

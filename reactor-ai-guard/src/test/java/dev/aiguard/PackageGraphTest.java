@@ -73,6 +73,22 @@ class PackageGraphTest {
 				() -> edgeRule(e.getKey(), e.getValue()).check(library)));
 	}
 
+	/** module-info exports every public package and keeps {@code internal} inside. */
+	@Test
+	void theModuleExportsEveryPackageButInternal() throws java.net.URISyntaxException {
+		java.nio.file.Path classes = java.nio.file.Path.of(AiGuard.class.getProtectionDomain().getCodeSource()
+				.getLocation().toURI());
+		java.lang.module.ModuleDescriptor module = java.lang.module.ModuleFinder.of(classes).find("dev.aiguard")
+				.orElseThrow().descriptor();
+		List<String> exported = module.exports().stream().map(java.lang.module.ModuleDescriptor.Exports::source)
+				.sorted().collect(Collectors.toList());
+		List<String> expected = ALLOWED.keySet().stream().filter(p -> !p.equals("internal"))
+				.map(p -> "dev.aiguard." + p).collect(Collectors.toList());
+		expected.add("dev.aiguard");
+		assertThat(exported).containsExactlyInAnyOrderElementsOf(expected).doesNotContain("dev.aiguard.internal");
+		assertThat(module.exports()).allSatisfy(e -> assertThat(e.isQualified()).isFalse());
+	}
+
 	@Test
 	void noPackageCycles() {
 		cycleRule().check(library);

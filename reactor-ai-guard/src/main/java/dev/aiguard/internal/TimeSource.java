@@ -58,6 +58,24 @@ public final class TimeSource {
 		return last != null && last.scheduler == scheduler ? last : of(scheduler);
 	}
 
+	/** The clock last resolved by {@link #shared}; immutable, so a racy update only costs a lookup. */
+	@Nullable
+	private static volatile TimeSource lastShared;
+
+	/**
+	 * The clock of {@code scheduler}, shared by every caller: resolved once and kept while callers
+	 * keep asking for the same scheduler, so an attempt's watch allocates no clock of its own.
+	 */
+	public static TimeSource shared(Scheduler scheduler) {
+		TimeSource last = lastShared;
+		if (last != null && last.scheduler == scheduler) {
+			return last;
+		}
+		last = of(scheduler);
+		lastShared = last;
+		return last;
+	}
+
 	static boolean readsSystemNanoTime(Scheduler scheduler) {
 		Scheduler s = scheduler;
 		// Schedulers.parallel() and friends hand out a caching wrapper whose now() asks the wrapped one

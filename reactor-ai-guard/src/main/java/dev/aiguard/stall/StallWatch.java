@@ -204,7 +204,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone) {
-		this(actual, spec, TimeSource.of(timer), inspector, terminal, standalone);
+		this(actual, spec, TimeSource.shared(timer), inspector, terminal, standalone);
 	}
 
 	StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
@@ -226,15 +226,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	public static <T> StallWatch<T> forAttempt(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer,
 			ChunkInspector<T> inspector, Terminal<T> terminal) {
 		return new StallWatch<>(actual, spec, timer, inspector, terminal, false);
-	}
-
-	/**
-	 * As {@link #forAttempt(CoreSubscriber, StallSpec, Scheduler, ChunkInspector, Terminal)}, with the
-	 * timer's clock already resolved (the guard resolves it once per policy).
-	 */
-	public static <T> StallWatch<T> forAttempt(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock,
-			ChunkInspector<T> inspector, Terminal<T> terminal) {
-		return new StallWatch<>(actual, spec, clock, inspector, terminal, false);
 	}
 
 	@Override

@@ -1,0 +1,38 @@
+/**
+ * reactor-ai-guard: resilience for streaming LLM answers on Project Reactor. Exports the public
+ * packages only; {@code dev.aiguard.internal} stays inside. Every integration but Reactor itself is
+ * optional ({@code requires static}): the jar works on the class path and on the module path alike.
+ */
+module dev.aiguard {
+	requires transitive reactor.core;
+	requires transitive org.reactivestreams;
+
+	requires static micrometer.core;
+	requires static com.fasterxml.jackson.databind;
+	requires static reactor.netty.core;
+	requires static reactor.netty.http;
+	requires static io.netty.buffer;
+	requires static io.netty.common;
+	requires static io.netty.transport;
+	requires static io.netty.codec.http;
+	requires static spring.core;
+	requires static jtokkit;
+	requires static com.github.benmanes.caffeine;
+	requires static reactor.blockhound;
+
+	exports dev.aiguard;
+	exports dev.aiguard.core;
+	exports dev.aiguard.admission;
+	exports dev.aiguard.breaker;
+	exports dev.aiguard.chat;
+	exports dev.aiguard.fallback;
+	exports dev.aiguard.metrics;
+	exports dev.aiguard.provider;
+	exports dev.aiguard.retry;
+	exports dev.aiguard.sse;
+	exports dev.aiguard.stall;
+	exports dev.aiguard.truncation;
+
+	provides reactor.blockhound.integration.BlockHoundIntegration
+			with dev.aiguard.internal.AiGuardBlockHoundIntegration;
+}
