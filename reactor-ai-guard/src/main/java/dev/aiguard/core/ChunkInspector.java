@@ -8,7 +8,7 @@ package dev.aiguard.core;
  * does). A stream counts as complete when a terminal chunk <em>or</em> a finish reason was seen.
  *
  * <pre>{@code
- * ChunkInspector<ChatResponse> springAi = ChunkInspector.of(
+ * ChunkInspector<ChatResponse> springAi = ChunkInspector.of(ChatResponse.class,
  *     r -> r.getResult() != null && r.getResult().getOutput().getText() != null
  *             && !r.getResult().getOutput().getText().isEmpty(),
  *     r -> false,
