@@ -16,15 +16,12 @@ import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
-import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.annotation.Nullable;
 import reactor.util.concurrent.Queues;
-import reactor.util.context.Context;
 
 /**
  * One bounded lane per {@link Priority}: a number of permits (streams in flight), a bounded
