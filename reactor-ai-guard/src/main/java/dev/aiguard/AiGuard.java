@@ -79,6 +79,9 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 			requireFits(type, chain.chunkType(), "fallback chain", policy);
 		}
 		requireFits(type, policy.midStream().chunkType(), "mid-stream policy", policy);
+		if (policy.responseCache() != null) {
+			requireFits(type, policy.responseCache().chunkType(), "response cache", policy);
+		}
 		return new AiGuard<>(policy, inspector);
 	}
 

@@ -1,10 +1,10 @@
 package dev.aiguard;
 
 import dev.aiguard.core.ChunkInspector;
-import dev.aiguard.fallback.AnswerRecorder;
+import dev.aiguard.fallback.recording.AnswerRecorder;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.util.annotation.Nullable;

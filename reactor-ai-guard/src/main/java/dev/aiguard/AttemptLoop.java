@@ -13,7 +13,7 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stall.StallSpec;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;

@@ -10,7 +10,7 @@ import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.admission.PreemptedException;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Operators;

@@ -21,7 +21,7 @@ import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stall.IncompleteStreamException;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;

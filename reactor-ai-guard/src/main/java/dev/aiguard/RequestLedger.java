@@ -12,7 +12,7 @@ import dev.aiguard.core.Source;
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;

@@ -6,6 +6,8 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.fallback.ResponseCacheSpec;
 import dev.aiguard.retry.MidStreamPolicy;
 import org.junit.jupiter.api.Test;
 
@@ -36,6 +38,16 @@ class ChunkTypeCheckTest {
 				.withMessageContaining("mid-stream policy").withMessageContaining("dev.aiguard.chat.ChatChunk")
 				.withMessageContaining("java.lang.String");
 		assertThat(AiGuard.of(policy)).isNotNull();
+	}
+
+	@Test
+	void aResponseCacheOfAnotherChunkTypeFailsAtOf() {
+		GuardPolicy policy = GuardPolicy.builder("typed")
+				.responseCache(ResponseCache.caffeine(String.class, ResponseCacheSpec.defaults())).build();
+		assertThatIllegalArgumentException().isThrownBy(() -> AiGuard.of(policy))
+				.withMessageContaining("response cache").withMessageContaining("java.lang.String")
+				.withMessageContaining("dev.aiguard.chat.ChatChunk");
+		assertThat(AiGuard.of(policy, STRINGS)).isNotNull();
 	}
 
 	@Test

@@ -55,7 +55,7 @@ import dev.aiguard.core.Outcome;
 class GuardBreakerTest {
 
 	static final Duration OPEN_WAIT = Duration.ofSeconds(10);
-	static final Duration CONFIRM = Duration.ofNanos(dev.aiguard.stall.StallWatch.CONFIRM_DELAY_NANOS);
+	static final Duration CONFIRM = Duration.ofNanos(dev.aiguard.stall.watch.StallWatch.CONFIRM_DELAY_NANOS);
 
 	final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 	final Reports reports = new Reports();

@@ -458,7 +458,7 @@ class GuardFallbackTest {
 								.doOnCancel(() -> upstreamCancelled.set(true)))))
 				.expectNext(ChatChunk.keepAlive())
 				.expectNoEvent(Duration.ofSeconds(2))
-				.thenAwait(Duration.ofNanos(dev.aiguard.stall.StallWatch.CONFIRM_DELAY_NANOS))
+				.thenAwait(Duration.ofNanos(dev.aiguard.stall.watch.StallWatch.CONFIRM_DELAY_NANOS))
 				.expectNextSequence(chunks("busy"))
 				.verifyComplete();
 

@@ -25,7 +25,7 @@ import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.testing.Policies;
 import dev.aiguard.testing.RecordingMetrics;

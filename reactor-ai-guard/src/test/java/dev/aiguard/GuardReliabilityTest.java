@@ -27,7 +27,7 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.Stall;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.testing.Policies;
 import dev.aiguard.testing.Reports;

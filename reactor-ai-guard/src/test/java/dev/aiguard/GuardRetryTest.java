@@ -31,7 +31,7 @@ import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.testing.Policies;
 import dev.aiguard.testing.RecordingMetrics;
 import dev.aiguard.testing.Reports;

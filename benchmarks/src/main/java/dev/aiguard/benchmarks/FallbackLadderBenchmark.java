@@ -10,7 +10,7 @@ import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
-import dev.aiguard.fallback.AnswerRecorder;
+import dev.aiguard.fallback.recording.AnswerRecorder;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;

@@ -2,7 +2,7 @@ package dev.aiguard.benchmarks;
 
 import java.util.concurrent.TimeUnit;
 
-import dev.aiguard.retry.OverlapSplicer;
+import dev.aiguard.retry.splice.OverlapSplicer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

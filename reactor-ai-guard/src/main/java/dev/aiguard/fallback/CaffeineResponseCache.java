@@ -18,7 +18,10 @@ final class CaffeineResponseCache<T> implements ResponseCache<T> {
 	private final Cache<Object, List<T>> cache;
 	private final ResponseCacheSpec spec;
 
-	CaffeineResponseCache(ResponseCacheSpec spec) {
+	private final Class<?> chunkType;
+
+	CaffeineResponseCache(ResponseCacheSpec spec, Class<?> chunkType) {
+		this.chunkType = chunkType;
 		this.spec = spec;
 		Caffeine<Object, Object> builder = Caffeine.newBuilder()
 				.maximumSize(spec.maximumEntries())
@@ -64,5 +67,10 @@ final class CaffeineResponseCache<T> implements ResponseCache<T> {
 	@Override
 	public String toString() {
 		return "CaffeineResponseCache" + spec;
+	}
+
+	@Override
+	public Class<?> chunkType() {
+		return chunkType;
 	}
 }

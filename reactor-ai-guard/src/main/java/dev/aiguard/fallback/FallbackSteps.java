@@ -113,6 +113,11 @@ final class FallbackSteps {
 		}
 
 		@Override
+		public Class<?> chunkType() {
+			return cache.chunkType();
+		}
+
+		@Override
 		public Source source() {
 			return Source.CACHE;
 		}

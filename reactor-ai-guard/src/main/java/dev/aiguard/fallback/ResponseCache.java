@@ -45,6 +45,14 @@ public interface ResponseCache<T> {
 		return Integer.MAX_VALUE;
 	}
 
+	/**
+	 * @return the class of the chunks stored, when known ({@code Object.class} when not): the guard
+	 *         refuses, when it is built, a cache whose known type does not fit its own chunk type
+	 */
+	default Class<?> chunkType() {
+		return Object.class;
+	}
+
 	/** @return whether {@link #lookup} or {@link #store} may block the calling thread */
 	default boolean mayBlock() {
 		return false;
@@ -63,6 +71,16 @@ public interface ResponseCache<T> {
 	 * @throws IllegalStateException when Caffeine is not on the classpath
 	 */
 	static <T> ResponseCache<T> caffeine(ResponseCacheSpec spec) {
+		return caffeine(null, spec);
+	}
+
+	/**
+	 * As {@link #caffeine(ResponseCacheSpec)}, for chunks of {@code chunkType}, which the guard checks
+	 * against its inspector's.
+	 *
+	 * @throws IllegalStateException when Caffeine is not on the classpath
+	 */
+	static <T> ResponseCache<T> caffeine(Class<T> chunkType, ResponseCacheSpec spec) {
 		Objects.requireNonNull(spec, "spec");
 		try {
 			Class.forName("com.github.benmanes.caffeine.cache.Caffeine", false, ResponseCache.class.getClassLoader());
@@ -72,6 +90,6 @@ public interface ResponseCache<T> {
 					+ "on the classpath; add it, or implement ResponseCache", absent);
 		}
 		// only now is the class that links against Caffeine loaded
-		return new CaffeineResponseCache<>(spec);
+		return new CaffeineResponseCache<>(spec, chunkType != null ? chunkType : Object.class);
 	}
 }

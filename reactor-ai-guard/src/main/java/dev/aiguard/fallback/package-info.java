@@ -3,7 +3,7 @@
  * {@link dev.aiguard.fallback.FallbackChain} tries {@link dev.aiguard.fallback.Fallback} steps
  * best first (another model, the {@link dev.aiguard.fallback.ResponseCache}, a lightweight
  * function, a static answer), and every answer says which {@link dev.aiguard.core.Source} it
- * came from. {@link dev.aiguard.fallback.CacheKeys} and {@link dev.aiguard.fallback.AnswerRecorder}
+ * came from. {@link dev.aiguard.fallback.CacheKeys} and {@link dev.aiguard.fallback.recording.AnswerRecorder}
  * fill the cache with complete realtime answers.
  *
  * <pre>{@code
@@ -15,4 +15,6 @@
  * }</pre>
  */
 package dev.aiguard.fallback;
+
+import dev.aiguard.fallback.recording.AnswerRecorder;
 

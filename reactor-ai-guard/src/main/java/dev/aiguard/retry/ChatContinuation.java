@@ -3,6 +3,7 @@ package dev.aiguard.retry;
 import dev.aiguard.chat.ChatChunk;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
+import dev.aiguard.retry.splice.OverlapSplicer;
 
 /** {@link ContinuationSupport} for {@link ChatChunk}: the transcript is the text deltas. */
 final class ChatContinuation implements ContinuationSupport<ChatChunk> {

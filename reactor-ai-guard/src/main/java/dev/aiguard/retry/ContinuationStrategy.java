@@ -4,6 +4,7 @@ import java.util.Objects;
 import java.util.function.Function;
 
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.retry.splice.OverlapSplicer;
 
 /**
  * Builds the request that continues an answer which failed midway. Give it the

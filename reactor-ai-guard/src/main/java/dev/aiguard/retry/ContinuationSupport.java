@@ -2,6 +2,7 @@ package dev.aiguard.retry;
 
 import dev.aiguard.chat.ChatChunk;
 import org.reactivestreams.Publisher;
+import dev.aiguard.retry.splice.OverlapSplicer;
 
 /**
  * What continuing a cut-short answer needs from a chunk type: a transcript of what the user has

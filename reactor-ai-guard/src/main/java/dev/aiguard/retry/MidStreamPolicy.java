@@ -7,6 +7,7 @@ import dev.aiguard.chat.ChatChunk;
 import reactor.core.publisher.Operators;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
+import dev.aiguard.retry.splice.OverlapSplicer;
 
 /**
  * What the guard does when a stream fails after its first token reached the subscriber. A plain

@@ -4,7 +4,7 @@
  * {@link dev.aiguard.retry.RetryBudget} (a shared cap on retries as a fraction of traffic),
  * {@link dev.aiguard.retry.MidStreamPolicy} (what happens after the first token: fail, notice or
  * continue), {@link dev.aiguard.retry.ContinuationStrategy} and
- * {@link dev.aiguard.retry.OverlapSplicer} (continuing a cut answer seamlessly).
+ * {@link dev.aiguard.retry.splice.OverlapSplicer} (continuing a cut answer seamlessly).
  *
  * <pre>{@code
  * RetryRules retry = RetryRules.defaults();                 // 3 tries, 0.5 s .. 8 s, full jitter
@@ -15,3 +15,5 @@
  * See {@code docs/retry-and-truncation.md}.
  */
 package dev.aiguard.retry;
+
+import dev.aiguard.retry.splice.OverlapSplicer;

@@ -8,6 +8,7 @@ import dev.aiguard.internal.TimeSource;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxOperator;
+import dev.aiguard.stall.watch.StallWatch;
 
 /**
  * Stall and completeness detection as an operator of its own.
@@ -59,31 +60,7 @@ public final class Stall {
 		public void subscribe(CoreSubscriber<? super T> actual) {
 			TimeSource clock = TimeSource.reuse(lastClock, spec.scheduler());
 			lastClock = clock;
-			source.subscribe(new StallWatch<T>(actual, spec, clock, inspector, Standalone.instance(), true));
-		}
-	}
-
-	/** Passes the end of a standalone watch straight to its subscriber. */
-	static final class Standalone<T> implements StallWatch.Terminal<T> {
-
-		private static final Standalone<?> INSTANCE = new Standalone<>();
-
-		@SuppressWarnings("unchecked")
-		static <T> Standalone<T> instance() {
-			return (Standalone<T>) INSTANCE;
-		}
-
-		@Override
-		public void onEnd(StallWatch<T> watch, StallWatch.End end, Throwable error) {
-			switch (end) {
-				case COMPLETED:
-					watch.actual.onComplete();
-					break;
-				case CANCELLED:
-					break;
-				default:
-					watch.actual.onError(error);
-			}
+			source.subscribe(new StallWatch<T>(actual, spec, clock, inspector, StallWatch.toSubscriber(), true));
 		}
 	}
 }

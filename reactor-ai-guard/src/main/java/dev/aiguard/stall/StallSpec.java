@@ -40,9 +40,9 @@ public final class StallSpec {
 	private final Scheduler scheduler;
 	private final Scheduler cancelScheduler;
 	// in nanoseconds, computed once here because every stream's deadline task reads them (0: none)
-	final long firstTokenNanos;
-	final long idleTickNanos;
-	final long maxDurationNanos;
+	private final long firstTokenNanos;
+	private final long idleTickNanos;
+	private final long maxDurationNanos;
 
 	private StallSpec(Duration firstTokenTimeout, Duration idleTimeout, Duration maxDuration,
 			boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks, Scheduler scheduler,
@@ -188,6 +188,21 @@ public final class StallSpec {
 	 */
 	public StallSpec withoutDeadlines() {
 		return new StallSpec(null, null, null, heartbeatsExtendIdle, false, idleChecks, scheduler, cancelScheduler);
+	}
+
+	/** @return the first-token timeout in nanoseconds, 0 when none (computed once, for the watch) */
+	public long firstTokenNanos() {
+		return firstTokenNanos;
+	}
+
+	/** @return the interval between idle checks in nanoseconds ({@code idleTimeout / idleChecks}), 0 when none */
+	public long idleTickNanos() {
+		return idleTickNanos;
+	}
+
+	/** @return the maximum duration in nanoseconds, 0 when none */
+	public long maxDurationNanos() {
+		return maxDurationNanos;
 	}
 
 	/** @return whether any deadline is set. */

@@ -30,6 +30,7 @@ import reactor.test.util.RaceTestUtils;
 import static org.assertj.core.api.Assertions.assertThat;
 import dev.aiguard.core.Source;
 import dev.aiguard.testing.RecordingMetrics;
+import dev.aiguard.fallback.recording.AnswerRecorder;
 
 class FallbackWalkRaceTest {
 

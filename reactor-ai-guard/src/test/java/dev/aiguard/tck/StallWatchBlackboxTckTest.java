@@ -2,7 +2,7 @@ package dev.aiguard.tck;
 
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
-import dev.aiguard.stall.StallWatch;
+import dev.aiguard.stall.watch.StallWatch;
 import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
 import org.reactivestreams.tck.SubscriberBlackboxVerification;

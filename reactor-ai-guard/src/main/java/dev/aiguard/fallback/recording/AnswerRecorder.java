@@ -1,4 +1,4 @@
-package dev.aiguard.fallback;
+package dev.aiguard.fallback.recording;
 
 import java.util.AbstractList;
 import java.util.List;
@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.RandomAccess;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.fallback.ResponseCache;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;

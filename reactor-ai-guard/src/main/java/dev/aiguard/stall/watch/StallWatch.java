@@ -1,4 +1,4 @@
-package dev.aiguard.stall;
+package dev.aiguard.stall.watch;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -11,6 +11,9 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.internal.TimeSource;
+import dev.aiguard.stall.IncompleteStreamException;
+import dev.aiguard.stall.StallSpec;
+import dev.aiguard.stall.StreamStalledException;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -21,6 +24,7 @@ import reactor.core.scheduler.Scheduler;
 import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 import dev.aiguard.core.StallPhase;
+import dev.aiguard.stall.Stall;
 
 /**
  * The subscriber that watches one attempt of a token stream: first-token, idle and max-duration
@@ -99,6 +103,25 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		 */
 		default void firstContent(StallWatch<T> watch) {
 		}
+	}
+
+	/** The terminal of a standalone watch ({@code Stall.detect}): the end goes straight to the subscriber. */
+	private static final Terminal<Object> TO_SUBSCRIBER = (watch, end, error) -> {
+		switch (end) {
+			case COMPLETED:
+				watch.actual.onComplete();
+				break;
+			case CANCELLED:
+				break;
+			default:
+				watch.actual.onError(error);
+		}
+	};
+
+	/** @return the terminal that signals the watch's own subscriber, for a watch used on its own */
+	@SuppressWarnings("unchecked")
+	public static <T> Terminal<T> toSubscriber() {
+		return (Terminal<T>) (Terminal<?>) TO_SUBSCRIBER;
 	}
 
 	/** How long a decided stall waits for a chunk that was already on its way (1 ms). */
@@ -202,12 +225,12 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	long startNanos;
 	long endNanos;
 
-	StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer, ChunkInspector<T> inspector,
+	public StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone) {
 		this(actual, spec, TimeSource.shared(timer), inspector, terminal, standalone);
 	}
 
-	StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
+	public StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone) {
 		this.actual = actual;
 		this.clock = clock;
@@ -239,7 +262,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			return;
 		}
 		startNanos = clock.nanos();
-		firstTokenDeadline = spec.firstTokenNanos > 0 ? startNanos + spec.firstTokenNanos : 0L;
+		firstTokenDeadline = spec.firstTokenNanos() > 0 ? startNanos + spec.firstTokenNanos() : 0L;
 		upstream = s;
 		if (ended != 0) {
 			// cancelled before the upstream arrived: cancel() may not have seen it
@@ -617,7 +640,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** @return the deadline passed, or {@code null}; updates the idle bookkeeping. */
 	@Nullable
 	private StallPhase evaluate(long now) {
-		if (spec.maxDurationNanos > 0L && now - startNanos >= spec.maxDurationNanos) {
+		if (spec.maxDurationNanos() > 0L && now - startNanos >= spec.maxDurationNanos()) {
 			return StallPhase.MAX_DURATION;
 		}
 		long s = (long) SEQ.getVolatile(this);
@@ -627,14 +650,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			if (now - firstTokenDeadline >= 0L) {
 				if (!demand) {
 					// nothing was asked for: the upstream cannot be late yet
-					firstTokenDeadline = now + spec.firstTokenNanos;
+					firstTokenDeadline = now + spec.firstTokenNanos();
 					return null;
 				}
 				return StallPhase.FIRST_TOKEN;
 			}
 			return null;
 		}
-		if (spec.idleTickNanos == 0L) {
+		if (spec.idleTickNanos() == 0L) {
 			return null;
 		}
 		if (!idleStarted) {
@@ -662,18 +685,18 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** Schedules the next wake-up of the deadline task, if any deadline remains. */
 	private void armNext(long now) {
 		long delay = Long.MAX_VALUE;
-		if (spec.maxDurationNanos > 0L) {
-			delay = Math.max(0L, startNanos + spec.maxDurationNanos - now);
+		if (spec.maxDurationNanos() > 0L) {
+			delay = Math.max(0L, startNanos + spec.maxDurationNanos() - now);
 		}
 		if (tokens == 0L && firstTokenDeadline != 0L) {
 			delay = Math.min(delay, Math.max(0L, firstTokenDeadline - now));
-			if (spec.idleTickNanos > 0L && delay > spec.idleTickNanos) {
+			if (spec.idleTickNanos() > 0L && delay > spec.idleTickNanos()) {
 				// a first token may come early; keep idle watching close behind it
-				delay = spec.idleTickNanos;
+				delay = spec.idleTickNanos();
 			}
 		}
-		else if (spec.idleTickNanos > 0L) {
-			delay = Math.min(delay, spec.idleTickNanos);
+		else if (spec.idleTickNanos() > 0L) {
+			delay = Math.min(delay, spec.idleTickNanos());
 		}
 		if (delay != Long.MAX_VALUE) {
 			schedule(delay);
@@ -758,6 +781,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	public int chunkFlags() {
 		return lastFlags;
+	}
+
+	/** @return the subscriber chunks go to */
+	public CoreSubscriber<? super T> subscriber() {
+		return actual;
 	}
 
 	/** @return content chunks received so far (final once ended) */

@@ -1,4 +1,4 @@
-package dev.aiguard.fallback;
+package dev.aiguard.fallback.recording;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -14,6 +14,8 @@ import reactor.core.scheduler.Schedulers;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.fallback.ResponseCacheSpec;
 
 class AnswerRecorderTest {
 

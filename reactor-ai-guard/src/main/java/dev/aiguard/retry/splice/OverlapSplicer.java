@@ -1,4 +1,4 @@
-package dev.aiguard.retry;
+package dev.aiguard.retry.splice;
 
 import java.util.Objects;
 

@@ -1,4 +1,4 @@
-package dev.aiguard.stall;
+package dev.aiguard.stall.watch;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +16,9 @@ import reactor.test.subscriber.TestSubscriber;
 import reactor.test.util.RaceTestUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import dev.aiguard.stall.StallSpec;
+import dev.aiguard.stall.Stall;
+import dev.aiguard.stall.StreamStalledException;
 
 /**
  * The confirmation of a decided stall races every other signal: exactly one terminal signal must
@@ -37,7 +40,7 @@ class StallWatchRaceTest {
 		public void onEnd(StallWatch<ChatChunk> watch, StallWatch.End e, Throwable error) {
 			ends.incrementAndGet();
 			end = e;
-			Stall.Standalone.<ChatChunk>instance().onEnd(watch, e, error);
+			StallWatch.<ChatChunk>toSubscriber().onEnd(watch, e, error);
 		}
 	}
 
