@@ -256,10 +256,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				fallback(step.trigger(), error, outcome);
 				return;
 			case FAIL_PARTIAL:
-				if (error instanceof PreemptedException) {
-					failPreempted((PreemptedException) error);
-					return;
-				}
+				// a preemption lands here too: its outcome is already REJECTED
 				endWith(policy.midStream().failure(error, deliveredTokens()), outcome);
 				return;
 			default:

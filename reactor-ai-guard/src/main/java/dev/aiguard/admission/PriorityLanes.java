@@ -609,7 +609,7 @@ public final class PriorityLanes implements Disposable {
 			}
 			catch (Throwable e) {
 				// a subscriber that throws cannot be trusted to release: take the permit back
-				dropped(e);
+				Callbacks.dropped(e);
 				t.release();
 			}
 		}
@@ -686,7 +686,7 @@ public final class PriorityLanes implements Disposable {
 			t.actual.onError(new AdmissionRejectedException(t.priority, reason, message(t.priority, reason)));
 		}
 		catch (Throwable e) {
-			dropped(e);
+			Callbacks.dropped(e);
 		}
 	}
 
@@ -717,11 +717,6 @@ public final class PriorityLanes implements Disposable {
 	private Scheduler timer() {
 		// resolved at use, so StepVerifier.withVirtualTime replaces the default
 		return timer != null ? timer : Schedulers.parallel();
-	}
-
-	/** A meter or a preemption action threw: the library's one rule for observers. */
-	private static void dropped(Throwable e) {
-		Callbacks.dropped(e);
 	}
 
 	/**

@@ -275,7 +275,7 @@ public final class CircuitBreaker {
 				judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
 			}
 			catch (Throwable t) {
-				dropped(t, "tripPolicy.onCall");
+				Callbacks.dropped(t);
 				judge = false;
 			}
 		}
@@ -308,7 +308,7 @@ public final class CircuitBreaker {
 			pressure = s.evaluator.pressure(s.window, s.config, now);
 		}
 		catch (Throwable t) {
-			dropped(t, "tripPolicy.pressure");
+			Callbacks.dropped(t);
 			return;
 		}
 		if (pressure >= 1) {
@@ -391,7 +391,7 @@ public final class CircuitBreaker {
 			s.evaluator.reset(now);
 		}
 		catch (Throwable t) {
-			dropped(t, "tripPolicy.reset");
+			Callbacks.dropped(t);
 		}
 	}
 
@@ -597,15 +597,11 @@ public final class CircuitBreaker {
 				l.onEvent(event);
 			}
 			catch (Throwable t) {
-				dropped(t, "listener");
+				Callbacks.dropped(t);
 			}
 		}
 	}
 
-	/** A trip policy or listener threw: the library's one rule for observers (it goes to the dropped-error hook). */
-	private void dropped(Throwable t, String where) {
-		Callbacks.dropped(t);
-	}
 
 	private static String round(double v) {
 		return String.valueOf(Math.round(v * 1000) / 1000.0);

@@ -377,19 +377,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	private void chunkRejected(Throwable e, @Nullable T t) {
 		Exceptions.throwIfJvmFatal(e);
-		Throwable error = t == null ? e
-				: Operators.onOperatorError(null, CallbackException.threw("ChunkInspector", e), t,
-						actual.currentContext());
-		if (!win()) {
-			Operators.onErrorDropped(error, actual.currentContext());
-			return;
-		}
-		GATE.getAndBitwiseOr(this, GATE_END);
-		Subscription up = upstream;
-		if (up != null) {
-			up.cancel();
-		}
-		end(End.ERROR, error);
+		fail(t == null ? e
+				: Operators.onOperatorError(null, CallbackException.threw("ChunkInspector", e), t, actual.currentContext()));
 	}
 
 	/**
@@ -398,6 +387,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	private void downstreamFailed(Throwable e) {
 		Exceptions.throwIfJvmFatal(e);
+		fail(e);
+	}
+
+	/** Ends the attempt with {@code error} from the upstream's own thread, which cancels it right here. */
+	private void fail(Throwable e) {
 		if (!win()) {
 			Operators.onErrorDropped(e, actual.currentContext());
 			return;
@@ -781,11 +775,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	public int chunkFlags() {
 		return lastFlags;
-	}
-
-	/** @return the subscriber chunks go to */
-	public CoreSubscriber<? super T> subscriber() {
-		return actual;
 	}
 
 	/** @return content chunks received so far (final once ended) */
