@@ -2,8 +2,8 @@ package dev.aiguard.demo;
 
 import java.util.List;
 
-import dev.aiguard.demo.mock.FaultProfile;
-import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.test.mock.FaultProfile;
+import dev.aiguard.test.mock.MockModelServer;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;

@@ -11,8 +11,8 @@ import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
-import dev.aiguard.demo.mock.FaultProfile;
-import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.test.mock.FaultProfile;
+import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
@@ -45,12 +45,14 @@ import tools.jackson.databind.json.JsonMapper;
 @Configuration(proxyBeanMethods = false)
 class GuardConfiguration {
 
-	@Bean
+	@Bean(destroyMethod = "stop")
 	@Conditional(UsesMock.class)
-	MockModelServer mockModelServer(DemoProperties properties, JsonMapper json) {
+	MockModelServer mockModelServer(DemoProperties properties) {
 		DemoProperties.Mock pace = properties.mock();
-		return new MockModelServer(FaultProfile.defaults(pace.firstTokenDelay(), pace.tokenInterval()), json,
-				() -> ThreadLocalRandom.current().nextDouble());
+		return MockModelServer.builder()
+			.faults(FaultProfile.defaults(pace.firstTokenDelay(), pace.tokenInterval()))
+			.random(() -> ThreadLocalRandom.current().nextDouble())
+			.start();
 	}
 
 	@Bean

@@ -7,7 +7,7 @@ import dev.aiguard.core.Priority;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
-import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.test.mock.MockModelServer;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;

@@ -5,7 +5,7 @@ import java.util.Objects;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
-import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.provider.OpenAiCompatibleClient;
 import reactor.core.publisher.Flux;
 import reactor.util.annotation.Nullable;

@@ -2,7 +2,7 @@ package dev.aiguard.demo;
 
 import java.util.List;
 
-import dev.aiguard.demo.mock.MockAnswers;
+import dev.aiguard.test.mock.MockAnswers;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.http.MediaType;

@@ -6,7 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import dev.aiguard.breaker.BreakerState;
-import dev.aiguard.demo.mock.MockAnswers;
+import dev.aiguard.test.mock.MockAnswers;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.http.codec.ServerSentEvent;

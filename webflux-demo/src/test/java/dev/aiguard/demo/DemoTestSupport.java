@@ -5,8 +5,8 @@ import java.util.List;
 import java.util.function.LongSupplier;
 
 import dev.aiguard.breaker.CircuitBreaker;
-import dev.aiguard.demo.mock.FaultProfile;
-import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.test.mock.FaultProfile;
+import dev.aiguard.test.mock.MockModelServer;
 import org.junit.jupiter.api.BeforeEach;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;

@@ -24,7 +24,7 @@ import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
-import dev.aiguard.demo.mock.MockAnswers;
+import dev.aiguard.test.mock.MockAnswers;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import org.junit.jupiter.api.Test;

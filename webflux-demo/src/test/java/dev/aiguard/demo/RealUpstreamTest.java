@@ -3,9 +3,9 @@ package dev.aiguard.demo;
 import java.time.Duration;
 import java.util.List;
 
-import dev.aiguard.demo.mock.FaultProfile;
-import dev.aiguard.demo.mock.MockAnswers;
-import dev.aiguard.demo.mock.MockModelServer;
+import dev.aiguard.test.mock.FaultProfile;
+import dev.aiguard.test.mock.MockAnswers;
+import dev.aiguard.test.mock.MockModelServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -35,8 +35,7 @@ class RealUpstreamTest {
 
 	static final String KEY = "sk-demo-THIS-KEY-MUST-STAY-SECRET-42";
 
-	static final MockModelServer provider = new MockModelServer(FaultProfile.defaults(Duration.ZERO, Duration.ZERO),
-			JsonMapper.builder().build(), () -> 0.0);
+	static final MockModelServer provider = MockModelServer.builder().random(() -> 0.0).build();
 
 	@DynamicPropertySource
 	static void upstream(DynamicPropertyRegistry registry) {

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 import dev.aiguard.core.Priority;
-import dev.aiguard.demo.mock.MockAnswers;
+import dev.aiguard.test.mock.MockAnswers;
 import reactor.util.annotation.Nullable;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;

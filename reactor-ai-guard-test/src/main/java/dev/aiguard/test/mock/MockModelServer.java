@@ -1,4 +1,4 @@
-package dev.aiguard.demo.mock;
+package dev.aiguard.test.mock;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -15,7 +15,6 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import org.reactivestreams.Publisher;
-import org.springframework.context.SmartLifecycle;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
@@ -23,20 +22,19 @@ import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 import reactor.util.annotation.Nullable;
-import tools.jackson.core.JacksonException;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
-import tools.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * An OpenAI-compatible {@code POST /v1/chat/completions} streaming server on Reactor Netty, bound
- * to 127.0.0.1 on a free port, that misbehaves on request. It starts and stops with the Spring
- * context.
+ * to 127.0.0.1 (a free port unless one is given), that misbehaves on request.
  *
  * <pre>{@code
- * MockModelServer mock = new MockModelServer(FaultProfile.defaults(Duration.ofMillis(300), Duration.ofMillis(40)),
- *     JsonMapper.builder().build(), Math::random);
- * mock.start();
+ * MockModelServer mock = MockModelServer.builder()
+ *     .faults(FaultProfile.defaults(Duration.ofMillis(300), Duration.ofMillis(40)))
+ *     .start();
  * OpenAiCompatibleClient client = OpenAiCompatibleClient.builder(mock.baseUrl()).model("mock-1").build();
  * mock.faults(mock.faults().withStallAfter(5));     // the next answers stop after 5 tokens
  * }</pre>
@@ -46,7 +44,7 @@ import tools.jackson.databind.node.ObjectNode;
  * of that request. Counters in {@link #stats()} record what happened, including answers the client
  * abandoned ({@code cancelled}: the connection closed before the answer ended).
  */
-public final class MockModelServer implements SmartLifecycle {
+public final class MockModelServer implements AutoCloseable {
 
 	/** The model name the mock reports when the request names none. */
 	public static final String MODEL = "mock-1";
@@ -54,7 +52,8 @@ public final class MockModelServer implements SmartLifecycle {
 	private static final TokenCounter COUNTER = TokenCounter.estimate();
 
 	private final FaultProfile defaults;
-	private final JsonMapper json;
+	private final ObjectMapper json = new ObjectMapper();
+	private final int port;
 	private final DoubleSupplier random;
 	private final AtomicReference<FaultProfile> faults;
 
@@ -70,16 +69,69 @@ public final class MockModelServer implements SmartLifecycle {
 	@Nullable
 	private volatile DisposableServer server;
 
-	/**
-	 * @param defaults the profile in force at start and after {@link #resetFaults()}
-	 * @param json writes and reads the wire JSON
-	 * @param random draws in [0, 1) that decide {@link FaultProfile#errorRate()}
-	 */
-	public MockModelServer(FaultProfile defaults, JsonMapper json, DoubleSupplier random) {
-		this.defaults = Objects.requireNonNull(defaults, "defaults");
-		this.json = Objects.requireNonNull(json, "json");
-		this.random = Objects.requireNonNull(random, "random");
+	private MockModelServer(Builder builder) {
+		this.defaults = builder.faults;
+		this.random = builder.random;
+		this.port = builder.port;
 		this.faults = new AtomicReference<>(defaults);
+	}
+
+	/** @return a builder: no faults, no pacing, a free port, {@link Math#random()} for error draws */
+	public static Builder builder() {
+		return new Builder();
+	}
+
+	/** Settings of a {@link MockModelServer}; {@link #start()} builds and starts it. */
+	public static final class Builder {
+
+		private FaultProfile faults = FaultProfile.defaults(Duration.ZERO, Duration.ZERO);
+		private DoubleSupplier random = Math::random;
+		private int port;
+
+		private Builder() {
+		}
+
+		/** The profile in force at start and after {@link MockModelServer#resetFaults()}. */
+		public Builder faults(FaultProfile faults) {
+			this.faults = Objects.requireNonNull(faults, "faults");
+			return this;
+		}
+
+		/** Draws in [0, 1) that decide {@link FaultProfile#errorRate()}; a constant makes errors certain or impossible. */
+		public Builder random(DoubleSupplier random) {
+			this.random = Objects.requireNonNull(random, "random");
+			return this;
+		}
+
+		/** The loopback port to listen on; 0 (the default) picks a free one, reported by {@link MockModelServer#port()}. */
+		public Builder port(int port) {
+			if (port < 0 || port > 65_535) {
+				throw new IllegalArgumentException("port must be between 0 and 65535, was " + port);
+			}
+			this.port = port;
+			return this;
+		}
+
+		/** @return a server that is not listening yet */
+		public MockModelServer build() {
+			return new MockModelServer(this);
+		}
+
+		/** @return a listening server */
+		public MockModelServer start() {
+			MockModelServer server = build();
+			server.start();
+			return server;
+		}
+	}
+
+	/** @return the port the server listens on */
+	public int port() {
+		DisposableServer s = server;
+		if (s == null) {
+			throw new IllegalStateException("the mock model server is not running");
+		}
+		return s.port();
 	}
 
 	/** @return the API root for an OpenAI-compatible client, e.g. {@code http://127.0.0.1:41234/v1} */
@@ -135,19 +187,19 @@ public final class MockModelServer implements SmartLifecycle {
 			long stalled, long dropped, long inProgress) {
 	}
 
-	@Override
-	public void start() {
+	/** Binds the server; does nothing when it is running already. */
+	public synchronized void start() {
 		if (server == null) {
 			server = HttpServer.create()
 				.host("127.0.0.1")
-				.port(0)
+				.port(port)
 				.route(routes -> routes.post("/v1/chat/completions", this::chat))
 				.bindNow(Duration.ofSeconds(10));
 		}
 	}
 
-	@Override
-	public void stop() {
+	/** Closes the server and every connection it holds; does nothing when it is not running. */
+	public synchronized void stop() {
 		DisposableServer s = server;
 		server = null;
 		if (s != null) {
@@ -155,15 +207,15 @@ public final class MockModelServer implements SmartLifecycle {
 		}
 	}
 
-	@Override
+	/** @return whether the server is listening */
 	public boolean isRunning() {
 		return server != null;
 	}
 
-	/** Starts before the web server, stops after it. */
+	/** Same as {@link #stop()}. */
 	@Override
-	public int getPhase() {
-		return SmartLifecycle.DEFAULT_PHASE - 2048;
+	public void close() {
+		stop();
 	}
 
 	private Publisher<Void> chat(HttpServerRequest request, HttpServerResponse response) {
@@ -181,9 +233,9 @@ public final class MockModelServer implements SmartLifecycle {
 		try {
 			JsonNode root = json.readTree(body);
 			messages = messages(root.path("messages"));
-			model = root.path("model").asString(MODEL);
+			model = root.path("model").asText(MODEL);
 		}
-		catch (JacksonException | IllegalArgumentException e) {
+		catch (JsonProcessingException | IllegalArgumentException e) {
 			return error(response, 400, errorBody("invalid_request_error", null, "Invalid request: " + e.getMessage()), 0);
 		}
 		if (profile.errorRate() > 0 && random.getAsDouble() < profile.errorRate()) {
@@ -281,7 +333,16 @@ public final class MockModelServer implements SmartLifecycle {
 	}
 
 	private String event(JsonNode node) {
-		return "data: " + json.writeValueAsString(node) + "\n\n";
+		return "data: " + write(node) + "\n\n";
+	}
+
+	private String write(JsonNode node) {
+		try {
+			return json.writeValueAsString(node);
+		}
+		catch (JsonProcessingException e) {
+			throw new IllegalStateException("a tree built in memory could not be written", e);
+		}
 	}
 
 	private Mono<Void> injectedError(HttpServerResponse response, FaultProfile profile) {
@@ -296,7 +357,7 @@ public final class MockModelServer implements SmartLifecycle {
 	private String errorBody(String type, @Nullable String code, String message) {
 		ObjectNode root = json.createObjectNode();
 		root.putObject("error").put("message", message).put("type", type).putNull("param").put("code", code);
-		return json.writeValueAsString(root);
+		return write(root);
 	}
 
 	private static Mono<Void> error(HttpServerResponse response, int status, String body, int retryAfterSeconds) {
@@ -313,10 +374,10 @@ public final class MockModelServer implements SmartLifecycle {
 		}
 		List<ChatMessage> messages = new ArrayList<>(array.size());
 		for (JsonNode m : array) {
-			ChatMessage.Role role = ChatMessage.Role.parse(m.path("role").asString(""));
-			String content = m.path("content").asString("");
+			ChatMessage.Role role = ChatMessage.Role.parse(m.path("role").asText(""));
+			String content = m.path("content").asText("");
 			messages.add(role == ChatMessage.Role.TOOL
-					? ChatMessage.tool(m.path("tool_call_id").asString("call"), content)
+					? ChatMessage.tool(m.path("tool_call_id").asText("call"), content)
 					: new ChatMessage(role, content, List.of(), null));
 		}
 		return messages;

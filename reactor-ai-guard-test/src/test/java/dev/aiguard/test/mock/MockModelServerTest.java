@@ -1,4 +1,4 @@
-package dev.aiguard.demo.mock;
+package dev.aiguard.test.mock;
 
 import java.time.Duration;
 import java.util.List;
@@ -18,7 +18,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
-import tools.jackson.databind.json.JsonMapper;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -32,8 +31,7 @@ class MockModelServerTest {
 
 	@BeforeEach
 	void start() {
-		mock = new MockModelServer(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1)), JsonMapper.builder().build(),
-				() -> 0.0);
+		mock = MockModelServer.builder().faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1))).random(() -> 0.0).build();
 		mock.start();
 		client = OpenAiCompatibleClient.builder(mock.baseUrl()).model(MockModelServer.MODEL).build();
 	}
@@ -140,8 +138,7 @@ class MockModelServerTest {
 
 	@Test
 	void errorRateIsDecidedByTheRandomDraw() {
-		MockModelServer lucky = new MockModelServer(FaultProfile.defaults(Duration.ZERO, Duration.ZERO),
-				JsonMapper.builder().build(), () -> 0.7);
+		MockModelServer lucky = MockModelServer.builder().random(() -> 0.7).build();
 		lucky.start();
 		try {
 			lucky.faults(lucky.faults().withErrors(0.5, 500, 0));

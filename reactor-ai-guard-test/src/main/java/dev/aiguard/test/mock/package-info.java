@@ -1,10 +1,10 @@
 /**
  * An OpenAI-compatible streaming model server that misbehaves on request, for demos and tests:
- * {@link dev.aiguard.demo.mock.MockModelServer}, its {@link dev.aiguard.demo.mock.FaultProfile}
- * and the deterministic {@link dev.aiguard.demo.mock.MockAnswers}.
+ * {@link dev.aiguard.test.mock.MockModelServer}, its {@link dev.aiguard.test.mock.FaultProfile}
+ * and the deterministic {@link dev.aiguard.test.mock.MockAnswers}.
  *
  * <pre>{@code
  * mock.faults(mock.faults().withStallAfter(5));    // the next answers stop after 5 tokens
  * }</pre>
  */
-package dev.aiguard.demo.mock;
+package dev.aiguard.test.mock;

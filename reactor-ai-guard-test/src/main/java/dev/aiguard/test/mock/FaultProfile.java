@@ -1,4 +1,4 @@
-package dev.aiguard.demo.mock;
+package dev.aiguard.test.mock;
 
 import java.time.Duration;
 
