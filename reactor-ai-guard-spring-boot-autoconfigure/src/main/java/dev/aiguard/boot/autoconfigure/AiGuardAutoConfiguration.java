@@ -1,0 +1,61 @@
+package dev.aiguard.boot.autoconfigure;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.metrics.MicrometerGuardMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
+
+/**
+ * Builds the guards, breakers and lanes described under {@code aiguard.*}: an
+ * {@link AiGuardRegistry} holding them, and one {@code AiGuard<ChatChunk>} bean per policy,
+ * qualified by the policy's name ({@code @Qualifier("chat") AiGuard<ChatChunk> guard}). Meters go to
+ * the context's {@link MeterRegistry} when there is one. Every bean backs off when the application
+ * defines its own; {@code aiguard.enabled=false} turns the whole configuration off.
+ */
+@AutoConfiguration(afterName = {
+		"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+		"org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration" })
+@ConditionalOnClass(AiGuard.class)
+@ConditionalOnBooleanProperty(name = AiGuardProperties.PREFIX + ".enabled", matchIfMissing = true)
+@EnableConfigurationProperties(AiGuardProperties.class)
+public class AiGuardAutoConfiguration {
+
+	/** The bean name prefix of the per-policy guards: {@code aiguard.chat} for the policy {@code chat}. */
+	public static final String GUARD_BEAN_PREFIX = "aiguard.";
+
+	@Bean
+	@ConditionalOnMissingBean
+	AiGuardRegistry aiGuardRegistry(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics,
+			ObjectProvider<AiGuardPolicyCustomizer> customizers) {
+		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop),
+				customizers.orderedStream().toList()).build();
+	}
+
+	@Bean
+	static PolicyBeanRegistrar aiGuardPolicyBeans(Environment environment) {
+		return new PolicyBeanRegistrar(environment);
+	}
+
+	/** Micrometer, when the application has a registry. */
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(MeterRegistry.class)
+	@ConditionalOnBean(MeterRegistry.class)
+	static class MicrometerConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		GuardMetrics aiGuardMetrics(MeterRegistry registry) {
+			return new MicrometerGuardMetrics(registry);
+		}
+	}
+}

@@ -1,0 +1,843 @@
+package dev.aiguard.boot.autoconfigure;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import dev.aiguard.core.Priority;
+import dev.aiguard.fallback.FallbackTrigger;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Everything under {@code aiguard.*}: named policies (each becomes an {@code AiGuard} bean of that
+ * name), named breakers and the priority lanes that policies share. A setting left unset takes the
+ * library's default, which its description names.
+ *
+ * <pre>
+ * aiguard:
+ *   breakers:
+ *     openai: { failure-rate-threshold: 0.5, minimum-calls: 10, open-wait: 15s }
+ *   lanes:
+ *     p0: { concurrency: 8 }
+ *     p2: { concurrency: 2, max-queue-wait: 5s }
+ *   policies:
+ *     chat:
+ *       breaker: openai
+ *       lanes: true
+ *       stall: { first-token-timeout: 10s, idle-timeout: 30s }
+ *       retry: { max-attempts: 3 }
+ *       fallback: { static-text: "The assistant is busy, please try again shortly." }
+ * </pre>
+ */
+@ConfigurationProperties(AiGuardProperties.PREFIX)
+public class AiGuardProperties {
+
+	/** The prefix of every property. */
+	public static final String PREFIX = "aiguard";
+
+	/** Whether the guards, breakers and lanes are built from these properties. */
+	private boolean enabled = true;
+
+	/** Guard policies by name; each becomes an {@code AiGuard<ChatChunk>} bean with that name. */
+	private Map<String, Policy> policies = new LinkedHashMap<>();
+
+	/** Circuit breakers by name, shared by the policies that name them in {@code breaker}. */
+	private Map<String, Breaker> breakers = new LinkedHashMap<>();
+
+	/** The priority lanes shared by every policy with {@code lanes: true}. */
+	private Lanes lanes = new Lanes();
+
+	/** The retry budget shared by every policy with {@code retry.budget: true}. */
+	private RetryBudget retryBudget = new RetryBudget();
+
+	public boolean isEnabled() {
+		return enabled;
+	}
+
+	public void setEnabled(boolean enabled) {
+		this.enabled = enabled;
+	}
+
+	public Map<String, Policy> getPolicies() {
+		return policies;
+	}
+
+	public void setPolicies(Map<String, Policy> policies) {
+		this.policies = policies;
+	}
+
+	public Map<String, Breaker> getBreakers() {
+		return breakers;
+	}
+
+	public void setBreakers(Map<String, Breaker> breakers) {
+		this.breakers = breakers;
+	}
+
+	public Lanes getLanes() {
+		return lanes;
+	}
+
+	public void setLanes(Lanes lanes) {
+		this.lanes = lanes;
+	}
+
+	public RetryBudget getRetryBudget() {
+		return retryBudget;
+	}
+
+	public void setRetryBudget(RetryBudget retryBudget) {
+		this.retryBudget = retryBudget;
+	}
+
+	/** One guard policy. */
+	public static class Policy {
+
+		/** Priority of a request whose Reactor Context names none. */
+		private Priority defaultPriority = Priority.P1;
+
+		/** Name of the breaker (under {@code aiguard.breakers}) this policy's attempts pass; none when unset. */
+		@Nullable
+		private String breaker;
+
+		/** Whether requests are admitted through the shared lanes ({@code aiguard.lanes}). */
+		private boolean lanes;
+
+		/** Whether the upstream call blocks (a blocking SDK): it is then called on the lanes' threads. */
+		private boolean blockingUpstream;
+
+		/** Stall deadlines. */
+		private Stall stall = new Stall();
+
+		/** Retries before the first token. */
+		private Retry retry = new Retry();
+
+		/** Prompt truncation on context-length errors (call form). */
+		private Truncation truncation = new Truncation();
+
+		/** What happens when an answer fails after tokens were delivered. */
+		private MidStream midStream = new MidStream();
+
+		/** The fallback ladder's steps that properties can express. */
+		private Fallback fallback = new Fallback();
+
+		public Priority getDefaultPriority() {
+			return defaultPriority;
+		}
+
+		public void setDefaultPriority(Priority defaultPriority) {
+			this.defaultPriority = defaultPriority;
+		}
+
+		public @Nullable String getBreaker() {
+			return breaker;
+		}
+
+		public void setBreaker(@Nullable String breaker) {
+			this.breaker = breaker;
+		}
+
+		public boolean isLanes() {
+			return lanes;
+		}
+
+		public void setLanes(boolean lanes) {
+			this.lanes = lanes;
+		}
+
+		public boolean isBlockingUpstream() {
+			return blockingUpstream;
+		}
+
+		public void setBlockingUpstream(boolean blockingUpstream) {
+			this.blockingUpstream = blockingUpstream;
+		}
+
+		public Stall getStall() {
+			return stall;
+		}
+
+		public void setStall(Stall stall) {
+			this.stall = stall;
+		}
+
+		public Retry getRetry() {
+			return retry;
+		}
+
+		public void setRetry(Retry retry) {
+			this.retry = retry;
+		}
+
+		public Truncation getTruncation() {
+			return truncation;
+		}
+
+		public void setTruncation(Truncation truncation) {
+			this.truncation = truncation;
+		}
+
+		public MidStream getMidStream() {
+			return midStream;
+		}
+
+		public void setMidStream(MidStream midStream) {
+			this.midStream = midStream;
+		}
+
+		public Fallback getFallback() {
+			return fallback;
+		}
+
+		public void setFallback(Fallback fallback) {
+			this.fallback = fallback;
+		}
+	}
+
+	/** Stall deadlines of a policy; an unset deadline does not apply. */
+	public static class Stall {
+
+		/** From subscription to the first content chunk; unset: no first-token deadline. */
+		@Nullable
+		private Duration firstTokenTimeout;
+
+		/** Between content chunks once content has started; unset: no idle deadline. */
+		@Nullable
+		private Duration idleTimeout;
+
+		/** From subscription to the end of the answer; unset: no overall deadline. */
+		@Nullable
+		private Duration maxDuration;
+
+		/** Whether heartbeats (pings, comments) extend the idle deadline. Default: false. */
+		@Nullable
+		private Boolean heartbeatsExtendIdle;
+
+		/** Whether a stream that completes without a terminal marker or finish reason is INCOMPLETE. Default: true. */
+		@Nullable
+		private Boolean requireTerminal;
+
+		public @Nullable Duration getFirstTokenTimeout() {
+			return firstTokenTimeout;
+		}
+
+		public void setFirstTokenTimeout(@Nullable Duration firstTokenTimeout) {
+			this.firstTokenTimeout = firstTokenTimeout;
+		}
+
+		public @Nullable Duration getIdleTimeout() {
+			return idleTimeout;
+		}
+
+		public void setIdleTimeout(@Nullable Duration idleTimeout) {
+			this.idleTimeout = idleTimeout;
+		}
+
+		public @Nullable Duration getMaxDuration() {
+			return maxDuration;
+		}
+
+		public void setMaxDuration(@Nullable Duration maxDuration) {
+			this.maxDuration = maxDuration;
+		}
+
+		public @Nullable Boolean getHeartbeatsExtendIdle() {
+			return heartbeatsExtendIdle;
+		}
+
+		public void setHeartbeatsExtendIdle(@Nullable Boolean heartbeatsExtendIdle) {
+			this.heartbeatsExtendIdle = heartbeatsExtendIdle;
+		}
+
+		public @Nullable Boolean getRequireTerminal() {
+			return requireTerminal;
+		}
+
+		public void setRequireTerminal(@Nullable Boolean requireTerminal) {
+			this.requireTerminal = requireTerminal;
+		}
+	}
+
+	/** Retries of a policy; without {@code max-attempts} the policy never retries. */
+	public static class Retry {
+
+		/** Upstream calls for the start of an answer, the first one included (1 = no retry); unset: no retries. */
+		@Nullable
+		private Integer maxAttempts;
+
+		/** Shortest backoff before a retry. Default: 500ms. */
+		@Nullable
+		private Duration minBackoff;
+
+		/** Longest backoff before a retry. Default: 8s. */
+		@Nullable
+		private Duration maxBackoff;
+
+		/** Longest provider Retry-After the guard waits for; a longer one fails the request. Default: 60s. */
+		@Nullable
+		private Duration maxRetryAfter;
+
+		/** Jitter factor 0..1 (1 = full jitter). Default: 1. */
+		@Nullable
+		private Double jitter;
+
+		/** Whether retries draw on the shared retry budget ({@code aiguard.retry-budget}). */
+		private boolean budget;
+
+		public @Nullable Integer getMaxAttempts() {
+			return maxAttempts;
+		}
+
+		public void setMaxAttempts(@Nullable Integer maxAttempts) {
+			this.maxAttempts = maxAttempts;
+		}
+
+		public @Nullable Duration getMinBackoff() {
+			return minBackoff;
+		}
+
+		public void setMinBackoff(@Nullable Duration minBackoff) {
+			this.minBackoff = minBackoff;
+		}
+
+		public @Nullable Duration getMaxBackoff() {
+			return maxBackoff;
+		}
+
+		public void setMaxBackoff(@Nullable Duration maxBackoff) {
+			this.maxBackoff = maxBackoff;
+		}
+
+		public @Nullable Duration getMaxRetryAfter() {
+			return maxRetryAfter;
+		}
+
+		public void setMaxRetryAfter(@Nullable Duration maxRetryAfter) {
+			this.maxRetryAfter = maxRetryAfter;
+		}
+
+		public @Nullable Double getJitter() {
+			return jitter;
+		}
+
+		public void setJitter(@Nullable Double jitter) {
+			this.jitter = jitter;
+		}
+
+		public boolean isBudget() {
+			return budget;
+		}
+
+		public void setBudget(boolean budget) {
+			this.budget = budget;
+		}
+	}
+
+	/** The retry budget shared by the policies that ask for it. */
+	public static class RetryBudget {
+
+		/** Retries allowed per request in the window, 0..1. Default: 0.1. */
+		private double ratio = 0.1;
+
+		/** Retries always allowed per second, whatever the ratio. Default: 10. */
+		private int minRetriesPerSecond = 10;
+
+		/** How far back requests and retries are counted. Default: 10s. */
+		private Duration window = Duration.ofSeconds(10);
+
+		public double getRatio() {
+			return ratio;
+		}
+
+		public void setRatio(double ratio) {
+			this.ratio = ratio;
+		}
+
+		public int getMinRetriesPerSecond() {
+			return minRetriesPerSecond;
+		}
+
+		public void setMinRetriesPerSecond(int minRetriesPerSecond) {
+			this.minRetriesPerSecond = minRetriesPerSecond;
+		}
+
+		public Duration getWindow() {
+			return window;
+		}
+
+		public void setWindow(Duration window) {
+			this.window = window;
+		}
+	}
+
+	/** Prompt truncation on context-length errors. */
+	public static class Truncation {
+
+		/** Whether a too-long prompt is shrunk and sent again (call form only). */
+		private boolean enabled;
+
+		/** Truncations per request at most. Default: 2. */
+		@Nullable
+		private Integer maxTruncations;
+
+		/** Output tokens kept free when the request sets no max tokens. Default: 1024. */
+		@Nullable
+		private Integer reservedOutputTokens;
+
+		/** What a prompt shrinks to when the provider does not say the limit, between 0 and 1. Default: 0.75. */
+		@Nullable
+		private Double shrinkFactor;
+
+		public boolean isEnabled() {
+			return enabled;
+		}
+
+		public void setEnabled(boolean enabled) {
+			this.enabled = enabled;
+		}
+
+		public @Nullable Integer getMaxTruncations() {
+			return maxTruncations;
+		}
+
+		public void setMaxTruncations(@Nullable Integer maxTruncations) {
+			this.maxTruncations = maxTruncations;
+		}
+
+		public @Nullable Integer getReservedOutputTokens() {
+			return reservedOutputTokens;
+		}
+
+		public void setReservedOutputTokens(@Nullable Integer reservedOutputTokens) {
+			this.reservedOutputTokens = reservedOutputTokens;
+		}
+
+		public @Nullable Double getShrinkFactor() {
+			return shrinkFactor;
+		}
+
+		public void setShrinkFactor(@Nullable Double shrinkFactor) {
+			this.shrinkFactor = shrinkFactor;
+		}
+	}
+
+	/** What a policy does when an answer fails after tokens were delivered. */
+	public static class MidStream {
+
+		/** {@code fail} (PartialStreamException), {@code notice} (append the notice text and complete) or {@code continue}. */
+		private MidStreamMode mode = MidStreamMode.FAIL;
+
+		/** The text appended in {@code notice} mode. */
+		@Nullable
+		private String notice;
+
+		/** Continuation requests per answer in {@code continue} mode. Default: 2. */
+		private int maxContinuations = 2;
+
+		/** How a continuation is asked for in {@code continue} mode. */
+		private ContinuationMode continuation = ContinuationMode.USER_CONTINUE;
+
+		public MidStreamMode getMode() {
+			return mode;
+		}
+
+		public void setMode(MidStreamMode mode) {
+			this.mode = mode;
+		}
+
+		public @Nullable String getNotice() {
+			return notice;
+		}
+
+		public void setNotice(@Nullable String notice) {
+			this.notice = notice;
+		}
+
+		public int getMaxContinuations() {
+			return maxContinuations;
+		}
+
+		public void setMaxContinuations(int maxContinuations) {
+			this.maxContinuations = maxContinuations;
+		}
+
+		public ContinuationMode getContinuation() {
+			return continuation;
+		}
+
+		public void setContinuation(ContinuationMode continuation) {
+			this.continuation = continuation;
+		}
+	}
+
+	/** Mid-stream failure handling. */
+	public enum MidStreamMode {
+		/** End with {@code PartialStreamException}. */
+		FAIL,
+		/** Append a notice chunk and complete. */
+		NOTICE,
+		/** Ask the model to continue where it stopped. */
+		CONTINUE
+	}
+
+	/** How a continuation request is phrased. */
+	public enum ContinuationMode {
+		/** The partial answer as an assistant message, then a user message asking to continue. */
+		USER_CONTINUE,
+		/** The partial answer as an assistant message the model extends (Anthropic-style prefill). */
+		ASSISTANT_PREFILL
+	}
+
+	/**
+	 * The fallback ladder properties can express: a static text. A ladder with steps that need code
+	 * (a cache, another model) is set by an {@code AiGuardPolicyCustomizer}, which replaces this one.
+	 */
+	public static class Fallback {
+
+		/** A fixed answer served when every other step failed; unset: none. */
+		@Nullable
+		private String staticText;
+
+		/** What enters the ladder. Default: breaker open, rejected, retries exhausted, stalled before the first token. */
+		private Set<FallbackTrigger> triggers = EnumSet.copyOf(FallbackTrigger.defaults());
+
+		/** How long a step may take to its first chunk before the next step runs; unset: no limit. */
+		@Nullable
+		private Duration timeout;
+
+		public @Nullable String getStaticText() {
+			return staticText;
+		}
+
+		public void setStaticText(@Nullable String staticText) {
+			this.staticText = staticText;
+		}
+
+		public Set<FallbackTrigger> getTriggers() {
+			return triggers;
+		}
+
+		public void setTriggers(Set<FallbackTrigger> triggers) {
+			this.triggers = triggers;
+		}
+
+		public @Nullable Duration getTimeout() {
+			return timeout;
+		}
+
+		public void setTimeout(@Nullable Duration timeout) {
+			this.timeout = timeout;
+		}
+	}
+
+	/** A circuit breaker; an unset setting takes {@code BreakerConfig.defaults()}'s value. */
+	public static class Breaker {
+
+		/** Failure rate 0..1 at which the breaker opens. */
+		@Nullable
+		private Double failureRateThreshold;
+
+		/** Slow-call rate 0..1 at which the breaker opens. */
+		@Nullable
+		private Double slowCallRateThreshold;
+
+		/** A call whose first token takes longer than this is slow. */
+		@Nullable
+		private Duration slowTimeToFirstToken;
+
+		/** Calls in the window before a rate is judged. */
+		@Nullable
+		private Integer minimumCalls;
+
+		/** A count window of this many calls; exclusive with {@code window-buckets}. */
+		@Nullable
+		private Integer windowSize;
+
+		/** A time window of this many buckets of {@code bucket-length}; exclusive with {@code window-size}. */
+		@Nullable
+		private Integer windowBuckets;
+
+		/** The length of one bucket of a time window. */
+		@Nullable
+		private Duration bucketLength;
+
+		/** How long the breaker stays open before probing. */
+		@Nullable
+		private Duration openWait;
+
+		/** Factor the open wait grows by on each re-open (1 = constant). */
+		@Nullable
+		private Double openWaitMultiplier;
+
+		/** The longest open wait. */
+		@Nullable
+		private Duration maxOpenWait;
+
+		/** Random spread 0..1 of the open wait. */
+		@Nullable
+		private Double openWaitJitter;
+
+		/** Probe calls let through in HALF_OPEN. */
+		@Nullable
+		private Integer halfOpenProbes;
+
+		/** How long HALF_OPEN may last before the breaker opens again. */
+		@Nullable
+		private Duration maxTimeInHalfOpen;
+
+		public @Nullable Double getFailureRateThreshold() {
+			return failureRateThreshold;
+		}
+
+		public void setFailureRateThreshold(@Nullable Double failureRateThreshold) {
+			this.failureRateThreshold = failureRateThreshold;
+		}
+
+		public @Nullable Double getSlowCallRateThreshold() {
+			return slowCallRateThreshold;
+		}
+
+		public void setSlowCallRateThreshold(@Nullable Double slowCallRateThreshold) {
+			this.slowCallRateThreshold = slowCallRateThreshold;
+		}
+
+		public @Nullable Duration getSlowTimeToFirstToken() {
+			return slowTimeToFirstToken;
+		}
+
+		public void setSlowTimeToFirstToken(@Nullable Duration slowTimeToFirstToken) {
+			this.slowTimeToFirstToken = slowTimeToFirstToken;
+		}
+
+		public @Nullable Integer getMinimumCalls() {
+			return minimumCalls;
+		}
+
+		public void setMinimumCalls(@Nullable Integer minimumCalls) {
+			this.minimumCalls = minimumCalls;
+		}
+
+		public @Nullable Integer getWindowSize() {
+			return windowSize;
+		}
+
+		public void setWindowSize(@Nullable Integer windowSize) {
+			this.windowSize = windowSize;
+		}
+
+		public @Nullable Integer getWindowBuckets() {
+			return windowBuckets;
+		}
+
+		public void setWindowBuckets(@Nullable Integer windowBuckets) {
+			this.windowBuckets = windowBuckets;
+		}
+
+		public @Nullable Duration getBucketLength() {
+			return bucketLength;
+		}
+
+		public void setBucketLength(@Nullable Duration bucketLength) {
+			this.bucketLength = bucketLength;
+		}
+
+		public @Nullable Duration getOpenWait() {
+			return openWait;
+		}
+
+		public void setOpenWait(@Nullable Duration openWait) {
+			this.openWait = openWait;
+		}
+
+		public @Nullable Double getOpenWaitMultiplier() {
+			return openWaitMultiplier;
+		}
+
+		public void setOpenWaitMultiplier(@Nullable Double openWaitMultiplier) {
+			this.openWaitMultiplier = openWaitMultiplier;
+		}
+
+		public @Nullable Duration getMaxOpenWait() {
+			return maxOpenWait;
+		}
+
+		public void setMaxOpenWait(@Nullable Duration maxOpenWait) {
+			this.maxOpenWait = maxOpenWait;
+		}
+
+		public @Nullable Double getOpenWaitJitter() {
+			return openWaitJitter;
+		}
+
+		public void setOpenWaitJitter(@Nullable Double openWaitJitter) {
+			this.openWaitJitter = openWaitJitter;
+		}
+
+		public @Nullable Integer getHalfOpenProbes() {
+			return halfOpenProbes;
+		}
+
+		public void setHalfOpenProbes(@Nullable Integer halfOpenProbes) {
+			this.halfOpenProbes = halfOpenProbes;
+		}
+
+		public @Nullable Duration getMaxTimeInHalfOpen() {
+			return maxTimeInHalfOpen;
+		}
+
+		public void setMaxTimeInHalfOpen(@Nullable Duration maxTimeInHalfOpen) {
+			this.maxTimeInHalfOpen = maxTimeInHalfOpen;
+		}
+	}
+
+	/** The shared priority lanes: none, or all three of p0, p1 and p2. */
+	public static class Lanes {
+
+		/** The lanes' name in metrics. Default: {@code lanes}. */
+		private String name = "lanes";
+
+		/** The interactive lane. */
+		@Nullable
+		private Lane p0;
+
+		/** The assistive lane. */
+		@Nullable
+		private Lane p1;
+
+		/** The batch lane. */
+		@Nullable
+		private Lane p2;
+
+		public String getName() {
+			return name;
+		}
+
+		public void setName(String name) {
+			this.name = name;
+		}
+
+		public @Nullable Lane getP0() {
+			return p0;
+		}
+
+		public void setP0(@Nullable Lane p0) {
+			this.p0 = p0;
+		}
+
+		public @Nullable Lane getP1() {
+			return p1;
+		}
+
+		public void setP1(@Nullable Lane p1) {
+			this.p1 = p1;
+		}
+
+		public @Nullable Lane getP2() {
+			return p2;
+		}
+
+		public void setP2(@Nullable Lane p2) {
+			this.p2 = p2;
+		}
+
+		/** @return the configured lanes by priority, most urgent first */
+		public Map<Priority, Lane> configured() {
+			Map<Priority, Lane> lanes = new LinkedHashMap<>();
+			if (p0 != null) {
+				lanes.put(Priority.P0, p0);
+			}
+			if (p1 != null) {
+				lanes.put(Priority.P1, p1);
+			}
+			if (p2 != null) {
+				lanes.put(Priority.P2, p2);
+			}
+			return lanes;
+		}
+	}
+
+	/** One lane; an unset setting takes {@code LaneSpec.of(concurrency)}'s value. */
+	public static class Lane {
+
+		/** Streams of this lane in flight at once (0: the lane only borrows). */
+		private int concurrency = 1;
+
+		/** Requests waiting at most. Default: 256. */
+		@Nullable
+		private Integer maxQueueSize;
+
+		/** Longest wait in the queue before rejection. Default: 30s. */
+		@Nullable
+		private Duration maxQueueWait;
+
+		/** Whether this lane may use idle permits of less urgent lanes. Default: true. */
+		@Nullable
+		private Boolean borrowFromLower;
+
+		/** Permits that only this lane's own requests may use. Default: 0. */
+		@Nullable
+		private Integer reservedForOwn;
+
+		/** A request waiting this long is promoted one priority; unset: never. */
+		@Nullable
+		private Duration agingAfter;
+
+		public int getConcurrency() {
+			return concurrency;
+		}
+
+		public void setConcurrency(int concurrency) {
+			this.concurrency = concurrency;
+		}
+
+		public @Nullable Integer getMaxQueueSize() {
+			return maxQueueSize;
+		}
+
+		public void setMaxQueueSize(@Nullable Integer maxQueueSize) {
+			this.maxQueueSize = maxQueueSize;
+		}
+
+		public @Nullable Duration getMaxQueueWait() {
+			return maxQueueWait;
+		}
+
+		public void setMaxQueueWait(@Nullable Duration maxQueueWait) {
+			this.maxQueueWait = maxQueueWait;
+		}
+
+		public @Nullable Boolean getBorrowFromLower() {
+			return borrowFromLower;
+		}
+
+		public void setBorrowFromLower(@Nullable Boolean borrowFromLower) {
+			this.borrowFromLower = borrowFromLower;
+		}
+
+		public @Nullable Integer getReservedForOwn() {
+			return reservedForOwn;
+		}
+
+		public void setReservedForOwn(@Nullable Integer reservedForOwn) {
+			this.reservedForOwn = reservedForOwn;
+		}
+
+		public @Nullable Duration getAgingAfter() {
+			return agingAfter;
+		}
+
+		public void setAgingAfter(@Nullable Duration agingAfter) {
+			this.agingAfter = agingAfter;
+		}
+	}
+
+	/** @return the names of the policies, in configuration order */
+	List<String> policyNames() {
+		return new ArrayList<>(policies.keySet());
+	}
+}

@@ -1,0 +1,79 @@
+package dev.aiguard.boot.autoconfigure;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.chat.ChatChunk;
+import org.jspecify.annotations.Nullable;
+import org.springframework.beans.factory.DisposableBean;
+
+/**
+ * The guards, breakers and lanes built from {@code aiguard.*}, by name. Each guard is also a bean
+ * of its own (named after its policy), so most code injects the guard and never sees this; the
+ * registry is for code that looks guards up at runtime and for management views.
+ *
+ * <pre>{@code
+ * AiGuard<ChatChunk> chat = registry.guard("chat");
+ * BreakerState state = registry.breaker("openai").orElseThrow().state();
+ * }</pre>
+ */
+public final class AiGuardRegistry implements DisposableBean {
+
+	private final Map<String, AiGuard<ChatChunk>> guards;
+	private final Map<String, CircuitBreaker> breakers;
+	@Nullable
+	private final PriorityLanes lanes;
+
+	AiGuardRegistry(Map<String, AiGuard<ChatChunk>> guards, Map<String, CircuitBreaker> breakers,
+			@Nullable PriorityLanes lanes) {
+		this.guards = Collections.unmodifiableMap(new LinkedHashMap<>(guards));
+		this.breakers = Collections.unmodifiableMap(new LinkedHashMap<>(breakers));
+		this.lanes = lanes;
+	}
+
+	/**
+	 * @return the guard of the policy {@code aiguard.policies.<name>}
+	 * @throws IllegalArgumentException naming the known policies when there is none of that name
+	 */
+	public AiGuard<ChatChunk> guard(String name) {
+		AiGuard<ChatChunk> guard = guards.get(name);
+		if (guard == null) {
+			throw new IllegalArgumentException("no guard policy '" + name + "' under aiguard.policies (known: "
+					+ guards.keySet() + ")");
+		}
+		return guard;
+	}
+
+	/** @return every guard by policy name, in configuration order */
+	public Map<String, AiGuard<ChatChunk>> guards() {
+		return guards;
+	}
+
+	/** @return the breaker {@code aiguard.breakers.<name>}, if configured */
+	public Optional<CircuitBreaker> breaker(String name) {
+		return Optional.ofNullable(breakers.get(name));
+	}
+
+	/** @return every breaker by name, in configuration order */
+	public Map<String, CircuitBreaker> breakers() {
+		return breakers;
+	}
+
+	/** @return the shared lanes, if any lane is configured */
+	public Optional<PriorityLanes> lanes() {
+		return Optional.ofNullable(lanes);
+	}
+
+	/** Disposes the lanes' schedulers when the context closes. */
+	@Override
+	public void destroy() {
+		if (lanes != null) {
+			lanes.dispose();
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package dev.aiguard.boot.autoconfigure;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Locale;
+import java.util.function.BiFunction;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.admission.LaneSpec;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.core.Priority;
+import dev.aiguard.fallback.Fallback;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.retry.ContinuationStrategy;
+import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.retry.RetryRules;
+import dev.aiguard.stall.StallSpec;
+import dev.aiguard.truncation.TruncationSpec;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Turns {@link AiGuardProperties} into the library's objects. Each value goes through the
+ * library's own checks; a refusal becomes an {@link InvalidGuardPropertyException} naming the full
+ * property, so the rules live in one place (the library) and the message still says which line of
+ * the configuration is wrong.
+ */
+final class GuardFactory {
+
+	private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
+	private final AiGuardProperties properties;
+	private final GuardMetrics metrics;
+	private final List<AiGuardPolicyCustomizer> customizers;
+
+	GuardFactory(AiGuardProperties properties, GuardMetrics metrics, List<AiGuardPolicyCustomizer> customizers) {
+		this.properties = properties;
+		this.metrics = metrics;
+		this.customizers = customizers;
+	}
+
+	/** @return every breaker, lanes and guard the properties describe */
+	AiGuardRegistry build() {
+		Map<String, CircuitBreaker> breakers = new LinkedHashMap<>();
+		properties.getBreakers().forEach((name, b) -> breakers.put(name, breaker(name, b)));
+		PriorityLanes lanes = lanes(properties.getLanes());
+		RetryBudget budget = budget(properties.getRetryBudget());
+		Map<String, AiGuard<ChatChunk>> guards = new LinkedHashMap<>();
+		properties.getPolicies().forEach((name, p) -> guards.put(name, AiGuard.of(policy(name, p, breakers, lanes, budget))));
+		return new AiGuardRegistry(guards, breakers, lanes);
+	}
+
+	CircuitBreaker breaker(String name, AiGuardProperties.Breaker b) {
+		String at = AiGuardProperties.PREFIX + ".breakers." + name;
+		checkName(at, name);
+		BreakerConfig.Builder c = BreakerConfig.custom();
+		set(at + ".failure-rate-threshold", b.getFailureRateThreshold(), c::failureRateThreshold);
+		set(at + ".slow-call-rate-threshold", b.getSlowCallRateThreshold(), c::slowCallRateThreshold);
+		set(at + ".slow-time-to-first-token", b.getSlowTimeToFirstToken(), c::slowTimeToFirstToken);
+		set(at + ".minimum-calls", b.getMinimumCalls(), c::minimumCalls);
+		if (b.getWindowSize() != null && (b.getWindowBuckets() != null || b.getBucketLength() != null)) {
+			throw new InvalidGuardPropertyException(at + ".window-size", b.getWindowSize(),
+					"a breaker has either a count window (window-size) or a time window (window-buckets and bucket-length), not both",
+					null);
+		}
+		set(at + ".window-size", b.getWindowSize(), c::countWindow);
+		if (b.getWindowBuckets() != null || b.getBucketLength() != null) {
+			if (b.getWindowBuckets() == null || b.getBucketLength() == null) {
+				String missing = b.getWindowBuckets() == null ? ".window-buckets" : ".bucket-length";
+				throw new InvalidGuardPropertyException(at + missing, null,
+						"a time window needs both window-buckets and bucket-length", null);
+			}
+			int buckets = b.getWindowBuckets();
+			set(at + ".window-buckets", b.getBucketLength(), length -> c.timeWindow(buckets, length));
+		}
+		set(at + ".open-wait", b.getOpenWait(), c::openWait);
+		set(at + ".open-wait-multiplier", b.getOpenWaitMultiplier(), c::openWaitMultiplier);
+		set(at + ".max-open-wait", b.getMaxOpenWait(), c::maxOpenWait);
+		set(at + ".open-wait-jitter", b.getOpenWaitJitter(), c::openWaitJitter);
+		set(at + ".half-open-probes", b.getHalfOpenProbes(), c::halfOpenProbes);
+		set(at + ".max-time-in-half-open", b.getMaxTimeInHalfOpen(), c::maxTimeInHalfOpen);
+		BreakerConfig config = make(at, c::build);
+		return CircuitBreaker.builder(name).config(config).metrics(metrics).build();
+	}
+
+	@Nullable
+	PriorityLanes lanes(AiGuardProperties.Lanes l) {
+		Map<Priority, AiGuardProperties.Lane> configured = l.configured();
+		if (configured.isEmpty()) {
+			return null;
+		}
+		String at = AiGuardProperties.PREFIX + ".lanes";
+		checkName(at + ".name", l.getName());
+		for (Priority priority : Priority.values()) {
+			if (!configured.containsKey(priority)) {
+				throw new InvalidGuardPropertyException(at + "." + priority.name().toLowerCase(Locale.ROOT) + ".concurrency",
+						null, "lanes need all three of p0, p1 and p2 once one is configured (0 makes a lane that only borrows)",
+						null);
+			}
+		}
+		PriorityLanes.Builder b = PriorityLanes.builder().name(l.getName()).metrics(metrics);
+		configured.forEach((priority, lane) -> b.lane(priority, lane(at + "." + priority.name().toLowerCase(Locale.ROOT), lane)));
+		return make(at, b::build);
+	}
+
+	private static LaneSpec lane(String at, AiGuardProperties.Lane lane) {
+		LaneSpec spec = make(at + ".concurrency", lane.getConcurrency(), LaneSpec::of);
+		spec = with(at + ".max-queue-size", lane.getMaxQueueSize(), spec, LaneSpec::maxQueueSize);
+		spec = with(at + ".max-queue-wait", lane.getMaxQueueWait(), spec, LaneSpec::maxQueueWait);
+		spec = with(at + ".borrow-from-lower", lane.getBorrowFromLower(), spec, LaneSpec::borrowFromLower);
+		spec = with(at + ".reserved-for-own", lane.getReservedForOwn(), spec, LaneSpec::reservedForOwn);
+		spec = with(at + ".aging-after", lane.getAgingAfter(), spec, LaneSpec::agingAfter);
+		return spec;
+	}
+
+	private static RetryBudget budget(AiGuardProperties.RetryBudget b) {
+		String at = AiGuardProperties.PREFIX + ".retry-budget";
+		return make(at, () -> RetryBudget.of(b.getRatio(), b.getMinRetriesPerSecond(), b.getWindow()));
+	}
+
+	GuardPolicy policy(String name, AiGuardProperties.Policy p, Map<String, CircuitBreaker> breakers,
+			@Nullable PriorityLanes lanes, RetryBudget budget) {
+		String at = AiGuardProperties.PREFIX + ".policies." + name;
+		checkName(at, name);
+		GuardPolicy.Builder b = make(at, () -> GuardPolicy.builder(name));
+		set(at + ".default-priority", p.getDefaultPriority(), b::defaultPriority);
+		b.metrics(metrics);
+		b.stall(stall(at + ".stall", p.getStall()));
+		if (p.getBreaker() != null) {
+			CircuitBreaker breaker = breakers.get(p.getBreaker());
+			if (breaker == null) {
+				throw new InvalidGuardPropertyException(at + ".breaker", p.getBreaker(),
+						"no breaker of that name under aiguard.breakers (known: " + breakers.keySet() + ")", null);
+			}
+			b.breaker(breaker);
+		}
+		if (p.isLanes()) {
+			if (lanes == null) {
+				throw new InvalidGuardPropertyException(at + ".lanes", true,
+						"the policy asks for the shared lanes but none is configured under aiguard.lanes (p0, p1 or p2)",
+						null);
+			}
+			b.lanes(lanes);
+		}
+		b.blockingUpstream(p.isBlockingUpstream());
+		AiGuardProperties.Retry r = p.getRetry();
+		if (r.getMaxAttempts() != null) {
+			b.retry(retry(at + ".retry", r));
+			if (r.isBudget()) {
+				b.retryBudget(budget);
+			}
+		}
+		else if (r.isBudget()) {
+			throw new InvalidGuardPropertyException(at + ".retry.budget", true,
+					"a retry budget needs retries: set " + at + ".retry.max-attempts", null);
+		}
+		AiGuardProperties.Truncation t = p.getTruncation();
+		if (t.isEnabled()) {
+			b.truncation(truncation(at + ".truncation", t));
+		}
+		b.midStream(midStream(at + ".mid-stream", p.getMidStream()));
+		AiGuardProperties.Fallback f = p.getFallback();
+		if (f.getStaticText() != null) {
+			b.fallback(fallback(at + ".fallback", f));
+		}
+		for (AiGuardPolicyCustomizer customizer : customizers) {
+			customizer.customize(name, b);
+		}
+		return make(at, b::build);
+	}
+
+	private static StallSpec stall(String at, AiGuardProperties.Stall s) {
+		StallSpec spec = StallSpec.defaults();
+		spec = with(at + ".first-token-timeout", s.getFirstTokenTimeout(), spec, StallSpec::firstTokenTimeout);
+		spec = with(at + ".idle-timeout", s.getIdleTimeout(), spec, StallSpec::idleTimeout);
+		spec = with(at + ".max-duration", s.getMaxDuration(), spec, StallSpec::maxDuration);
+		spec = with(at + ".heartbeats-extend-idle", s.getHeartbeatsExtendIdle(), spec, StallSpec::heartbeatsExtendIdle);
+		spec = with(at + ".require-terminal", s.getRequireTerminal(), spec, StallSpec::requireTerminal);
+		return spec;
+	}
+
+	private static RetryRules retry(String at, AiGuardProperties.Retry r) {
+		RetryRules rules = RetryRules.defaults();
+		rules = with(at + ".max-attempts", r.getMaxAttempts(), rules, RetryRules::maxAttempts);
+		rules = with(at + ".min-backoff", r.getMinBackoff(), rules, RetryRules::minBackoff);
+		rules = with(at + ".max-backoff", r.getMaxBackoff(), rules, RetryRules::maxBackoff);
+		rules = with(at + ".max-retry-after", r.getMaxRetryAfter(), rules, RetryRules::maxRetryAfter);
+		rules = with(at + ".jitter", r.getJitter(), rules, RetryRules::jitter);
+		return rules;
+	}
+
+	private static TruncationSpec truncation(String at, AiGuardProperties.Truncation t) {
+		TruncationSpec spec = TruncationSpec.defaults();
+		spec = with(at + ".max-truncations", t.getMaxTruncations(), spec, TruncationSpec::maxTruncations);
+		spec = with(at + ".reserved-output-tokens", t.getReservedOutputTokens(), spec, TruncationSpec::reservedOutputTokens);
+		spec = with(at + ".shrink-factor", t.getShrinkFactor(), spec, TruncationSpec::shrinkFactor);
+		return spec;
+	}
+
+	private static MidStreamPolicy<?> midStream(String at, AiGuardProperties.MidStream m) {
+		switch (m.getMode()) {
+			case NOTICE:
+				if (m.getNotice() == null || m.getNotice().isBlank()) {
+					throw new InvalidGuardPropertyException(at + ".notice", m.getNotice(),
+							"mode notice needs the notice text", null);
+				}
+				return make(at + ".notice", m.getNotice(), MidStreamPolicy::notice);
+			case CONTINUE:
+				ContinuationStrategy strategy = m.getContinuation() == AiGuardProperties.ContinuationMode.ASSISTANT_PREFILL
+						? ContinuationStrategy.ASSISTANT_PREFILL : ContinuationStrategy.USER_CONTINUE;
+				return make(at + ".max-continuations", m.getMaxContinuations(),
+						n -> MidStreamPolicy.continueWith(strategy, n));
+			default:
+				return MidStreamPolicy.fail();
+		}
+	}
+
+	private static FallbackChain<ChatChunk> fallback(String at, AiGuardProperties.Fallback f) {
+		FallbackChain.Builder<ChatChunk> chain = FallbackChain.<ChatChunk>builder();
+		String text = Objects.requireNonNull(f.getStaticText());
+		chain.step(make(at + ".static-text", text, Fallback::staticText));
+		set(at + ".triggers", f.getTriggers(), chain::triggers);
+		set(at + ".timeout", f.getTimeout(), chain::timeout);
+		return make(at, chain::build);
+	}
+
+	private static void checkName(String at, String name) {
+		if (name == null || !NAME.matcher(name).matches()) {
+			throw new InvalidGuardPropertyException(at, name,
+					"a name must be 1 to 64 letters, digits, '.', '_' or '-'", null);
+		}
+	}
+
+	/** Applies a value to a builder unless it is unset, naming the property when the library refuses it. */
+	private static <V> void set(String property, @Nullable V value, Consumer<V> setter) {
+		if (value != null) {
+			try {
+				setter.accept(value);
+			}
+			catch (IllegalArgumentException | NullPointerException e) {
+				throw new InvalidGuardPropertyException(property, value, String.valueOf(e.getMessage()), e);
+			}
+		}
+	}
+
+	/** Derives an immutable spec with a value unless it is unset, naming the property when refused. */
+	private static <S, V> S with(String property, @Nullable V value, S spec, BiFunction<S, V, S> wither) {
+		if (value == null) {
+			return spec;
+		}
+		try {
+			return wither.apply(spec, value);
+		}
+		catch (IllegalArgumentException | NullPointerException e) {
+			throw new InvalidGuardPropertyException(property, value, String.valueOf(e.getMessage()), e);
+		}
+	}
+
+	private static <V, R> R make(String property, V value, Function<V, R> factory) {
+		try {
+			return factory.apply(value);
+		}
+		catch (IllegalArgumentException | NullPointerException e) {
+			throw new InvalidGuardPropertyException(property, value, String.valueOf(e.getMessage()), e);
+		}
+	}
+
+	private static <R> R make(String property, Supplier<R> factory) {
+		try {
+			return factory.get();
+		}
+		catch (InvalidGuardPropertyException e) {
+			throw e;
+		}
+		catch (IllegalArgumentException | IllegalStateException | NullPointerException e) {
+			throw new InvalidGuardPropertyException(property, null, String.valueOf(e.getMessage()), e);
+		}
+	}
+}

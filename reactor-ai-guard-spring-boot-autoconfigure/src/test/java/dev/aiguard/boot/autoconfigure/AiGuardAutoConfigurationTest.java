@@ -1,0 +1,245 @@
+package dev.aiguard.boot.autoconfigure;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.core.Priority;
+import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.stall.StreamStalledException;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.ResolvableType;
+import reactor.core.publisher.Flux;
+import reactor.test.StepVerifier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class AiGuardAutoConfigurationTest {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class));
+
+	private static final String[] FULL = { "aiguard.breakers.openai.failure-rate-threshold=0.5",
+			"aiguard.breakers.openai.minimum-calls=4", "aiguard.breakers.openai.window-size=10",
+			"aiguard.breakers.openai.open-wait=15s", "aiguard.lanes.p0.concurrency=4",
+			"aiguard.lanes.p1.concurrency=2", "aiguard.lanes.p2.concurrency=1", "aiguard.lanes.p2.max-queue-wait=2s",
+			"aiguard.policies.chat.breaker=openai", "aiguard.policies.chat.lanes=true",
+			"aiguard.policies.chat.default-priority=P0", "aiguard.policies.chat.stall.first-token-timeout=2s",
+			"aiguard.policies.chat.stall.idle-timeout=300ms", "aiguard.policies.chat.retry.max-attempts=2",
+			"aiguard.policies.chat.retry.budget=true", "aiguard.policies.chat.truncation.enabled=true",
+			"aiguard.policies.chat.fallback.static-text=Busy, try again.",
+			"aiguard.policies.batch.default-priority=P2" };
+
+	@Test
+	void withoutPropertiesThereIsAnEmptyRegistryAndNoGuardBean() {
+		runner.run(context -> {
+			assertThat(context).hasSingleBean(AiGuardRegistry.class);
+			assertThat(context.getBeanNamesForType(AiGuard.class)).isEmpty();
+			assertThat(context.getBean(AiGuardRegistry.class).lanes()).isEmpty();
+		});
+	}
+
+	@Test
+	void eachPolicyBecomesAGuardBeanQualifiedByItsName() {
+		runner.withPropertyValues(FULL).withUserConfiguration(InjectsChat.class).run(context -> {
+			assertThat(context.getBeanNamesForType(ResolvableType.forClassWithGenerics(AiGuard.class, ChatChunk.class)))
+				.containsExactly("aiguard.chat", "aiguard.batch");
+			AiGuardRegistry registry = context.getBean(AiGuardRegistry.class);
+			AiGuard<ChatChunk> chat = context.getBean(InjectsChat.class).guard;
+			assertThat(chat).isSameAs(registry.guard("chat"));
+			GuardPolicy policy = chat.policy();
+			assertThat(policy.name()).isEqualTo("chat");
+			assertThat(policy.defaultPriority()).isEqualTo(Priority.P0);
+			assertThat(policy.breaker()).isSameAs(registry.breaker("openai").orElseThrow());
+			assertThat(policy.lanes()).isSameAs(registry.lanes().orElseThrow());
+			assertThat(policy.stall().idleTimeout()).isEqualTo(Duration.ofMillis(300));
+			assertThat(policy.retry().maxAttempts()).isEqualTo(2);
+			assertThat(policy.truncation()).isNotNull();
+			assertThat(registry.breaker("openai").orElseThrow().state()).isEqualTo(BreakerState.CLOSED);
+			assertThat(registry.guard("batch").policy().defaultPriority()).isEqualTo(Priority.P2);
+			assertThat(registry.guard("batch").policy().breaker()).isNull();
+		});
+	}
+
+	@Test
+	void aGuardFromPropertiesDetectsAStall() {
+		runner.withPropertyValues(FULL).run(context -> {
+			AiGuard<ChatChunk> batch = context.getBean(AiGuardRegistry.class).guard("chat");
+			Flux<ChatChunk> stalls = Flux.concat(Flux.just(ChatChunk.token("Hel")), Flux.never());
+			StepVerifier.create(stalls.transform(batch))
+				.expectNext(ChatChunk.token("Hel"))
+				.expectErrorSatisfies(e -> assertThat(e).hasCauseInstanceOf(StreamStalledException.class))
+				.verify(Duration.ofSeconds(5));
+		});
+	}
+
+	@Test
+	void metersGoToTheContextsRegistry() {
+		runner.withPropertyValues(FULL).withBean(MeterRegistry.class, SimpleMeterRegistry::new).run(context -> {
+			assertThat(context.getBean(GuardMetrics.class)).isInstanceOf(MicrometerGuardMetrics.class);
+			AiGuard<ChatChunk> chat = context.getBean(AiGuardRegistry.class).guard("batch");
+			StepVerifier.create(Flux.just(ChatChunk.token("hi"), ChatChunk.finish("stop")).transform(chat))
+				.expectNextCount(2)
+				.verifyComplete();
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			assertThat(registry.getMeters()).anyMatch(m -> m.getId().getName().startsWith("aiguard.")
+					&& "batch".equals(m.getId().getTag("policy")));
+		});
+	}
+
+	@Test
+	void withoutMicrometerOnTheClassPathTheGuardsStillWork() {
+		runner.withPropertyValues(FULL).withClassLoader(new FilteredClassLoader(MeterRegistry.class)).run(context -> {
+			assertThat(context).doesNotHaveBean(GuardMetrics.class);
+			assertThat(context.getBean(AiGuardRegistry.class).guards()).containsOnlyKeys("chat", "batch");
+		});
+	}
+
+	@Test
+	void withoutTheLibraryNothingIsConfigured() {
+		runner.withPropertyValues(FULL).withClassLoader(new FilteredClassLoader(AiGuard.class))
+			.run(context -> assertThat(context).doesNotHaveBean(AiGuardRegistry.class));
+	}
+
+	@Test
+	void disabledConfiguresNothing() {
+		runner.withPropertyValues(FULL).withPropertyValues("aiguard.enabled=false").run(context -> {
+			assertThat(context).doesNotHaveBean(AiGuardRegistry.class);
+			assertThat(context.getBeanNamesForType(AiGuard.class)).isEmpty();
+		});
+	}
+
+	@Test
+	void theApplicationsOwnBeansWin() {
+		GuardMetrics mine = GuardMetrics.noop();
+		runner.withPropertyValues(FULL).withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+			.withBean("myMetrics", GuardMetrics.class, () -> mine)
+			.run(context -> {
+				assertThat(context.getBean(GuardMetrics.class)).isSameAs(mine);
+				assertThat(context.getBean(AiGuardRegistry.class).guard("chat").policy().metrics()).isSameAs(mine);
+			});
+		runner.withPropertyValues(FULL).withUserConfiguration(OwnChatGuard.class).run(context -> {
+			assertThat(context.getBean("aiguard.chat")).isSameAs(OwnChatGuard.GUARD);
+		});
+	}
+
+	@Test
+	void customizersSeeEveryPolicyInOrder() {
+		runner.withPropertyValues(FULL).withUserConfiguration(Customizers.class).run(context -> {
+			assertThat(context.getBean(Customizers.class).seen).containsExactly("chat", "batch");
+			assertThat(context.getBean(AiGuardRegistry.class).guard("chat").policy().defaultPriority())
+				.isEqualTo(Priority.P1);
+		});
+	}
+
+	@Test
+	void anInvalidValueFailsStartupNamingTheProperty() {
+		runner.withPropertyValues("aiguard.policies.chat.stall.idle-timeout=-1s").run(context -> {
+			assertThat(context).hasFailed();
+			InvalidGuardPropertyException e = invalid(context.getStartupFailure());
+			assertThat(e.property()).isEqualTo("aiguard.policies.chat.stall.idle-timeout");
+			assertThat(e.value()).isEqualTo(Duration.ofSeconds(-1));
+			FailureAnalysis analysis = new InvalidGuardPropertyFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis.getDescription()).contains("aiguard.policies.chat.stall.idle-timeout", "PT-1S",
+					"idleTimeout");
+			assertThat(analysis.getAction()).contains("aiguard.policies.chat.stall.idle-timeout");
+		});
+	}
+
+	@Test
+	void eachKindOfMistakeNamesItsProperty() {
+		expectInvalid("aiguard.policies.chat.breaker", "aiguard.policies.chat.breaker=missing");
+		expectInvalid("aiguard.policies.chat.lanes", "aiguard.policies.chat.lanes=true");
+		expectInvalid("aiguard.policies.chat.retry.budget", "aiguard.policies.chat.retry.budget=true");
+		expectInvalid("aiguard.policies.chat.retry.max-attempts", "aiguard.policies.chat.retry.max-attempts=0");
+		expectInvalid("aiguard.policies.chat.retry.jitter", "aiguard.policies.chat.retry.max-attempts=2",
+				"aiguard.policies.chat.retry.jitter=3");
+		expectInvalid("aiguard.policies.chat.truncation.shrink-factor", "aiguard.policies.chat.truncation.enabled=true",
+				"aiguard.policies.chat.truncation.shrink-factor=1.5");
+		expectInvalid("aiguard.policies.chat.mid-stream.notice", "aiguard.policies.chat.mid-stream.mode=notice");
+		expectInvalid("aiguard.policies.has space", "aiguard.policies[has space].default-priority=P0");
+		expectInvalid("aiguard.breakers.b.failure-rate-threshold", "aiguard.breakers.b.failure-rate-threshold=2");
+		expectInvalid("aiguard.breakers.b.window-size", "aiguard.breakers.b.window-size=10",
+				"aiguard.breakers.b.window-buckets=5");
+		expectInvalid("aiguard.breakers.b.bucket-length", "aiguard.breakers.b.window-buckets=5");
+		expectInvalid("aiguard.lanes.p1.concurrency", "aiguard.lanes.p0.concurrency=1", "aiguard.lanes.p1.concurrency=-1",
+				"aiguard.lanes.p2.concurrency=1");
+		expectInvalid("aiguard.lanes.p2.concurrency", "aiguard.lanes.p0.concurrency=1", "aiguard.lanes.p1.concurrency=1");
+		expectInvalid("aiguard.lanes.p1.max-queue-size", "aiguard.lanes.p0.concurrency=1",
+				"aiguard.lanes.p1.max-queue-size=-5", "aiguard.lanes.p2.concurrency=1");
+		expectInvalid("aiguard.retry-budget", "aiguard.retry-budget.ratio=7");
+	}
+
+	private void expectInvalid(String property, String... values) {
+		runner.withPropertyValues(values).run(context -> {
+			assertThat(context).hasFailed();
+			InvalidGuardPropertyException e = invalid(context.getStartupFailure());
+			assertThat(e.property()).as("for %s", List.of(values)).isEqualTo(property);
+			assertThat(e.getMessage()).contains(property);
+		});
+	}
+
+	private static InvalidGuardPropertyException invalid(Throwable failure) {
+		for (Throwable t = failure; t != null; t = t.getCause()) {
+			if (t instanceof InvalidGuardPropertyException e) {
+				return e;
+			}
+		}
+		throw new AssertionError("no InvalidGuardPropertyException in the failure", failure);
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class InjectsChat {
+
+		final AiGuard<ChatChunk> guard;
+
+		InjectsChat(@Qualifier("chat") AiGuard<ChatChunk> guard) {
+			this.guard = guard;
+		}
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class OwnChatGuard {
+
+		static final AiGuard<ChatChunk> GUARD = AiGuard.of(GuardPolicy.builder("mine").build());
+
+		@Bean("aiguard.chat")
+		AiGuard<ChatChunk> chat() {
+			return GUARD;
+		}
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class Customizers {
+
+		final List<String> seen = new ArrayList<>();
+
+		@Bean
+		AiGuardPolicyCustomizer recordNames() {
+			return (name, builder) -> seen.add(name);
+		}
+
+		@Bean
+		AiGuardPolicyCustomizer downgradeChat() {
+			return (name, builder) -> {
+				if (name.equals("chat")) {
+					builder.defaultPriority(Priority.P1);
+				}
+			};
+		}
+	}
+}
