@@ -3,11 +3,13 @@ package dev.aiguard.breaker;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
@@ -509,6 +511,31 @@ public final class CircuitBreaker {
 	 */
 	public BreakerState state() {
 		return phase.state;
+	}
+
+	/**
+	 * When the breaker lets a probe through, for dashboards and health views.
+	 *
+	 * @return empty unless the state is OPEN; else the time left of the open wait, {@link Duration#ZERO}
+	 *         once it has passed (the next {@link #tryAcquire()} moves the breaker to HALF_OPEN)
+	 */
+	public Optional<Duration> untilProbe() {
+		Phase p = phase;
+		if (p.state != BreakerState.OPEN) {
+			return Optional.empty();
+		}
+		long left = p.openUntil - clock.nanoTime();
+		return Optional.of(left <= 0 ? Duration.ZERO : Duration.ofNanos(left));
+	}
+
+	/**
+	 * @return the length of the open wait the breaker is in (OPEN) or last went through; zero when it
+	 *         has not opened since it was built or last moved by an operator. With
+	 *         {@code openWaitMultiplier > 1} a re-open from HALF_OPEN, or a trip within one open wait of
+	 *         closing, waits {@code multiplier} times longer than the last, up to {@code maxOpenWait}.
+	 */
+	public Duration lastOpenWait() {
+		return Duration.ofNanos(phase.lastOpenWait);
 	}
 
 	/** @return the current config */

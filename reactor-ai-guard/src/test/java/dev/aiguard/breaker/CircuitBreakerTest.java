@@ -435,6 +435,26 @@ class CircuitBreakerTest {
 	}
 
 	@Test
+	void untilProbeCountsDownTheOpenWaitThatLastOpenWaitReports() {
+		CircuitBreaker breaker = breaker(base().build());
+		assertThat(breaker.untilProbe()).isEmpty();
+		assertThat(breaker.lastOpenWait()).isZero();
+		record(breaker, Outcome.FAILURE, 4);
+		assertThat(breaker.untilProbe()).contains(Duration.ofSeconds(10));
+		clock.advance(Duration.ofSeconds(4));
+		assertThat(breaker.untilProbe()).contains(Duration.ofSeconds(6));
+		clock.advance(Duration.ofSeconds(7));
+		assertThat(breaker.untilProbe()).as("the wait has passed; the next call probes").contains(Duration.ZERO);
+		record(breaker, Outcome.FAILURE, 2);
+		assertThat(breaker.untilProbe()).contains(Duration.ofSeconds(20));
+		assertThat(breaker.lastOpenWait()).isEqualTo(Duration.ofSeconds(20));
+		breaker.transitionToForcedOpen();
+		assertThat(breaker.untilProbe()).as("forced open never probes").isEmpty();
+		breaker.transitionToClosed();
+		assertThat(breaker.lastOpenWait()).isZero();
+	}
+
+	@Test
 	void consecutiveReopensGrowTheWaitUpToTheCap() {
 		CircuitBreaker breaker = tripped(base().build());
 		long[] expected = { 10, 20, 40, 40, 40 };
