@@ -1,5 +1,8 @@
 package dev.aiguard.boot.autoconfigure;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import dev.aiguard.AiGuard;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
@@ -35,10 +38,23 @@ public class AiGuardAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
+	RecentReports aiGuardRecentReports(AiGuardProperties properties) {
+		int recent = properties.getReports().getRecent();
+		if (recent < 1 || recent > 10_000) {
+			throw new InvalidGuardPropertyException(AiGuardProperties.PREFIX + ".reports.recent", recent,
+					"must be between 1 and 10000", null);
+		}
+		return new RecentReports(recent);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
 	AiGuardRegistry aiGuardRegistry(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics,
-			ObjectProvider<AiGuardPolicyCustomizer> customizers) {
-		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop),
-				customizers.orderedStream().toList()).build();
+			ObjectProvider<AiGuardPolicyCustomizer> customizers, RecentReports recent) {
+		List<AiGuardPolicyCustomizer> all = new ArrayList<>();
+		all.add((name, builder) -> builder.onReport(recent));
+		customizers.orderedStream().forEach(all::add);
+		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), all).build();
 	}
 
 	@Bean

@@ -55,6 +55,12 @@ public class AiGuardProperties {
 	/** The retry budget shared by every policy with {@code retry.budget: true}. */
 	private RetryBudget retryBudget = new RetryBudget();
 
+	/** What the health contributor reports. */
+	private Health health = new Health();
+
+	/** Reports kept for the Actuator endpoint. */
+	private Reports reports = new Reports();
+
 	public boolean isEnabled() {
 		return enabled;
 	}
@@ -93,6 +99,67 @@ public class AiGuardProperties {
 
 	public void setRetryBudget(RetryBudget retryBudget) {
 		this.retryBudget = retryBudget;
+	}
+
+	public Health getHealth() {
+		return health;
+	}
+
+	public void setHealth(Health health) {
+		this.health = health;
+	}
+
+	public Reports getReports() {
+		return reports;
+	}
+
+	public void setReports(Reports reports) {
+		this.reports = reports;
+	}
+
+	/** The {@code aiguard} health contributor: one indicator per breaker. */
+	public static class Health {
+
+		/**
+		 * The health status of an OPEN or FORCED_OPEN breaker. UP keeps the instance in the load
+		 * balancer through a model outage (the fallbacks still answer, and a restart would not heal
+		 * the provider); set DOWN or OUT_OF_SERVICE to take it out.
+		 */
+		private String openStatus = "UP";
+
+		/** The health status of a HALF_OPEN breaker. */
+		private String halfOpenStatus = "UP";
+
+		public String getOpenStatus() {
+			return openStatus;
+		}
+
+		public void setOpenStatus(String openStatus) {
+			this.openStatus = openStatus;
+		}
+
+		public String getHalfOpenStatus() {
+			return halfOpenStatus;
+		}
+
+		public void setHalfOpenStatus(String halfOpenStatus) {
+			this.halfOpenStatus = halfOpenStatus;
+		}
+	}
+
+	/** Recent reports shown by the {@code aiguard} Actuator endpoint. */
+	public static class Reports {
+
+		/** How many of the most recent reports (all policies together) are kept, 1 to 10000. */
+		private int recent = 50;
+
+		public int getRecent() {
+			return recent;
+		}
+
+		public void setRecent(int recent) {
+			this.recent = recent;
+		}
 	}
 
 	/** One guard policy. */

@@ -1,0 +1,164 @@
+package dev.aiguard.boot.autoconfigure;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerSnapshot;
+import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.core.Priority;
+import dev.aiguard.stall.StallSpec;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.actuate.audit.AuditEvent;
+import org.springframework.boot.actuate.audit.AuditEventRepository;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+
+/**
+ * The {@code aiguard} Actuator endpoint. Reading it ({@code GET /actuator/aiguard}) shows every
+ * policy, breaker (state, rates, window, when the next probe may go) and lane (capacity, in flight,
+ * queued), and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
+ * {@code POST /actuator/aiguard/{breaker}} with {@code {"state": "forced-open" | "disabled" | "closed"}}
+ * moves a breaker by hand and records an audit event {@value #AUDIT_TYPE} when the application has
+ * an {@link AuditEventRepository}. Like every Actuator endpoint it is reachable over HTTP only once
+ * exposed ({@code management.endpoints.web.exposure.include=aiguard}); secure the write operation as
+ * any other.
+ */
+@Endpoint(id = "aiguard")
+public class AiGuardEndpoint {
+
+	/** The audit event type of a breaker moved through the endpoint. */
+	public static final String AUDIT_TYPE = "AIGUARD_BREAKER_CHANGED";
+
+	private final AiGuardRegistry registry;
+	private final RecentReports reports;
+	@Nullable
+	private final AuditEventRepository audit;
+
+	/**
+	 * @param registry what the endpoint shows and changes
+	 * @param reports the recent reports it lists
+	 * @param audit where breaker changes are recorded, or {@code null}
+	 */
+	public AiGuardEndpoint(AiGuardRegistry registry, RecentReports reports, @Nullable AuditEventRepository audit) {
+		this.registry = registry;
+		this.reports = reports;
+		this.audit = audit;
+	}
+
+	/** @return policies, breakers, lanes and recent reports */
+	@ReadOperation
+	public Map<String, Object> guard() {
+		Map<String, Object> body = new LinkedHashMap<>();
+		Map<String, Object> policies = new LinkedHashMap<>();
+		registry.guards().forEach((name, guard) -> policies.put(name, policy(guard.policy())));
+		body.put("policies", policies);
+		Map<String, Object> breakers = new LinkedHashMap<>();
+		registry.breakers().forEach((name, breaker) -> breakers.put(name, breaker(breaker)));
+		body.put("breakers", breakers);
+		body.put("lanes", registry.lanes().map(AiGuardEndpoint::lanes).orElse(null));
+		body.put("reports", reports.newestFirst());
+		return body;
+	}
+
+	/** @return one breaker, or {@code null} (404) when there is none of that name */
+	@ReadOperation
+	public @Nullable Map<String, Object> breaker(@Selector String name) {
+		return registry.breaker(name).map(AiGuardEndpoint::breaker).orElse(null);
+	}
+
+	/**
+	 * Moves a breaker by hand.
+	 *
+	 * @param name the breaker
+	 * @param state {@code forced-open} (refuse every call), {@code disabled} (permit every call,
+	 *        record nothing) or {@code closed} (back to normal with an empty window)
+	 * @return the breaker after the change, or {@code null} (404) when there is none of that name
+	 * @throws IllegalArgumentException (400) for another state
+	 */
+	@WriteOperation
+	public @Nullable Map<String, Object> changeBreaker(SecurityContext securityContext, @Selector String name,
+			String state) {
+		CircuitBreaker breaker = registry.breaker(name).orElse(null);
+		if (breaker == null) {
+			return null;
+		}
+		String before = breaker.state().name();
+		switch (state.trim().toLowerCase(Locale.ROOT)) {
+			case "forced-open", "forced_open" -> breaker.transitionToForcedOpen();
+			case "disabled" -> breaker.transitionToDisabled();
+			case "closed" -> breaker.transitionToClosed();
+			default -> throw new IllegalArgumentException(
+					"state must be forced-open, disabled or closed, was '" + state + "'");
+		}
+		if (audit != null) {
+			String principal = securityContext.getPrincipal() == null ? "anonymous"
+					: securityContext.getPrincipal().getName();
+			Map<String, Object> data = new LinkedHashMap<>();
+			data.put("breaker", name);
+			data.put("from", before);
+			data.put("to", breaker.state().name());
+			audit.add(new AuditEvent(principal, AUDIT_TYPE, data));
+		}
+		return breaker(breaker);
+	}
+
+	private static Map<String, Object> policy(GuardPolicy p) {
+		Map<String, Object> m = new LinkedHashMap<>();
+		m.put("defaultPriority", p.defaultPriority().name());
+		m.put("breaker", p.breaker() == null ? null : p.breaker().name());
+		m.put("lanes", p.lanes() == null ? null : p.lanes().name());
+		StallSpec s = p.stall();
+		Map<String, Object> stall = new LinkedHashMap<>();
+		stall.put("firstTokenTimeout", text(s.firstTokenTimeout()));
+		stall.put("idleTimeout", text(s.idleTimeout()));
+		stall.put("maxDuration", text(s.maxDuration()));
+		stall.put("requireTerminal", s.requireTerminal());
+		m.put("stall", stall);
+		m.put("maxAttempts", p.retry().maxAttempts());
+		m.put("truncation", p.truncation() != null);
+		return m;
+	}
+
+	private static Map<String, Object> breaker(CircuitBreaker breaker) {
+		BreakerSnapshot window = breaker.snapshot();
+		Map<String, Object> b = new LinkedHashMap<>();
+		b.put("state", breaker.state().name());
+		b.put("failureRate", window.failureRate());
+		b.put("slowCallRate", window.slowCallRate());
+		b.put("failureRateThreshold", breaker.config().failureRateThreshold());
+		b.put("calls", window.calls());
+		b.put("failures", window.failures());
+		b.put("slowCalls", window.slowCalls());
+		b.put("stalls", window.stalls());
+		b.put("incomplete", window.incomplete());
+		b.put("rejected", breaker.rejectedCalls());
+		b.put("probeInMs", breaker.untilProbe().map(Duration::toMillis).orElse(null));
+		b.put("lastOpenWaitMs", breaker.lastOpenWait().toMillis());
+		return b;
+	}
+
+	private static Map<String, Object> lanes(PriorityLanes lanes) {
+		Map<String, Object> all = new LinkedHashMap<>();
+		all.put("name", lanes.name());
+		for (Priority p : Priority.values()) {
+			Map<String, Object> lane = new LinkedHashMap<>();
+			lane.put("capacity", lanes.spec(p).concurrency());
+			lane.put("inFlight", lanes.inFlight(p));
+			lane.put("borrowed", lanes.borrowedInFlight(p));
+			lane.put("queued", lanes.queued(p));
+			all.put(p.name(), lane);
+		}
+		return all;
+	}
+
+	private static @Nullable String text(@Nullable Duration d) {
+		return d == null ? null : d.toString();
+	}
+}
