@@ -8,6 +8,7 @@ module dev.aiguard {
 	requires transitive org.reactivestreams;
 
 	requires static micrometer.core;
+	requires static micrometer.observation;
 	requires static com.fasterxml.jackson.databind;
 	requires static reactor.netty.core;
 	requires static reactor.netty.http;

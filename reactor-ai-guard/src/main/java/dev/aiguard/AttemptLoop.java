@@ -108,6 +108,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			return;
 		}
 		this.priority = priority;
+		observeStart();
 		actual.onSubscribe(this);
 		RetryBudget budget = policy.retryBudget();
 		if (budget != null) {
@@ -125,6 +126,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			admitted(now);
 			return;
 		}
+		observeQueued();
 		LaneAdmission waiting = LaneAdmission.await(lanes, priority, this);
 		admission = waiting;
 		if (cancelled != 0) {
@@ -144,6 +146,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			return;
 		}
 		permit.onPreempted(this::preempted);
+		observeAdmitted();
 		nextAttempt();
 	}
 
@@ -153,6 +156,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			finishCancelled();
 			return;
 		}
+		observeRefused(rejection);
 		notAdmitted(rejection);
 	}
 
@@ -208,6 +212,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 
 	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless preempted first. */
 	final void retryAfter(long delayNanos) {
+		observeBackoff(delayNanos);
 		phase = WAITING;
 		PreemptedException taken = preemption;
 		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {

@@ -14,6 +14,7 @@ import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
@@ -45,6 +46,7 @@ public final class GuardPolicy {
 	private final Priority defaultPriority;
 	private final StallSpec stall;
 	private final GuardMetrics metrics;
+	private final GuardObserver observer;
 	private final List<Consumer<? super GuardReport>> reportListeners;
 	@Nullable
 	private final Scheduler timer;
@@ -79,6 +81,7 @@ public final class GuardPolicy {
 		this.defaultPriority = b.defaultPriority;
 		this.stall = b.stall;
 		this.metrics = GuardMetrics.isolated(b.metrics);
+		this.observer = b.observer;
 		this.reportListeners = List.copyOf(b.reportListeners);
 		this.timer = b.timer;
 		this.reportScheduler = b.reportScheduler;
@@ -121,6 +124,11 @@ public final class GuardPolicy {
 
 	public GuardMetrics metrics() {
 		return metrics;
+	}
+
+	/** @return who follows each request for tracing ({@link GuardObserver#noop()} by default) */
+	public GuardObserver observer() {
+		return observer;
 	}
 
 	public List<Consumer<? super GuardReport>> reportListeners() {
@@ -231,6 +239,7 @@ public final class GuardPolicy {
 		b.defaultPriority = defaultPriority;
 		b.stall = stall;
 		b.metrics = metrics;
+		b.observer = observer;
 		b.reportListeners.addAll(reportListeners);
 		b.timer = timer;
 		b.reportScheduler = reportScheduler;
@@ -269,6 +278,7 @@ public final class GuardPolicy {
 		private Priority defaultPriority = Priority.P1;
 		private StallSpec stall = StallSpec.defaults();
 		private GuardMetrics metrics = GuardMetrics.noop();
+		private GuardObserver observer = GuardObserver.noop();
 		private final List<Consumer<? super GuardReport>> reportListeners = new ArrayList<>();
 		private Scheduler timer;
 		private Scheduler reportScheduler;
@@ -305,6 +315,16 @@ public final class GuardPolicy {
 		/** @param guardMetrics where meters are recorded (default: nowhere) */
 		public Builder metrics(GuardMetrics guardMetrics) {
 			this.metrics = require("metrics", guardMetrics);
+			return this;
+		}
+
+		/**
+		 * @param guardObserver follows each request (admission, attempts, backoffs, breaker decisions,
+		 *        fallback steps, end) for tracing, e.g. an {@link dev.aiguard.metrics.ObservationGuardObserver}
+		 *        (default: nobody)
+		 */
+		public Builder observer(GuardObserver guardObserver) {
+			this.observer = require("observer", guardObserver);
 			return this;
 		}
 

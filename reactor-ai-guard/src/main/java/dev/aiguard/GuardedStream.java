@@ -94,6 +94,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		}
 		if (breaker != null) {
 			BreakerPermit permit = breaker.tryAcquire();
+			observeBreaker(permit != null);
 			if (permit == null) {
 				breakerRefused();
 				return;
@@ -110,6 +111,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			continued();
 		}
 		realtimeAttempts++;
+		observeAttemptStarted(realtimeAttempts);
 		ChatRequest sent = request;
 		// a blocking upstream is called, not only subscribed, on the request's lane threads: after a
 		// backoff this code runs on the timer

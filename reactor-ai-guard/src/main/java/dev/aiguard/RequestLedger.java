@@ -12,6 +12,8 @@ import dev.aiguard.core.Source;
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
+import dev.aiguard.metrics.GuardObserver;
+import dev.aiguard.metrics.RequestObserver;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import reactor.core.scheduler.Scheduler;
@@ -44,6 +46,9 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	private volatile long firstTokenAt = -1L;
 	private long wastedTokens;
 	private volatile Source source = Source.REALTIME;
+	/** Set once when the request starts, before the subscriber can cancel; NOOP when nobody observes. */
+	private RequestObserver observer = RequestObserver.NOOP;
+	private int attemptsEnded;
 
 	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
 		this.policy = policy;
@@ -64,8 +69,105 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		return source;
 	}
 
+	/** The priority is known: the policy's observer (if any) starts following the request. */
+	final void observeStart() {
+		GuardObserver o = policy.observer();
+		if (o == GuardObserver.noop()) {
+			return;
+		}
+		try {
+			RequestObserver r = o.requestStarted(policy.name(), priority, currentContext());
+			observer = r != null ? r : RequestObserver.NOOP;
+		}
+		catch (Throwable observerFailure) {
+			dropped(observerFailure);
+		}
+	}
+
+	final void observeQueued() {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.admissionQueued();
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
+	}
+
+	final void observeAdmitted() {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.admitted();
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
+	}
+
+	final void observeRefused(Throwable reason) {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.admissionRefused(reason);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
+	}
+
+	final void observeBreaker(boolean permitted) {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.breakerDecided(permitted);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
+	}
+
+	final void observeAttemptStarted(int number) {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.attemptStarted(number);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
+	}
+
+	final void observeBackoff(long delayNanos) {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.backoff(Duration.ofNanos(delayNanos));
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
+	}
+
 	/** A realtime attempt ended: its numbers go into the report, its meters are recorded. */
 	void attemptEnded(StallWatch<?> watch, Outcome outcome, @Nullable Throwable error) {
+		int number = ++attemptsEnded;
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.attemptEnded(number, outcome, error);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 		long tokens = watch.tokens();
 		long ttft = watch.timeToFirstTokenNanos();
 		noteFirstToken(watch);
@@ -112,6 +214,15 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	void sourceChosen(Source chosen) {
 		source = chosen;
 		announce(chosen);
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.sourceChosen(chosen);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 	}
 
 	void announce(Source chosen) {
@@ -132,10 +243,28 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
 	void retried(String reason) {
 		policy.metrics().retried(policy.name(), priority, reason);
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.retried(reason);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 	}
 
 	void continued() {
 		policy.metrics().continued(policy.name(), priority);
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.continued();
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 	}
 
 	void retryBudgetExhausted() {
@@ -144,10 +273,28 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
 	void promptTruncated(int tokensDropped) {
 		policy.metrics().promptTruncated(policy.name(), priority, tokensDropped);
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.truncated(tokensDropped);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 	}
 
 	/** The request ended (called once): request-level meters, then the report to its listeners. */
 	void close(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.ended(outcome, source, error);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 		boolean truncated = OutputLimits.isTruncation(finishReason);
 		if (truncated) {
 			policy.metrics().outputTruncated(policy.name(), priority);

@@ -5,8 +5,11 @@ import java.util.List;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.metrics.ObservationGuardObserver;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -22,12 +25,14 @@ import org.springframework.core.env.Environment;
  * Builds the guards, breakers and lanes described under {@code aiguard.*}: an
  * {@link AiGuardRegistry} holding them, and one {@code AiGuard<ChatChunk>} bean per policy,
  * qualified by the policy's name ({@code @Qualifier("chat") AiGuard<ChatChunk> guard}). Meters go to
- * the context's {@link MeterRegistry} when there is one. Every bean backs off when the application
+ * the context's {@link MeterRegistry} when there is one, and each request is an {@code Observation}
+ * of the context's {@link ObservationRegistry} when there is one. Every bean backs off when the application
  * defines its own; {@code aiguard.enabled=false} turns the whole configuration off.
  */
 @AutoConfiguration(afterName = {
 		"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-		"org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration" })
+		"org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration",
+		"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
 @ConditionalOnClass(AiGuard.class)
 @ConditionalOnBooleanProperty(name = AiGuardProperties.PREFIX + ".enabled", matchIfMissing = true)
 @EnableConfigurationProperties(AiGuardProperties.class)
@@ -60,6 +65,20 @@ public class AiGuardAutoConfiguration {
 	@Bean
 	static PolicyBeanRegistrar aiGuardPolicyBeans(Environment environment) {
 		return new PolicyBeanRegistrar(environment);
+	}
+
+	/** One Observation per guarded request (a span, with tracing on), when the application has a registry. */
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(ObservationRegistry.class)
+	@ConditionalOnBean(ObservationRegistry.class)
+	static class ObservationConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(name = "aiGuardObservation")
+		AiGuardPolicyCustomizer aiGuardObservation(ObservationRegistry registry) {
+			GuardObserver observer = new ObservationGuardObserver(registry);
+			return (name, builder) -> builder.observer(observer);
+		}
 	}
 
 	/** Micrometer, when the application has a registry. */

@@ -10,10 +10,15 @@ import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
 import dev.aiguard.metrics.GuardMetrics;
+import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.metrics.ObservationGuardObserver;
 import dev.aiguard.stall.StreamStalledException;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistryAssert;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -102,8 +107,27 @@ class AiGuardAutoConfigurationTest {
 	}
 
 	@Test
+	void eachRequestIsAnObservationOfTheContextsRegistry() {
+		runner.withPropertyValues(FULL).withBean(ObservationRegistry.class, TestObservationRegistry::create).run(context -> {
+			AiGuard<ChatChunk> batch = context.getBean(AiGuardRegistry.class).guard("batch");
+			assertThat(batch.policy().observer()).isInstanceOf(ObservationGuardObserver.class);
+			StepVerifier.create(Flux.just(ChatChunk.token("hi"), ChatChunk.finish("stop")).transform(batch))
+				.expectNextCount(2)
+				.verifyComplete();
+			TestObservationRegistryAssert.assertThat((TestObservationRegistry) context.getBean(ObservationRegistry.class))
+				.hasObservationWithNameEqualTo(ObservationGuardObserver.NAME)
+				.that()
+				.hasLowCardinalityKeyValue("policy", "batch")
+				.hasLowCardinalityKeyValue("outcome", "SUCCESS")
+				.hasBeenStopped();
+		});
+		runner.withPropertyValues(FULL).run(context -> assertThat(
+				context.getBean(AiGuardRegistry.class).guard("batch").policy().observer()).isSameAs(GuardObserver.noop()));
+	}
+
+	@Test
 	void withoutMicrometerOnTheClassPathTheGuardsStillWork() {
-		runner.withPropertyValues(FULL).withClassLoader(new FilteredClassLoader(MeterRegistry.class)).run(context -> {
+		runner.withPropertyValues(FULL).withClassLoader(new FilteredClassLoader(MeterRegistry.class, ObservationRegistry.class)).run(context -> {
 			assertThat(context).doesNotHaveBean(GuardMetrics.class);
 			assertThat(context.getBean(AiGuardRegistry.class).guards()).containsOnlyKeys("chat", "batch");
 		});
