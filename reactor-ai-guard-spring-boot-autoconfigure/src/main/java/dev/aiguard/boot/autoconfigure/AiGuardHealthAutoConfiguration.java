@@ -15,9 +15,9 @@ import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.annotation.Bean;
 
 /**
- * The health contributor {@code aiguard}: one indicator per breaker (a single UP indicator when
- * there is no breaker), in the health group {@code aiguard} unless the application defines that
- * group itself. {@code management.health.aiguard.enabled=false} turns it off.
+ * The health contributor {@code aiguardBreakers}: one indicator per breaker (a single UP indicator
+ * when there is no breaker), in the health group {@code aiguard} unless the application defines
+ * that group itself. {@code management.health.aiguard.enabled=false} turns it off.
  */
 @AutoConfiguration(after = AiGuardAutoConfiguration.class)
 @ConditionalOnClass(name = "org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator")
@@ -25,9 +25,9 @@ import org.springframework.context.annotation.Bean;
 public class AiGuardHealthAutoConfiguration {
 
 	@Bean
-	@ConditionalOnMissingBean(name = "aiguardHealthContributor")
+	@ConditionalOnMissingBean(name = "aiguardBreakersHealthContributor")
 	@ConditionalOnEnabledHealthIndicator("aiguard")
-	HealthContributor aiguardHealthContributor(AiGuardRegistry registry, AiGuardProperties properties) {
+	HealthContributor aiguardBreakersHealthContributor(AiGuardRegistry registry, AiGuardProperties properties) {
 		if (registry.breakers().isEmpty()) {
 			return (HealthIndicator) () -> Health.up().withDetail("breakers", 0).build();
 		}

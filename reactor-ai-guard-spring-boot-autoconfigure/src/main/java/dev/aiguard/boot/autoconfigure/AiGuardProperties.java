@@ -117,7 +117,7 @@ public class AiGuardProperties {
 		this.reports = reports;
 	}
 
-	/** The {@code aiguard} health contributor: one indicator per breaker. */
+	/** The {@code aiguardBreakers} health contributor: one indicator per breaker. */
 	public static class Health {
 
 		/**

@@ -9,7 +9,7 @@ import org.springframework.core.env.ConfigurableEnvironment;
 
 /**
  * Declares the health group {@code aiguard} ({@code /actuator/health/aiguard}) holding the
- * {@code aiguard} contributor, as a default: any setting of the application for
+ * {@code aiguardBreakers} contributor, as a default: any setting of the application for
  * {@code management.endpoint.health.group.aiguard.include} wins.
  */
 class HealthGroupDefaults implements EnvironmentPostProcessor {
@@ -19,7 +19,7 @@ class HealthGroupDefaults implements EnvironmentPostProcessor {
 	@Override
 	public void postProcessEnvironment(ConfigurableEnvironment environment, SpringApplication application) {
 		if (!environment.containsProperty(INCLUDE)) {
-			DefaultPropertiesPropertySource.addOrMerge(Map.of(INCLUDE, "aiguard"), environment.getPropertySources());
+			DefaultPropertiesPropertySource.addOrMerge(Map.of(INCLUDE, "aiguardBreakers"), environment.getPropertySources());
 		}
 	}
 }

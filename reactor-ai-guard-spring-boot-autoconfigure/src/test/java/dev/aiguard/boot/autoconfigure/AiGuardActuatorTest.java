@@ -105,7 +105,7 @@ class AiGuardActuatorTest {
 	@Test
 	void oneHealthIndicatorPerBreakerUpWhileOpenUnlessMapped() {
 		runner.run(context -> {
-			CompositeHealthContributor aiguard = (CompositeHealthContributor) context.getBean("aiguardHealthContributor",
+			CompositeHealthContributor aiguard = (CompositeHealthContributor) context.getBean("aiguardBreakersHealthContributor",
 					HealthContributor.class);
 			CircuitBreaker openai = context.getBean(AiGuardRegistry.class).breaker("openai").orElseThrow();
 			trip(openai);
@@ -117,14 +117,14 @@ class AiGuardActuatorTest {
 				.containsEntry("state", "CLOSED").containsEntry("degraded", false);
 		});
 		runner.withPropertyValues("aiguard.health.open-status=out_of_service").run(context -> {
-			CompositeHealthContributor aiguard = (CompositeHealthContributor) context.getBean("aiguardHealthContributor",
+			CompositeHealthContributor aiguard = (CompositeHealthContributor) context.getBean("aiguardBreakersHealthContributor",
 					HealthContributor.class);
 			trip(context.getBean(AiGuardRegistry.class).breaker("openai").orElseThrow());
 			assertThat(((HealthIndicator) aiguard.getContributor("openai")).health().getStatus())
 				.isEqualTo(Status.OUT_OF_SERVICE);
 		});
 		runner.withPropertyValues("management.health.aiguard.enabled=false")
-			.run(context -> assertThat(context).doesNotHaveBean("aiguardHealthContributor"));
+			.run(context -> assertThat(context).doesNotHaveBean("aiguardBreakersHealthContributor"));
 	}
 
 	@Test
