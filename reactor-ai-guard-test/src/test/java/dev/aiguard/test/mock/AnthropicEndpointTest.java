@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.stream.Collectors;
 
@@ -37,6 +36,7 @@ import dev.aiguard.truncation.TokenCounter;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.timeout.ReadTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -45,8 +45,10 @@ import reactor.core.publisher.Mono;
 import reactor.netty.ByteBufFlux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.client.PrematureCloseException;
 import reactor.netty.http.server.HttpServer;
 import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -265,29 +267,27 @@ class AnthropicEndpointTest {
 	void aStallMidStreamIsCaughtWithinTheIdleDeadlineAndTheMockSeesTheConnectionClosed() throws Exception {
 		mock.faults(mock.faults().withPace(0, 5).withStallAfter(3));
 		Duration idle = Duration.ofMillis(300);
+		// the guard's clock is the test's: the deadline is measured exactly, whatever the machine's load
+		VirtualTimeScheduler clock = VirtualTimeScheduler.create();
 		CompletableFuture<GuardReport> report = new CompletableFuture<>();
 		AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("anthropic-stall")
 			.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(5)).idleTimeout(idle).idleChecks(10))
+			.timer(clock)
 			.onReport(report::complete)
 			.build());
-		AtomicLong lastToken = new AtomicLong();
 
-		StepVerifier.create(client.stream(ask(MockAnswers.numbered("s", 10))).transform(guard)
-				.doOnNext(c -> {
-					if (c.hasContent()) {
-						lastToken.set(System.nanoTime());
-					}
-				})
-				.filter(ChatChunk::hasContent))
+		StepVerifier.create(client.stream(ask(MockAnswers.numbered("s", 10))).transform(guard).filter(ChatChunk::hasContent))
 			.expectNext(ChatChunk.token("s.1 "), ChatChunk.token("s.2 "), ChatChunk.token("s.3 "))
+			.then(() -> clock.advanceTimeBy(idle.minusMillis(1)))
+			.expectNoEvent(Duration.ofMillis(100))
+			.then(() -> clock.advanceTimeBy(Duration.ofMillis(101)))
 			.expectErrorSatisfies(e -> {
-				long afterLastToken = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lastToken.get());
-				assertThat(afterLastToken).as("the stall reaches the subscriber within the deadline + 100 ms")
-					.isBetween(idle.toMillis() - 10, idle.toMillis() + 100);
 				assertThat(e).isInstanceOf(PartialStreamException.class);
 				assertThat(e.getCause()).isInstanceOfSatisfying(StreamStalledException.class, s -> {
 					assertThat(s.phase()).isEqualTo(StallPhase.IDLE);
 					assertThat(s.tokensReceived()).isEqualTo(3);
+					assertThat(s.elapsed()).as("caught within the deadline + 100 ms")
+						.isBetween(idle, idle.plusMillis(100));
 				});
 			})
 			.verify(WAIT);
@@ -347,6 +347,27 @@ class AnthropicEndpointTest {
 	}
 
 	@Test
+	void withoutStreamAStallSendsNothingAndADropClosesTheConnection() {
+		mock.faults(mock.faults().withStallAfter(2));
+		String body = "{\"model\":\"m\",\"max_tokens\":100,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}";
+
+		StepVerifier.create(postFor(body, Duration.ofMillis(300)))
+			.expectError(ReadTimeoutException.class)
+			.verify(WAIT);
+		assertThat(mock.stats().stalled()).isEqualTo(1);
+		StepVerifier.create(until(() -> mock.stats().cancelled(), 1)).expectNextCount(1).verifyComplete();
+		StepVerifier.create(until(() -> mock.stats().inProgress(), 0)).expectNextCount(1).verifyComplete();
+
+		mock.faults(mock.faults().withStallAfter(null).withDropAfter(2));
+		StepVerifier.create(postFor(body, WAIT))
+			.expectError(PrematureCloseException.class)
+			.verify(WAIT);
+		assertThat(mock.stats().dropped()).isEqualTo(1);
+		assertThat(mock.stats().completed()).isZero();
+		StepVerifier.create(until(() -> mock.stats().inProgress(), 0)).expectNextCount(1).verifyComplete();
+	}
+
+	@Test
 	void requestsTheApiWouldRefuseGetAnInvalidRequestError() throws Exception {
 		String fine = "{\"model\":\"m\",\"max_tokens\":10,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}";
 		assertRefused(post(false, fine), "anthropic-version");
@@ -376,7 +397,17 @@ class AnthropicEndpointTest {
 
 	/** A POST to the mock's route without the library's client, with or without {@code anthropic-version}. */
 	private Raw post(boolean withVersion, String body) {
+		return post(withVersion, body, WAIT).block(WAIT);
+	}
+
+	/** A POST with {@code anthropic-version} whose response must start within {@code responseTimeout}. */
+	private Mono<Raw> postFor(String body, Duration responseTimeout) {
+		return post(true, body, responseTimeout);
+	}
+
+	private Mono<Raw> post(boolean withVersion, String body, Duration responseTimeout) {
 		return HttpClient.create()
+			.responseTimeout(responseTimeout)
 			.headers(h -> {
 				h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
 				if (withVersion) {
@@ -387,8 +418,7 @@ class AnthropicEndpointTest {
 			.send(Mono.fromCallable(() -> Unpooled.copiedBuffer(body, StandardCharsets.UTF_8)))
 			.responseSingle((response, bytes) -> bytes.asString(StandardCharsets.UTF_8).defaultIfEmpty("")
 				.map(text -> new Raw(response.status().code(),
-						String.valueOf(response.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE)), text)))
-			.block(WAIT);
+						String.valueOf(response.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE)), text)));
 	}
 
 	/** Emits once {@code value} reads {@code wanted}. */
