@@ -8,7 +8,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.aiguard.AiGuard;
 import dev.aiguard.GuardReport;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
