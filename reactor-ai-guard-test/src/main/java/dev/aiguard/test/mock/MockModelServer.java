@@ -143,6 +143,14 @@ public final class MockModelServer implements AutoCloseable {
 		return "http://127.0.0.1:" + s.port() + "/v1";
 	}
 
+	/**
+	 * @return the API root for an Anthropic client, e.g. {@code http://127.0.0.1:41234/v1}: the same
+	 *         answers and faults on {@code POST /v1/messages} in Anthropic's streaming format
+	 */
+	public String anthropicBaseUrl() {
+		return baseUrl();
+	}
+
 	/** @return the profile new requests get */
 	public FaultProfile faults() {
 		return faults.get();
@@ -193,7 +201,9 @@ public final class MockModelServer implements AutoCloseable {
 			server = HttpServer.create()
 				.host("127.0.0.1")
 				.port(port)
-				.route(routes -> routes.post("/v1/chat/completions", this::chat))
+				.route(routes -> routes.post("/v1/chat/completions", this::chat)
+					.post("/v1/messages", new AnthropicEndpoint(faults::get, random, new AnthropicEndpoint.Counters(requests,
+							completed, cancelled, injectedErrors, contextRejections, stalled, dropped, inProgress))::serve))
 				.bindNow(Duration.ofSeconds(10));
 		}
 	}

@@ -1,0 +1,388 @@
+package dev.aiguard.provider;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatMessage;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.chat.ToolCall;
+import dev.aiguard.sse.SseDecoder;
+import io.netty.channel.ChannelOption;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.client.HttpClient;
+
+/**
+ * Streams answers from the Anthropic Messages API (or a server that speaks it) on Reactor Netty.
+ *
+ * <pre>{@code
+ * AnthropicClient client = AnthropicClient.builder("https://api.anthropic.com/v1")
+ *     .apiKey(System.getenv("ANTHROPIC_API_KEY"))
+ *     .model("claude-sonnet-4-5")
+ *     .maxTokens(2048)
+ *     .build();
+ *
+ * Flux<ChatChunk> answer = client.stream(ChatRequest.of(null,
+ *         List.of(ChatMessage.system("Be brief."), ChatMessage.user("Hello"))))
+ *     .transform(AiGuard.of(policy));
+ * }</pre>
+ *
+ * <ul>
+ * <li>POSTs {@code {baseUrl}/messages} with {@code stream: true}, the headers {@code x-api-key} and
+ * {@code anthropic-version} ({@value #DEFAULT_VERSION} unless {@link Builder#anthropicVersion} says
+ * otherwise), and {@code max_tokens} from the request, else from {@link Builder#maxTokens} (Anthropic
+ * requires it).</li>
+ * <li>System messages, wherever they stand in the conversation, become the top-level {@code system}
+ * text, joined by a blank line. An assistant message's tool calls become {@code tool_use} blocks
+ * (their arguments must be a JSON object), a tool message a {@code tool_result} block in a user
+ * turn; consecutive turns of one role are merged into one message, as the API expects of parallel
+ * tool results.</li>
+ * <li>A non-200 answer: the body is read (at most {@link Builder#maxErrorBodyBytes}) and the stream
+ * fails with the typed exception of {@link ProviderErrors#fromHttp}: 429 {@link RateLimitedException}
+ * with {@code retry-after}, 529 {@link ProviderOverloadedException}, 400 <i>prompt is too long</i>
+ * {@link ContextLengthExceededException}. Transport failures (refused, reset, premature close, no
+ * response headers within {@link Builder#responseTimeout}) fail it with
+ * {@link ProviderConnectionException}.</li>
+ * <li>The chunks are what {@link AnthropicChunkCodec} makes of the events: {@code ping} is a
+ * keep-alive, {@code message_stop} the terminal {@link ChatChunk#done()}, the finish reason is the
+ * {@code stop_reason} as sent ({@code end_turn}, {@code max_tokens}, {@code tool_use}...), an
+ * {@code error} event fails the stream with its typed exception. The client sets no deadline on
+ * the body: put a stall watch (the guard) after it.</li>
+ * <li>Cancelling the subscription, or an error mid-body, closes the connection: a half-read
+ * connection is never returned to the pool.</li>
+ * <li>The API key goes into the {@code x-api-key} header only; it is never logged, never in
+ * {@link #toString()}, and scrubbed from error messages that echo it.</li>
+ * </ul>
+ */
+public final class AnthropicClient {
+
+	/** The {@code anthropic-version} header sent unless the builder sets another. */
+	public static final String DEFAULT_VERSION = "2023-06-01";
+
+	/** The {@code max_tokens} sent when neither the request nor the builder sets one. */
+	public static final int DEFAULT_MAX_TOKENS = 1024;
+
+	private final String baseUrl;
+	private final String apiKey;
+	private final String model;
+	private final int maxTokens;
+	private final String version;
+	private final Duration responseTimeout;
+	private final SseExchange exchange;
+
+	private AnthropicClient(Builder b) {
+		this.baseUrl = b.baseUrl;
+		this.apiKey = b.apiKey;
+		this.model = b.model;
+		this.maxTokens = b.maxTokens;
+		this.version = b.version;
+		this.responseTimeout = b.responseTimeout;
+		String key = b.apiKey;
+		String v = b.version;
+		HttpClient http = (b.httpClient != null ? b.httpClient : HttpClient.create())
+			.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) b.connectTimeout.toMillis())
+			.headers(h -> {
+				h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+				h.set(HttpHeaderNames.ACCEPT, "text/event-stream");
+				h.set("anthropic-version", v);
+				if (key != null) {
+					h.set("x-api-key", key);
+				}
+			});
+		this.exchange = new SseExchange(AnthropicChunkCodec.PROVIDER, b.baseUrl, b.baseUrl + "/messages", http,
+				b.responseTimeout, b.timer, b.sseDecoder, b.maxErrorBodyBytes, AnthropicChunkCodec::decode, this::scrub);
+	}
+
+	/**
+	 * @param baseUrl the API root including its version path, e.g. {@code https://api.anthropic.com/v1}
+	 *        or {@code http://127.0.0.1:8080/v1}
+	 * @throws IllegalArgumentException when not an absolute http(s) URL
+	 */
+	public static Builder builder(String baseUrl) {
+		return new Builder(baseUrl);
+	}
+
+	/**
+	 * Streams the answer to {@code request}: nothing is sent before subscription, and each
+	 * subscription sends the request again. A request that cannot be expressed (no model, only
+	 * system messages, tool-call arguments that are not a JSON object) fails the subscription with
+	 * an {@link IllegalArgumentException} naming what is wrong, before anything is sent.
+	 *
+	 * @return the answer's chunks, ending with {@link ChatChunk#done()} when the server sent {@code message_stop}
+	 */
+	public Flux<ChatChunk> stream(ChatRequest request) {
+		Objects.requireNonNull(request, "request");
+		return Flux.defer(() -> {
+			byte[] body;
+			try {
+				body = requestBody(request);
+			}
+			catch (IllegalArgumentException e) {
+				return Flux.error(e);
+			}
+			catch (JsonProcessingException e) {
+				return Flux.error(new IllegalArgumentException("request could not be serialised: " + e.getOriginalMessage(), e));
+			}
+			return exchange.post(body);
+		});
+	}
+
+	/** Removes the key, and anything shaped like a key, from text that goes into a message. */
+	String scrub(String text) {
+		return SseExchange.scrub(text, apiKey);
+	}
+
+	byte[] requestBody(ChatRequest request) throws JsonProcessingException {
+		String m = request.model() != null ? request.model() : model;
+		if (m == null) {
+			throw new IllegalArgumentException("model: neither the request nor the client names a model");
+		}
+		ObjectNode root = Json.MAPPER.createObjectNode();
+		root.put("model", m);
+		root.put("max_tokens", request.maxTokens() != null ? request.maxTokens() : maxTokens);
+		root.put("stream", true);
+		if (request.temperature() != null) {
+			root.put("temperature", request.temperature());
+		}
+		StringBuilder system = new StringBuilder();
+		List<Turn> turns = new ArrayList<>();
+		List<ChatMessage> messages = request.messages();
+		for (int i = 0; i < messages.size(); i++) {
+			ChatMessage message = messages.get(i);
+			switch (message.role()) {
+				case SYSTEM -> {
+					if (!message.content().isEmpty()) {
+						system.append(system.length() == 0 ? "" : "\n\n").append(message.content());
+					}
+				}
+				case USER -> turn(turns, "user").text(message.content());
+				case ASSISTANT -> {
+					Turn turn = turn(turns, "assistant");
+					turn.text(message.content());
+					List<ToolCall> calls = message.toolCalls();
+					for (int c = 0; c < calls.size(); c++) {
+						ToolCall call = calls.get(c);
+						turn.blocks.addObject()
+							.put("type", "tool_use")
+							.put("id", call.id())
+							.put("name", call.name())
+							.set("input", toolInput(call, i, c));
+					}
+				}
+				case TOOL -> turn(turns, "user").blocks.addObject()
+					.put("type", "tool_result")
+					.put("tool_use_id", message.toolCallId())
+					.put("content", message.content());
+			}
+		}
+		if (turns.isEmpty()) {
+			throw new IllegalArgumentException("messages: only system messages; Anthropic needs a user message besides the system prompt");
+		}
+		if (system.length() > 0) {
+			root.put("system", system.toString());
+		}
+		ArrayNode out = root.putArray("messages");
+		for (Turn turn : turns) {
+			ObjectNode node = out.addObject();
+			node.put("role", turn.role);
+			JsonNode only = turn.blocks.size() == 1 ? turn.blocks.get(0) : null;
+			if (turn.blocks.isEmpty()) {
+				node.put("content", "");
+			}
+			else if (only != null && "text".equals(only.get("type").asText())) {
+				node.put("content", only.get("text").asText());
+			}
+			else {
+				node.set("content", turn.blocks);
+			}
+		}
+		return Json.MAPPER.writeValueAsBytes(root);
+	}
+
+	/** @return the last turn when it has {@code role}, else a new one */
+	private static Turn turn(List<Turn> turns, String role) {
+		Turn last = turns.isEmpty() ? null : turns.get(turns.size() - 1);
+		if (last != null && last.role.equals(role)) {
+			return last;
+		}
+		Turn turn = new Turn(role);
+		turns.add(turn);
+		return turn;
+	}
+
+	/** The arguments as the JSON object {@code tool_use.input} must be; empty arguments are {@code {}}. */
+	private static JsonNode toolInput(ToolCall call, int message, int index) {
+		String arguments = call.arguments();
+		if (arguments.isBlank()) {
+			return Json.MAPPER.createObjectNode();
+		}
+		JsonNode input;
+		try {
+			input = Json.MAPPER.readTree(arguments);
+		}
+		catch (JacksonException e) {
+			input = null;
+		}
+		if (input == null || !input.isObject()) {
+			throw new IllegalArgumentException("messages[" + message + "].toolCalls[" + index + "].arguments (call "
+					+ call.id() + ") must be a JSON object for Anthropic's tool_use input, was '"
+					+ ProviderErrors.excerpt(arguments) + "'");
+		}
+		return input;
+	}
+
+	/** One message on the wire: a role and its content blocks. */
+	private static final class Turn {
+
+		final String role;
+		final ArrayNode blocks = Json.MAPPER.createArrayNode();
+
+		Turn(String role) {
+			this.role = role;
+		}
+
+		/** Adds a text block; an empty text is left out (the API rejects empty text blocks). */
+		void text(String text) {
+			if (!text.isEmpty()) {
+				blocks.addObject().put("type", "text").put("text", text);
+			}
+		}
+	}
+
+	@Override
+	public String toString() {
+		return "AnthropicClient{baseUrl=" + baseUrl + ", model=" + model + ", maxTokens=" + maxTokens
+				+ ", anthropicVersion=" + version + ", apiKey=" + (apiKey == null ? "none" : "[set]")
+				+ ", responseTimeout=" + responseTimeout + '}';
+	}
+
+	/**
+	 * Configures an {@link AnthropicClient}. Each setter checks its value.
+	 *
+	 * <pre>{@code
+	 * AnthropicClient client = AnthropicClient.builder("https://api.anthropic.com/v1")
+	 *     .apiKey(System.getenv("ANTHROPIC_API_KEY"))
+	 *     .model("claude-haiku-4-5")
+	 *     .maxTokens(512)
+	 *     .connectTimeout(Duration.ofSeconds(2))
+	 *     .responseTimeout(Duration.ofSeconds(30))
+	 *     .httpClient(sharedHttpClient)
+	 *     .build();
+	 * }</pre>
+	 */
+	public static final class Builder {
+
+		private final String baseUrl;
+		private String apiKey;
+		private String model;
+		private int maxTokens = DEFAULT_MAX_TOKENS;
+		private String version = DEFAULT_VERSION;
+		private Duration connectTimeout = Duration.ofSeconds(10);
+		private Duration responseTimeout = Duration.ofSeconds(60);
+		private int maxErrorBodyBytes = 64 * 1024;
+		private HttpClient httpClient;
+		private Scheduler timer = Schedulers.parallel();
+		private SseDecoder sseDecoder = SseDecoder.defaults();
+
+		private Builder(String baseUrl) {
+			this.baseUrl = SseExchange.checkBaseUrl(baseUrl);
+		}
+
+		/**
+		 * @param key sent as {@code x-api-key}; {@code null} for a server that needs none (a local proxy or mock)
+		 * @throws IllegalArgumentException when blank or containing whitespace (the value is not repeated)
+		 */
+		public Builder apiKey(String key) {
+			this.apiKey = SseExchange.checkApiKey(key);
+			return this;
+		}
+
+		/** @param name the model used when a {@link ChatRequest} names none; {@code null} for none */
+		public Builder model(String name) {
+			if (name != null && name.isBlank()) {
+				throw new IllegalArgumentException("model must not be blank, was '" + name + "'");
+			}
+			this.model = name;
+			return this;
+		}
+
+		/**
+		 * @param tokens the {@code max_tokens} sent when a {@link ChatRequest} sets none
+		 *        (default {@value AnthropicClient#DEFAULT_MAX_TOKENS}); Anthropic requires one on every request
+		 */
+		public Builder maxTokens(int tokens) {
+			if (tokens <= 0) {
+				throw new IllegalArgumentException("maxTokens must be > 0, was " + tokens);
+			}
+			this.maxTokens = tokens;
+			return this;
+		}
+
+		/** @param version the {@code anthropic-version} header (default {@value AnthropicClient#DEFAULT_VERSION}) */
+		public Builder anthropicVersion(String version) {
+			if (version == null || version.isBlank() || version.chars().anyMatch(Character::isWhitespace)) {
+				throw new IllegalArgumentException("anthropicVersion must be a non-blank value without whitespace, was '"
+						+ version + "'");
+			}
+			this.version = version;
+			return this;
+		}
+
+		/** @param timeout time allowed to open the TCP connection (default 10 s) */
+		public Builder connectTimeout(Duration timeout) {
+			this.connectTimeout = SseExchange.positive("connectTimeout", timeout);
+			return this;
+		}
+
+		/**
+		 * @param timeout time allowed from subscription to the response headers (default 60 s); the
+		 *        body has no deadline here, the guard's stall watch covers it
+		 */
+		public Builder responseTimeout(Duration timeout) {
+			this.responseTimeout = SseExchange.positive("responseTimeout", timeout);
+			return this;
+		}
+
+		/** @param bytes the most of an error body read for its message (default 64 KiB) */
+		public Builder maxErrorBodyBytes(int bytes) {
+			if (bytes <= 0) {
+				throw new IllegalArgumentException("maxErrorBodyBytes must be > 0, was " + bytes);
+			}
+			this.maxErrorBodyBytes = bytes;
+			return this;
+		}
+
+		/** @param client a configured Reactor Netty client to share (its pool, TLS, proxy...) */
+		public Builder httpClient(HttpClient client) {
+			this.httpClient = Objects.requireNonNull(client, "httpClient");
+			return this;
+		}
+
+		/** @param scheduler runs the response-header deadline (default {@link Schedulers#parallel()}) */
+		public Builder timer(Scheduler scheduler) {
+			this.timer = Objects.requireNonNull(scheduler, "timer");
+			return this;
+		}
+
+		/** @param decoder the SSE decoder, for other line and event limits (default 1 MiB each) */
+		public Builder sseDecoder(SseDecoder decoder) {
+			this.sseDecoder = Objects.requireNonNull(decoder, "sseDecoder");
+			return this;
+		}
+
+		/** @return a client with these settings; the builder can go on to build others */
+		public AnthropicClient build() {
+			return new AnthropicClient(this);
+		}
+	}
+}
