@@ -23,12 +23,12 @@ public final class ChatChunk {
 	private static final ChatChunk KEEP_ALIVE = new ChatChunk("", null, null, null, List.of(), true, false);
 	private static final ChatChunk DONE = new ChatChunk("", null, null, null, List.of(), false, true);
 
-	/** Inspector for {@link ChatChunk}; see {@link ChunkInspector#chatChunks()}. */
 	/** @return the inspector for chat chunks: {@link #INSPECTOR} */
 	public static ChunkInspector<ChatChunk> inspector() {
 		return INSPECTOR;
 	}
 
+	/** The inspector for chat chunks: each answer is one read of flags computed when the chunk was built. */
 	public static final ChunkInspector<ChatChunk> INSPECTOR = new ChunkInspector<>() {
 		@Override
 		public Class<?> chunkType() {

@@ -5,8 +5,8 @@ import java.util.Optional;
 
 /**
  * Implemented by exceptions that know whether sending the same request again can help, and how
- * long the server asked the client to wait. {@link RetryRules#DEFAULT_RETRYABLE} trusts the answer,
- * and {@link RetryRules#delayBefore} honours the wait.
+ * long the server asked the client to wait. {@link dev.aiguard.retry.RetryRules#DEFAULT_RETRYABLE} trusts the answer,
+ * and {@link dev.aiguard.retry.RetryRules#delayBefore} honours the wait.
  *
  * <pre>{@code
  * final class QuotaPausedException extends RuntimeException implements RetryHint {

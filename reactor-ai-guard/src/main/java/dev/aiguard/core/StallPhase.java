@@ -1,6 +1,6 @@
 package dev.aiguard.core;
 
-/** Which deadline of a {@link StallSpec} a stalled stream passed. */
+/** Which deadline of a {@link dev.aiguard.stall.StallSpec} a stalled stream passed. */
 public enum StallPhase {
 	/** No content arrived within {@code firstTokenTimeout} of subscription. */
 	FIRST_TOKEN,

@@ -55,7 +55,7 @@ public final class AnthropicChunkCodec {
 
 	/**
 	 * The inspector for what this codec produces. Both codecs produce {@link ChatChunk}, so this is
-	 * {@link ChunkInspector#chatChunks()}: content = text or tool-call delta, heartbeat = ping or
+	 * {@link dev.aiguard.chat.ChatChunk#inspector()}: content = text or tool-call delta, heartbeat = ping or
 	 * thinking, terminal = {@code message_stop}, finish reason = {@code stop_reason}.
 	 */
 	public static ChunkInspector<ChatChunk> inspector() {

@@ -54,7 +54,7 @@ public final class OpenAiChunkCodec {
 
 	/**
 	 * The inspector for what this codec produces. Both codecs produce {@link ChatChunk}, so this is
-	 * {@link ChunkInspector#chatChunks()}: content = text or tool-call delta, heartbeat = keep-alive,
+	 * {@link dev.aiguard.chat.ChatChunk#inspector()}: content = text or tool-call delta, heartbeat = keep-alive,
 	 * terminal = {@code [DONE]}, finish reason = {@code finish_reason}.
 	 */
 	public static ChunkInspector<ChatChunk> inspector() {

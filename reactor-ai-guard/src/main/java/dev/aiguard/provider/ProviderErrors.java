@@ -13,7 +13,7 @@ import reactor.core.Exceptions;
 
 /**
  * Classifies provider errors: an HTTP status, its headers and body (OpenAI or Anthropic shape)
- * become a typed {@link ProviderException}; any error becomes an {@link Outcome} and a retry
+ * become a typed {@link ProviderException}; any error becomes an {@link dev.aiguard.core.Outcome} and a retry
  * decision.
  *
  * <pre>{@code
