@@ -6,6 +6,7 @@
 module dev.aiguard {
 	requires transitive reactor.core;
 	requires transitive org.reactivestreams;
+	requires static org.jspecify;
 
 	requires static micrometer.core;
 	requires static micrometer.observation;

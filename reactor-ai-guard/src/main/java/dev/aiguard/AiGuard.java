@@ -12,12 +12,12 @@ import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.truncation.TruncationSpec;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.Scannable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxOperator;
-import reactor.util.annotation.Nullable;
 
 /**
  * Guards a token stream: stall and completeness detection, one outcome per attempt recorded in

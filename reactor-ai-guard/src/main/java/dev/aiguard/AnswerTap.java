@@ -5,9 +5,9 @@ import dev.aiguard.fallback.recording.AnswerRecorder;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.stall.watch.StallWatch;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**
@@ -23,8 +23,7 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	private final ResponseCache<T> cache;
 	@Nullable
 	private AnswerRecorder<T> recorder;
-	@Nullable
-	private final ContinuationSupport.Transcript<T> transcript;
+	private final ContinuationSupport.@Nullable Transcript<T> transcript;
 	@Nullable
 	private final Class<T> transcriptType;
 	/** A chunk the continuation support cannot read reached the user: the answer cannot be continued. */
@@ -67,8 +66,7 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		return recorder;
 	}
 
-	@Nullable
-	ContinuationSupport.Transcript<T> transcript() {
+	ContinuationSupport.@Nullable Transcript<T> transcript() {
 		return transcript;
 	}
 

@@ -14,6 +14,7 @@ import dev.aiguard.core.Priority;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.watch.StallWatch;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -22,7 +23,6 @@ import reactor.core.Scannable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**

@@ -20,8 +20,8 @@ import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
+import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.annotation.Nullable;
 import dev.aiguard.core.Priority;
 import dev.aiguard.core.Outcome;
 

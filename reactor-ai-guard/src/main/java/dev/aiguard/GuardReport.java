@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Objects;
 
 import dev.aiguard.core.Source;
-import reactor.util.annotation.Nullable;
 import dev.aiguard.core.Priority;
 import dev.aiguard.core.Outcome;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What happened to one guarded request, delivered once to the policy's report listeners after

@@ -25,11 +25,11 @@ import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
-import reactor.util.annotation.Nullable;
 
 /**
  * One guarded request, read in one direction: each attempt is sent ({@link #nextAttempt}), ends

@@ -16,8 +16,8 @@ import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.metrics.RequestObserver;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
+import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**

@@ -7,4 +7,7 @@
  * Flux<ChatChunk> answer = client.stream(request).transform(AiGuard.of(policy));
  * }</pre>
  */
+@NullMarked
 package dev.aiguard;
+
+import org.jspecify.annotations.NullMarked;

@@ -14,13 +14,13 @@ import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
+import org.jspecify.annotations.Nullable;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.annotation.Nullable;
 import reactor.util.concurrent.Queues;
 
 /**

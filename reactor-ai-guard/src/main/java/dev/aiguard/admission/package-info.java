@@ -18,4 +18,7 @@
  *     .contextWrite(Priority.P0.asContext());
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.admission;
+
+import org.jspecify.annotations.NullMarked;

@@ -11,4 +11,7 @@
  * CircuitBreaker breaker = breakers.breaker("openai");
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.breaker;
+
+import org.jspecify.annotations.NullMarked;

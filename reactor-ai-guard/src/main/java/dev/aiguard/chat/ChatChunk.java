@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.Objects;
 
 import dev.aiguard.core.ChunkInspector;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One piece of a streamed answer, provider-neutral and immutable. Codecs in

@@ -3,4 +3,7 @@
  * {@link dev.aiguard.chat.ChatMessage}, {@link dev.aiguard.chat.ChatChunk} and
  * {@link dev.aiguard.chat.Usage}.
  */
+@NullMarked
 package dev.aiguard.chat;
+
+import org.jspecify.annotations.NullMarked;

@@ -8,4 +8,7 @@
  *
  * <p>This package depends on no other package of the library; an ArchUnit test keeps it so.
  */
+@NullMarked
 package dev.aiguard.core;
+
+import org.jspecify.annotations.NullMarked;

@@ -10,8 +10,8 @@ import java.util.function.Function;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Operators;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**

@@ -11,10 +11,10 @@ import java.util.Set;
 import java.util.function.Consumer;
 
 import dev.aiguard.metrics.GuardMetrics;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.annotation.Nullable;
 import dev.aiguard.core.Source;
 
 /**

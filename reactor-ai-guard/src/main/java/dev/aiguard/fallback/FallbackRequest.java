@@ -4,7 +4,7 @@ import java.util.Objects;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatRequest;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a fallback step knows about the request it answers instead of the realtime model.

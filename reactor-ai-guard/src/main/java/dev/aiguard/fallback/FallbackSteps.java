@@ -6,10 +6,10 @@ import java.util.function.Function;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.util.annotation.Nullable;
 import dev.aiguard.core.Source;
 
 /** The steps {@link Fallback}'s factories build. */

@@ -14,6 +14,7 @@ import java.util.function.Consumer;
 
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.metrics.GuardMetrics;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -24,7 +25,6 @@ import reactor.core.Scannable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 import dev.aiguard.core.Source;
 

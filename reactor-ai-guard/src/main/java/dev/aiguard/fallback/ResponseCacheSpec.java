@@ -2,8 +2,8 @@ package dev.aiguard.fallback;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.annotation.Nullable;
 
 /**
  * Bounds of the in-memory {@link ResponseCache#caffeine(ResponseCacheSpec) response cache}.

@@ -14,7 +14,10 @@
  *     .build();
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.fallback;
+
+import org.jspecify.annotations.NullMarked;
 
 import dev.aiguard.fallback.recording.AnswerRecorder;
 

@@ -8,7 +8,7 @@ import dev.aiguard.core.Priority;
 import dev.aiguard.core.Source;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 import reactor.util.context.ContextView;
 
 /**

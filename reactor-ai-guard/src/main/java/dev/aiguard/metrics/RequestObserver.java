@@ -4,7 +4,7 @@ import java.time.Duration;
 
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What happens to one guarded request, in order. Every method has an empty default but

@@ -3,4 +3,7 @@
  * {@link dev.aiguard.metrics.MicrometerGuardMetrics} when Micrometer is on the classpath.
  * Micrometer is an optional dependency: nothing outside {@code MicrometerGuardMetrics} touches it.
  */
+@NullMarked
 package dev.aiguard.metrics;
+
+import org.jspecify.annotations.NullMarked;

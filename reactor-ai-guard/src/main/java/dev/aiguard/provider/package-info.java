@@ -21,4 +21,7 @@
  * Netty (optional too); the exceptions and {@code ProviderErrors.isRetryable}
  * need neither.
  */
+@NullMarked
 package dev.aiguard.provider;
+
+import org.jspecify.annotations.NullMarked;

@@ -4,8 +4,8 @@ import java.util.Objects;
 import java.util.function.Function;
 
 import dev.aiguard.chat.ChatChunk;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Operators;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 import dev.aiguard.retry.splice.OverlapSplicer;
 

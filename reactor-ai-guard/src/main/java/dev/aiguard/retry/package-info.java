@@ -14,6 +14,9 @@
  *
  * See {@code docs/retry-and-truncation.md}.
  */
+@NullMarked
 package dev.aiguard.retry;
+
+import org.jspecify.annotations.NullMarked;
 
 import dev.aiguard.retry.splice.OverlapSplicer;

@@ -7,4 +7,7 @@
  * Flux<SseEvent> events = SseDecoder.defaults().decode(byteBuffers);
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.sse;
+
+import org.jspecify.annotations.NullMarked;

@@ -4,4 +4,7 @@
  * truncated answers. Start with {@link dev.aiguard.stall.Stall#detect} and
  * {@link dev.aiguard.stall.StallSpec}.
  */
+@NullMarked
 package dev.aiguard.stall;
+
+import org.jspecify.annotations.NullMarked;

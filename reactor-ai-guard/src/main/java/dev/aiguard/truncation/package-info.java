@@ -12,4 +12,7 @@
  *
  * See {@code docs/retry-and-truncation.md}.
  */
+@NullMarked
 package dev.aiguard.truncation;
+
+import org.jspecify.annotations.NullMarked;

@@ -7,9 +7,9 @@ import java.util.RandomAccess;
 
 import dev.aiguard.core.Outcome;
 import dev.aiguard.fallback.ResponseCache;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**
