@@ -14,9 +14,23 @@ import reactor.util.annotation.Nullable;
 /** OpenAI's error objects and rate-limit headers, as the mock writes them. */
 final class OpenAiErrors {
 
-	static final ObjectMapper JSON = new ObjectMapper();
+	/**
+	 * The mock's one mapper, warmed when the class loads: Jackson builds its tree (de)serializers on
+	 * first use under a lock, which requests arriving at once on event loops would otherwise wait on.
+	 */
+	static final ObjectMapper JSON = warm(new ObjectMapper());
 
 	private OpenAiErrors() {
+	}
+
+	private static ObjectMapper warm(ObjectMapper mapper) {
+		try {
+			mapper.writeValueAsString(mapper.readTree("{\"s\":\"x\",\"n\":1,\"d\":1.5,\"b\":true,\"z\":null,\"a\":[{}]}"));
+		}
+		catch (JsonProcessingException impossible) {
+			throw new IllegalStateException("Jackson could not read its own warm-up document", impossible);
+		}
+		return mapper;
 	}
 
 	/** @return {@code {"error":{"message","type","param","code"}}} */
