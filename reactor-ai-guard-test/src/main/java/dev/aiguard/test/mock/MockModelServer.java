@@ -71,7 +71,7 @@ public final class MockModelServer implements AutoCloseable {
 	private final long createdAt = System.currentTimeMillis() / 1000;
 
 	final DoubleSupplier random;
-	final AtomicLong requests = new AtomicLong();
+	final AtomicLong chatRequests = new AtomicLong();
 	final AtomicLong completed = new AtomicLong();
 	final AtomicLong cancelled = new AtomicLong();
 	final AtomicLong injectedErrors = new AtomicLong();
@@ -261,7 +261,7 @@ public final class MockModelServer implements AutoCloseable {
 
 	/** @return what the server has done so far */
 	public Stats stats() {
-		return new Stats(requests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
+		return new Stats(chatRequests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
 				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get(), inBandErrors.get());
 	}
 

@@ -39,7 +39,7 @@ final class OpenAiEndpoint {
 
 	Publisher<Void> chat(HttpServerRequest request, HttpServerResponse response) {
 		FaultProfile profile = server.takeProfile();
-		long number = server.requests.incrementAndGet();
+		long number = server.chatRequests.incrementAndGet();
 		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
 			.flatMap(body -> answer(number, body, profile, response))
 			.doOnSubscribe(s -> server.inProgress.incrementAndGet())
