@@ -1,8 +1,10 @@
 package dev.aiguard.test.mock;
 
 import java.time.Duration;
+import java.util.regex.Pattern;
 
-import reactor.util.annotation.Nullable;
+import dev.aiguard.provider.RateLimits;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the embedded mock model does wrong, and how fast it talks. Immutable; every component is
@@ -13,25 +15,44 @@ import reactor.util.annotation.Nullable;
  * FaultProfile slowAndFlaky = FaultProfile.defaults(Duration.ofMillis(300), Duration.ofMillis(40))
  *     .withErrors(0.5, 529, 2);
  * mock.faults(slowAndFlaky);               // applies to requests that arrive from now on
+ *
+ * FaultProfile base = mock.faults();
+ * mock.enqueue(base.withErrors(1, 429, 1), base.withErrors(1, 500, 0));   // 429, then 500, then answers
  * }</pre>
+ *
+ * When several faults cut the same answer, the one with the fewest tokens wins; at equal counts a
+ * stall wins over a drop and a drop over an in-band error. A stall or a drop that would come after
+ * the last token does not happen (the answer ends normally); an in-band error always does.
  *
  * @param firstTokenDelayMs wait before the first content chunk
  * @param tokenIntervalMs wait between content chunks
  * @param stallAfterTokens stop sending after this many content chunks, keeping the socket open; {@code null} = never
  * @param dropAfterTokens close the connection after this many content chunks; {@code null} = never
- * @param errorRate share of requests answered with {@code errorStatus} instead of a stream, 0..1
- * @param errorStatus the status of those answers: 500, 429 or 529
+ * @param errorRate share of requests answered with {@code errorStatus} instead of an answer, 0..1
+ * @param errorStatus the status of those answers, 400 to 599
  * @param retryAfterSeconds the {@code Retry-After} sent with them; 0 = no header
  * @param contextLimitTokens answer 400 {@code context_length_exceeded} when the prompt's estimated
  *        tokens exceed this; {@code null} = no limit
  * @param omitTerminal end the stream without {@code finish_reason} and without {@code [DONE]}
+ * @param errorBody the body of the {@code errorStatus} answers; {@code null} = OpenAI's body for that status
+ * @param inBandErrorAfterTokens answer 200, send this many content chunks (at most the whole answer),
+ *        then an error event {@code data: {"error":{...}}} and end the stream; {@code null} = never
+ * @param inBandErrorType the {@code type} of that error event, e.g. {@code server_error} or {@code overloaded_error}
+ * @param rateLimits the {@code x-ratelimit-*} headers sent with every chat answer (error or not);
+ *        {@code null} = none. Numbers below 0 and {@code null} resets are left out
  */
 public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 		@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
-		@Nullable Integer contextLimitTokens, boolean omitTerminal) {
+		@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
+		@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits) {
 
 	/** The longest delay accepted, so a typo cannot park a request for hours. */
 	static final long MAX_DELAY_MS = 120_000;
+
+	/** The error type of an in-band error unless another is given. */
+	public static final String SERVER_ERROR = "server_error";
+
+	private static final Pattern ERROR_TYPE = Pattern.compile("[A-Za-z0-9_.\\-]{1,64}");
 
 	public FaultProfile {
 		range("firstTokenDelayMs", firstTokenDelayMs, 0, MAX_DELAY_MS);
@@ -45,13 +66,26 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		if (!(errorRate >= 0 && errorRate <= 1)) {
 			throw new IllegalArgumentException("errorRate must be between 0 and 1, was " + errorRate);
 		}
-		if (errorStatus != 500 && errorStatus != 429 && errorStatus != 529) {
-			throw new IllegalArgumentException("errorStatus must be 500, 429 or 529, was " + errorStatus);
-		}
+		range("errorStatus", errorStatus, 400, 599);
 		range("retryAfterSeconds", retryAfterSeconds, 0, 3_600);
 		if (contextLimitTokens != null) {
 			range("contextLimitTokens", contextLimitTokens, 1, Integer.MAX_VALUE);
 		}
+		if (inBandErrorAfterTokens != null) {
+			range("inBandErrorAfterTokens", inBandErrorAfterTokens, 0, Integer.MAX_VALUE);
+		}
+		if (inBandErrorType == null || !ERROR_TYPE.matcher(inBandErrorType).matches()) {
+			throw new IllegalArgumentException("inBandErrorType must be 1 to 64 letters, digits, '_', '.' or '-', was "
+					+ (inBandErrorType == null ? "null" : "'" + inBandErrorType + "'"));
+		}
+	}
+
+	/** A profile with OpenAI's error bodies, no in-band error and no rate-limit headers. */
+	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
+			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
+			@Nullable Integer contextLimitTokens, boolean omitTerminal) {
+		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
+				retryAfterSeconds, contextLimitTokens, omitTerminal, null, null, SERVER_ERROR, null);
 	}
 
 	/** @return a profile without faults, at the given pace */
@@ -60,40 +94,91 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 				false);
 	}
 
-	/** @return a copy at another pace */
+	/** @return a copy at another pace, in milliseconds */
 	public FaultProfile withPace(long firstTokenDelay, long tokenInterval) {
 		return new FaultProfile(firstTokenDelay, tokenInterval, stallAfterTokens, dropAfterTokens, errorRate,
-				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal);
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits);
 	}
 
 	/** @return a copy that stalls after {@code tokens} content chunks ({@code null}: never) */
 	public FaultProfile withStallAfter(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, tokens, dropAfterTokens, errorRate, errorStatus,
-				retryAfterSeconds, contextLimitTokens, omitTerminal);
+				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits);
 	}
 
 	/** @return a copy that drops the connection after {@code tokens} content chunks ({@code null}: never) */
 	public FaultProfile withDropAfter(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, tokens, errorRate, errorStatus,
-				retryAfterSeconds, contextLimitTokens, omitTerminal);
+				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits);
 	}
 
-	/** @return a copy answering {@code rate} of requests with {@code status} (and a Retry-After when > 0) */
+	/**
+	 * @param rate share of requests answered with the error, 0 to 1 (1: every request)
+	 * @param status the HTTP status, 400 to 599
+	 * @param retryAfter the {@code Retry-After} in seconds, 0 to 3600 (0: no header)
+	 * @return a copy answering {@code rate} of requests with {@code status}
+	 */
 	public FaultProfile withErrors(double rate, int status, int retryAfter) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, rate, status,
-				retryAfter, contextLimitTokens, omitTerminal);
+				retryAfter, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
+				rateLimits);
+	}
+
+	/**
+	 * @param body the body of the error answers, sent as {@code application/json} whatever it holds;
+	 *        {@code null} restores OpenAI's body for the status
+	 * @return a copy whose error answers carry {@code body}
+	 */
+	public FaultProfile withErrorBody(@Nullable String body) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, body, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits);
 	}
 
 	/** @return a copy with a context limit ({@code null}: none) */
 	public FaultProfile withContextLimit(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
-				errorStatus, retryAfterSeconds, tokens, omitTerminal);
+				errorStatus, retryAfterSeconds, tokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits);
 	}
 
 	/** @return a copy that does or does not omit the terminal marker */
 	public FaultProfile withOmitTerminal(boolean omit) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
-				errorStatus, retryAfterSeconds, contextLimitTokens, omit);
+				errorStatus, retryAfterSeconds, contextLimitTokens, omit, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits);
+	}
+
+	/**
+	 * @param tokens content chunks sent before the error event ({@code null}: no in-band error)
+	 * @return a copy that ends its answers with a {@code server_error} event after {@code tokens} chunks
+	 */
+	public FaultProfile withInBandError(@Nullable Integer tokens) {
+		return withInBandError(tokens, SERVER_ERROR);
+	}
+
+	/**
+	 * @param tokens content chunks sent before the error event ({@code null}: no in-band error)
+	 * @param type the event's error type: {@code server_error}, {@code overloaded_error}, {@code rate_limit_error}...
+	 * @return a copy that ends its answers with an error event of {@code type} after {@code tokens} chunks
+	 */
+	public FaultProfile withInBandError(@Nullable Integer tokens, String type) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, tokens, type, rateLimits);
+	}
+
+	/**
+	 * @param limits the values of the {@code x-ratelimit-*} headers ({@code null}: no headers); a
+	 *        reset is written the way OpenAI writes it, e.g. {@code 1s}, {@code 6m0s}, {@code 20ms}
+	 * @return a copy that sends these headers with every chat answer
+	 */
+	public FaultProfile withRateLimits(@Nullable RateLimits limits) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, limits);
 	}
 
 	private static void range(String field, long value, long min, long max) {

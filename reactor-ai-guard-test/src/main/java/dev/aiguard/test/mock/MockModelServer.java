@@ -1,70 +1,86 @@
 package dev.aiguard.test.mock;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
 
-import dev.aiguard.chat.ChatMessage;
-import dev.aiguard.truncation.TokenCounter;
-import io.netty.buffer.ByteBufUtil;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpResponseStatus;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
-import reactor.util.annotation.Nullable;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * An OpenAI-compatible {@code POST /v1/chat/completions} streaming server on Reactor Netty, bound
- * to 127.0.0.1 (a free port unless one is given), that misbehaves on request.
+ * An OpenAI-compatible model server on Reactor Netty, bound to 127.0.0.1 (a free port unless one
+ * is given), that misbehaves on request and remembers what it was sent.
  *
  * <pre>{@code
- * MockModelServer mock = MockModelServer.builder()
- *     .faults(FaultProfile.defaults(Duration.ofMillis(300), Duration.ofMillis(40)))
- *     .start();
- * OpenAiCompatibleClient client = OpenAiCompatibleClient.builder(mock.baseUrl()).model("mock-1").build();
- * mock.faults(mock.faults().withStallAfter(5));     // the next answers stop after 5 tokens
+ * try (MockModelServer mock = MockModelServer.builder()
+ *         .faults(FaultProfile.defaults(Duration.ofMillis(300), Duration.ofMillis(40)))
+ *         .start()) {
+ *     OpenAiCompatibleClient client = OpenAiCompatibleClient.builder(mock.baseUrl()).model("mock-1").build();
+ *     mock.faults(mock.faults().withStallAfter(5));     // the next answers stop after 5 tokens
+ *     mock.enqueue(mock.faults().withErrors(1, 429, 1)); // ...but the very next one is a 429
+ *     // ... call the client
+ *     assertThat(mock.lastRequest().header("content-type")).isEqualTo("application/json");
+ * }
  * }</pre>
  *
- * Answers come from {@link MockAnswers}, paced by the profile, followed by a {@code stop} chunk, a
- * usage chunk and {@code [DONE]}. The profile in force when a request arrives applies to the whole
- * of that request. Counters in {@link #stats()} record what happened, including answers the client
- * abandoned ({@code cancelled}: the connection closed before the answer ended).
+ * <ul>
+ * <li>{@code POST /v1/chat/completions}: the answer from {@link MockAnswers} to the last user
+ * message. With {@code "stream": true}, server-sent events paced by the profile: a role chunk, one
+ * chunk per token, a {@code stop} chunk, the usage chunk when {@code stream_options.include_usage}
+ * is true, and {@code [DONE]}. Otherwise (OpenAI's default) one {@code chat.completion} object with
+ * the same text, its {@code finish_reason} and {@code usage}, sent once the whole answer would have
+ * been generated. Accepts the {@code developer} role (as {@code system}) and array content (the
+ * text parts concatenated); {@code max_tokens} / {@code max_completion_tokens} below the answer's
+ * length cut it there with {@code finish_reason: "length"}. A request OpenAI would refuse gets 400
+ * with OpenAI's error object naming the parameter.</li>
+ * <li>{@code GET /v1/models}: OpenAI's list format with {@link #MODEL}.</li>
+ * <li>Any other route: 404 with OpenAI's error object, code {@code unknown_url}.</li>
+ * </ul>
+ *
+ * Each chat request takes the next profile queued with {@link #enqueue}, else the current one
+ * ({@link #faults(FaultProfile)}), and keeps it to its end. In a whole answer a stall holds the
+ * response back, a drop closes the connection before any response, an in-band error becomes a
+ * 500 with that error object, and {@link FaultProfile#omitTerminal()} changes nothing.
+ * Counters in {@link #stats()} record what happened, including answers the client abandoned
+ * ({@code cancelled}: the connection closed before the answer ended). Every request, on any route,
+ * is kept in a bounded log: {@link #requests()}, {@link #lastRequest()}.
  */
 public final class MockModelServer implements AutoCloseable {
 
-	/** The model name the mock reports when the request names none. */
+	/** The model name the mock reports when the request names none, and lists at {@code GET /v1/models}. */
 	public static final String MODEL = "mock-1";
 
-	private static final TokenCounter COUNTER = TokenCounter.estimate();
+	/** How many requests the log keeps unless the builder says otherwise. */
+	public static final int DEFAULT_CAPTURE_LIMIT = 1000;
 
 	private final FaultProfile defaults;
-	private final ObjectMapper json = new ObjectMapper();
 	private final int port;
-	private final DoubleSupplier random;
 	private final AtomicReference<FaultProfile> faults;
+	private final ConcurrentLinkedQueue<FaultProfile> queued = new ConcurrentLinkedQueue<>();
+	private final RequestCapture capture;
+	private final OpenAiEndpoint openAi = new OpenAiEndpoint(this);
+	private final AnthropicEndpoint anthropic;
+	private final long createdAt = System.currentTimeMillis() / 1000;
 
-	private final AtomicLong requests = new AtomicLong();
-	private final AtomicLong completed = new AtomicLong();
-	private final AtomicLong cancelled = new AtomicLong();
-	private final AtomicLong injectedErrors = new AtomicLong();
-	private final AtomicLong contextRejections = new AtomicLong();
-	private final AtomicLong stalled = new AtomicLong();
-	private final AtomicLong dropped = new AtomicLong();
-	private final AtomicLong inProgress = new AtomicLong();
+	final DoubleSupplier random;
+	final AtomicLong chatRequests = new AtomicLong();
+	final AtomicLong completed = new AtomicLong();
+	final AtomicLong cancelled = new AtomicLong();
+	final AtomicLong injectedErrors = new AtomicLong();
+	final AtomicLong contextRejections = new AtomicLong();
+	final AtomicLong stalled = new AtomicLong();
+	final AtomicLong dropped = new AtomicLong();
+	final AtomicLong inProgress = new AtomicLong();
+	final AtomicLong inBandErrors = new AtomicLong();
 
 	@Nullable
 	private volatile DisposableServer server;
@@ -74,6 +90,10 @@ public final class MockModelServer implements AutoCloseable {
 		this.random = builder.random;
 		this.port = builder.port;
 		this.faults = new AtomicReference<>(defaults);
+		this.capture = new RequestCapture(builder.captureLimit, OpenAiErrors.JSON);
+		// the Anthropic route takes queued profiles like the OpenAI route: one per request
+		this.anthropic = new AnthropicEndpoint(this::takeProfile, random, new AnthropicEndpoint.Counters(chatRequests,
+				completed, cancelled, injectedErrors, contextRejections, stalled, dropped, inProgress));
 	}
 
 	/** @return a builder: no faults, no pacing, a free port, {@link Math#random()} for error draws */
@@ -87,6 +107,7 @@ public final class MockModelServer implements AutoCloseable {
 		private FaultProfile faults = FaultProfile.defaults(Duration.ZERO, Duration.ZERO);
 		private DoubleSupplier random = Math::random;
 		private int port;
+		private int captureLimit = DEFAULT_CAPTURE_LIMIT;
 
 		private Builder() {
 		}
@@ -109,6 +130,15 @@ public final class MockModelServer implements AutoCloseable {
 				throw new IllegalArgumentException("port must be between 0 and 65535, was " + port);
 			}
 			this.port = port;
+			return this;
+		}
+
+		/** How many of the latest requests {@link MockModelServer#requests()} keeps, 1 to 100000 (default 1000). */
+		public Builder captureLimit(int requests) {
+			if (requests < 1 || requests > 100_000) {
+				throw new IllegalArgumentException("captureLimit must be between 1 and 100000, was " + requests);
+			}
+			this.captureLimit = requests;
 			return this;
 		}
 
@@ -161,10 +191,79 @@ public final class MockModelServer implements AutoCloseable {
 		faults.set(Objects.requireNonNull(profile, "profile"));
 	}
 
-	/** Back to the profile the server started with. */
+	/** Back to the profile the server started with; the queue of {@link #enqueue} is kept. */
 	public FaultProfile resetFaults() {
 		faults.set(defaults);
 		return defaults;
+	}
+
+	/**
+	 * Queues one profile per coming chat request: the next request takes the first, the one after
+	 * the second, and so on; once the queue is empty, requests get {@link #faults()} again.
+	 * Concurrent requests each take a different queued profile. Every chat request takes one, a
+	 * malformed one included.
+	 *
+	 * <pre>{@code
+	 * FaultProfile now = mock.faults();
+	 * mock.enqueue(now.withErrors(1, 429, 1), now.withErrors(1, 500, 0));   // 429, then 500, then answers
+	 * }</pre>
+	 *
+	 * @param next the profiles, in the order requests take them
+	 */
+	public void enqueue(FaultProfile... next) {
+		Objects.requireNonNull(next, "next");
+		for (int i = 0; i < next.length; i++) {
+			if (next[i] == null) {
+				throw new IllegalArgumentException("next[" + i + "] must not be null");
+			}
+		}
+		queued.addAll(List.of(next));
+	}
+
+	/** @return the profiles queued with {@link #enqueue} that no request has taken yet */
+	public int queued() {
+		return queued.size();
+	}
+
+	/**
+	 * The profile the chat request that just arrived gets: the next queued one, else the current one.
+	 * Every endpoint that answers like a model calls this once per request.
+	 */
+	FaultProfile takeProfile() {
+		FaultProfile next = queued.poll();
+		return next != null ? next : faults.get();
+	}
+
+	/** @return every request received, oldest first (at most the capture limit: the latest ones) */
+	public List<CapturedRequest> requests() {
+		return capture.snapshot();
+	}
+
+	/**
+	 * @return the request received last, on any route
+	 * @throws IllegalStateException when none was received since start or {@link #clearRequests()}
+	 */
+	public CapturedRequest lastRequest() {
+		CapturedRequest last = capture.last();
+		if (last == null) {
+			throw new IllegalStateException("the mock model server has received no request");
+		}
+		return last;
+	}
+
+	/** Forgets the requests received so far. */
+	public void clearRequests() {
+		capture.clear();
+	}
+
+	/**
+	 * Between tests: the profile the server started with, no queued profile, no captured request.
+	 * The counters of {@link #stats()} keep counting.
+	 */
+	public void reset() {
+		queued.clear();
+		faults.set(defaults);
+		capture.clear();
 	}
 
 	/** @return the profile {@link #resetFaults()} restores */
@@ -174,15 +273,15 @@ public final class MockModelServer implements AutoCloseable {
 
 	/** @return what the server has done so far */
 	public Stats stats() {
-		return new Stats(requests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
-				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get());
+		return new Stats(chatRequests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
+				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get(), inBandErrors.get());
 	}
 
 	/**
 	 * Counters since start.
 	 *
 	 * @param requests chat requests received
-	 * @param completed answers sent to the end (with or without the terminal marker)
+	 * @param completed answers sent to the end (with or without the terminal marker, or ending in an in-band error)
 	 * @param cancelled answers the client abandoned: the connection closed before the end
 	 * @param injectedErrors requests answered with the profile's error status
 	 * @param contextRejections requests refused for exceeding the context limit
@@ -190,9 +289,10 @@ public final class MockModelServer implements AutoCloseable {
 	 * @param dropped connections closed on purpose mid-answer
 	 * @param inProgress requests whose response has not ended yet, however it ends (a request the client
 	 *        has left must not stay here: that would be an upstream call nobody closed)
+	 * @param inBandErrors answers ended by an in-band error
 	 */
 	public record Stats(long requests, long completed, long cancelled, long injectedErrors, long contextRejections,
-			long stalled, long dropped, long inProgress) {
+			long stalled, long dropped, long inProgress, long inBandErrors) {
 	}
 
 	/** Binds the server; does nothing when it is running already. */
@@ -201,9 +301,13 @@ public final class MockModelServer implements AutoCloseable {
 			server = HttpServer.create()
 				.host("127.0.0.1")
 				.port(port)
-				.route(routes -> routes.post("/v1/chat/completions", this::chat)
-					.post("/v1/messages", new AnthropicEndpoint(faults::get, random, new AnthropicEndpoint.Counters(requests,
-							completed, cancelled, injectedErrors, contextRejections, stalled, dropped, inProgress))::serve))
+				.doOnChannelInit((observer, channel, remote) -> capture.install(channel.pipeline()))
+				.route(routes -> routes
+					.post("/v1/chat/completions", openAi::chat)
+					.post("/v1/messages", anthropic::serve)
+					.get("/v1/models", this::models)
+					// keep last: what no route above takes gets OpenAI's 404
+					.route(request -> true, this::unknownRoute))
 				.bindNow(Duration.ofSeconds(10));
 		}
 	}
@@ -228,177 +332,20 @@ public final class MockModelServer implements AutoCloseable {
 		stop();
 	}
 
-	private Publisher<Void> chat(HttpServerRequest request, HttpServerResponse response) {
-		FaultProfile profile = faults.get();
-		long number = requests.incrementAndGet();
-		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-			.flatMap(body -> answer(number, body, profile, response))
-			.doOnSubscribe(s -> inProgress.incrementAndGet())
-			.doFinally(signal -> inProgress.decrementAndGet());
+	private Publisher<Void> models(HttpServerRequest request, HttpServerResponse response) {
+		ObjectNode list = OpenAiErrors.JSON.createObjectNode().put("object", "list");
+		list.putArray("data").addObject()
+			.put("id", MODEL)
+			.put("object", "model")
+			.put("created", createdAt)
+			.put("owned_by", "reactor-ai-guard");
+		return OpenAiEndpoint.send(response, 200, OpenAiErrors.write(list), 0);
 	}
 
-	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
-		List<ChatMessage> messages;
-		String model;
-		try {
-			JsonNode root = json.readTree(body);
-			messages = messages(root.path("messages"));
-			model = root.path("model").asText(MODEL);
-		}
-		catch (JsonProcessingException | IllegalArgumentException e) {
-			return error(response, 400, errorBody("invalid_request_error", null, "Invalid request: " + e.getMessage()), 0);
-		}
-		if (profile.errorRate() > 0 && random.getAsDouble() < profile.errorRate()) {
-			injectedErrors.incrementAndGet();
-			return injectedError(response, profile);
-		}
-		int promptTokens = COUNTER.count(messages);
-		if (profile.contextLimitTokens() != null) {
-			if (promptTokens > profile.contextLimitTokens()) {
-				contextRejections.incrementAndGet();
-				return error(response, 400, errorBody("invalid_request_error", "context_length_exceeded",
-						"This model's maximum context length is " + profile.contextLimitTokens()
-								+ " tokens. However, your messages resulted in " + promptTokens
-								+ " tokens. Please reduce the length of the messages."), 0);
-			}
-		}
-		String prompt = lastUserText(messages);
-		String id = "chatcmpl-mock-" + number;
-		long created = System.currentTimeMillis() / 1000;
-		return response.status(HttpResponseStatus.OK)
-			.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
-			.header(HttpHeaderNames.CACHE_CONTROL, "no-cache")
-			// flush every event as it is written, like a model server does (and so a drop cuts after it)
-			.send(events(response, id, created, model, MockAnswers.tokens(prompt), promptTokens, profile)
-				.map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)), buffer -> true)
-			.then();
-	}
-
-	private Flux<String> events(HttpServerResponse response, String id, long created, String model, List<String> tokens, int promptTokens,
-			FaultProfile profile) {
-		int cut = tokens.size();
-		boolean stall = profile.stallAfterTokens() != null && profile.stallAfterTokens() < cut;
-		boolean drop = !stall && profile.dropAfterTokens() != null && profile.dropAfterTokens() < cut;
-		if (stall) {
-			cut = profile.stallAfterTokens();
-		}
-		else if (drop) {
-			cut = profile.dropAfterTokens();
-		}
-		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
-		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
-		Flux<String> content = Flux.range(0, cut)
-			.concatMap(i -> Mono.delay(i == 0 ? first : interval)
-				.thenReturn(event(chunk(id, created, model, null, tokens.get(i), null))));
-		Flux<String> ending;
-		if (stall) {
-			ending = Flux.<String>never().doOnSubscribe(s -> stalled.incrementAndGet());
-		}
-		else if (drop) {
-			// close the socket under the pending body: the client sees a premature close
-			ending = Flux.defer(() -> {
-				dropped.incrementAndGet();
-				response.withConnection(connection -> connection.channel().close());
-				return Flux.never();
-			});
-		}
-		else if (profile.omitTerminal()) {
-			ending = Flux.empty();
-		}
-		else {
-			ObjectNode usage = json.createObjectNode()
-				.put("prompt_tokens", promptTokens)
-				.put("completion_tokens", tokens.size())
-				.put("total_tokens", promptTokens + tokens.size());
-			ObjectNode usageChunk = chunk(id, created, model, null, null, null);
-			usageChunk.putArray("choices");
-			usageChunk.set("usage", usage);
-			ending = Flux.just(event(chunk(id, created, model, null, null, "stop")), event(usageChunk),
-					"data: [DONE]\n\n");
-		}
-		return Flux.concat(Mono.just(event(chunk(id, created, model, "assistant", "", null))), content, ending)
-			.doOnComplete(completed::incrementAndGet)
-			.doOnCancel(drop ? () -> { } : cancelled::incrementAndGet);
-	}
-
-	private ObjectNode chunk(String id, long created, String model, @Nullable String role, @Nullable String content,
-			@Nullable String finishReason) {
-		ObjectNode chunk = json.createObjectNode()
-			.put("id", id)
-			.put("object", "chat.completion.chunk")
-			.put("created", created)
-			.put("model", model);
-		if (content != null || finishReason != null || role != null) {
-			ObjectNode choice = chunk.putArray("choices").addObject().put("index", 0);
-			ObjectNode delta = choice.putObject("delta");
-			if (role != null) {
-				delta.put("role", role);
-			}
-			if (content != null) {
-				delta.put("content", content);
-			}
-			choice.put("finish_reason", finishReason);
-		}
-		return chunk;
-	}
-
-	private String event(JsonNode node) {
-		return "data: " + write(node) + "\n\n";
-	}
-
-	private String write(JsonNode node) {
-		try {
-			return json.writeValueAsString(node);
-		}
-		catch (JsonProcessingException e) {
-			throw new IllegalStateException("a tree built in memory could not be written", e);
-		}
-	}
-
-	private Mono<Void> injectedError(HttpServerResponse response, FaultProfile profile) {
-		String body = switch (profile.errorStatus()) {
-			case 429 -> errorBody("requests", "rate_limit_exceeded", "Rate limit reached for requests");
-			case 529 -> errorBody("overloaded_error", null, "Overloaded");
-			default -> errorBody("server_error", null, "The server had an error while processing your request.");
-		};
-		return error(response, profile.errorStatus(), body, profile.retryAfterSeconds());
-	}
-
-	private String errorBody(String type, @Nullable String code, String message) {
-		ObjectNode root = json.createObjectNode();
-		root.putObject("error").put("message", message).put("type", type).putNull("param").put("code", code);
-		return write(root);
-	}
-
-	private static Mono<Void> error(HttpServerResponse response, int status, String body, int retryAfterSeconds) {
-		HttpServerResponse r = response.status(status).header(HttpHeaderNames.CONTENT_TYPE, "application/json");
-		if (retryAfterSeconds > 0) {
-			r = r.header(HttpHeaderNames.RETRY_AFTER, Integer.toString(retryAfterSeconds));
-		}
-		return r.sendString(Mono.just(body), StandardCharsets.UTF_8).then();
-	}
-
-	private static List<ChatMessage> messages(JsonNode array) {
-		if (!array.isArray() || array.isEmpty()) {
-			throw new IllegalArgumentException("messages must be a non-empty array");
-		}
-		List<ChatMessage> messages = new ArrayList<>(array.size());
-		for (JsonNode m : array) {
-			ChatMessage.Role role = ChatMessage.Role.parse(m.path("role").asText(""));
-			String content = m.path("content").asText("");
-			messages.add(role == ChatMessage.Role.TOOL
-					? ChatMessage.tool(m.path("tool_call_id").asText("call"), content)
-					: new ChatMessage(role, content, List.of(), null));
-		}
-		return messages;
-	}
-
-	private static String lastUserText(List<ChatMessage> messages) {
-		for (int i = messages.size() - 1; i >= 0; i--) {
-			if (messages.get(i).role() == ChatMessage.Role.USER) {
-				return messages.get(i).content();
-			}
-		}
-		return messages.get(messages.size() - 1).content();
+	private Publisher<Void> unknownRoute(HttpServerRequest request, HttpServerResponse response) {
+		ObjectNode error = OpenAiErrors.error("invalid_request_error", "unknown_url", null, "Unknown request URL: "
+				+ request.method().name() + " " + request.uri() + ". Please check the URL for typos.");
+		// read the body first, so the answer never overtakes the request
+		return request.receive().then(OpenAiEndpoint.send(response, 404, OpenAiErrors.write(error), 0));
 	}
 }

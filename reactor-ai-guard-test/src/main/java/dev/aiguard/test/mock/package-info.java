@@ -1,12 +1,24 @@
 /**
- * A streaming model server that misbehaves on request, for demos and tests:
- * {@link dev.aiguard.test.mock.MockModelServer}, its {@link dev.aiguard.test.mock.FaultProfile}
- * and the deterministic {@link dev.aiguard.test.mock.MockAnswers}. It speaks OpenAI's chat
- * completions ({@code baseUrl()}) and Anthropic's Messages API ({@code anthropicBaseUrl()}), with
- * the same answers and faults on both.
+ * A model server on loopback, OpenAI-compatible ({@code baseUrl()}) and Anthropic-compatible
+ * ({@code anthropicBaseUrl()}, the same answers and faults), that misbehaves on request and remembers what it
+ * was sent, for tests and demos: {@link dev.aiguard.test.mock.MockModelServer} (streamed and whole
+ * answers, {@code GET /v1/models}, OpenAI's error objects), its
+ * {@link dev.aiguard.test.mock.FaultProfile} (pace, stalls, drops, error statuses and bodies,
+ * in-band errors, context limit, rate-limit headers), the
+ * {@link dev.aiguard.test.mock.CapturedRequest}s it keeps, and the deterministic
+ * {@link dev.aiguard.test.mock.MockAnswers}. A guide with examples is {@code docs/testing.md}.
  *
  * <pre>{@code
- * mock.faults(mock.faults().withStallAfter(5));    // the next answers stop after 5 tokens
+ * try (MockModelServer mock = MockModelServer.builder().start()) {
+ *     FaultProfile base = mock.faults();
+ *     mock.faults(base.withStallAfter(5));                                  // answers stop after 5 tokens
+ *     mock.enqueue(base.withErrors(1, 429, 1), base.withErrors(1, 500, 0)); // but first a 429, then a 500
+ *     // ... run the code under test against mock.baseUrl()
+ *     assertThat(mock.lastRequest().header("authorization")).startsWith("Bearer ");
+ * }
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.test.mock;
+
+import org.jspecify.annotations.NullMarked;

@@ -181,7 +181,7 @@ class MockModelServerTest {
 		FaultProfile ok = mock.faults();
 		assertThatThrownBy(() -> ok.withErrors(1.5, 500, 0)).isInstanceOf(IllegalArgumentException.class)
 			.hasMessage("errorRate must be between 0 and 1, was 1.5");
-		assertThatThrownBy(() -> ok.withErrors(0.5, 503, 0)).hasMessage("errorStatus must be 500, 429 or 529, was 503");
+		assertThatThrownBy(() -> ok.withErrors(0.5, 302, 0)).hasMessage("errorStatus must be between 400 and 599, was 302");
 		assertThatThrownBy(() -> ok.withStallAfter(-1))
 			.hasMessage("stallAfterTokens must be between 0 and 2147483647, was -1");
 		assertThatThrownBy(() -> ok.withPace(-5, 0)).hasMessage("firstTokenDelayMs must be between 0 and 120000, was -5");

@@ -1,0 +1,416 @@
+package dev.aiguard.test.mock;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.aiguard.chat.ChatMessage;
+import dev.aiguard.truncation.TokenCounter;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+
+import static dev.aiguard.test.mock.OpenAiErrors.JSON;
+import static dev.aiguard.test.mock.OpenAiErrors.write;
+
+/**
+ * {@code POST /v1/chat/completions} the way OpenAI answers it, streamed ({@code "stream": true})
+ * or whole, with the faults of the profile the request took.
+ */
+final class OpenAiEndpoint {
+
+	private static final TokenCounter COUNTER = TokenCounter.estimate();
+
+	private final MockModelServer server;
+
+	OpenAiEndpoint(MockModelServer server) {
+		this.server = server;
+	}
+
+	Publisher<Void> chat(HttpServerRequest request, HttpServerResponse response) {
+		FaultProfile profile = server.takeProfile();
+		long number = server.chatRequests.incrementAndGet();
+		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+			.flatMap(body -> answer(number, body, profile, response))
+			.doOnSubscribe(s -> server.inProgress.incrementAndGet())
+			.doFinally(signal -> server.inProgress.decrementAndGet());
+	}
+
+	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
+		OpenAiErrors.rateLimitHeaders(response, profile.rateLimits());
+		Parsed request;
+		try {
+			request = parse(body);
+		}
+		catch (BadRequest e) {
+			return send(response, 400, write(OpenAiErrors.error("invalid_request_error", null, e.param, e.getMessage())), 0);
+		}
+		if (profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
+			server.injectedErrors.incrementAndGet();
+			String error = profile.errorBody() != null ? profile.errorBody()
+					: write(OpenAiErrors.forStatus(profile.errorStatus()));
+			return send(response, profile.errorStatus(), error, profile.retryAfterSeconds());
+		}
+		int promptTokens = COUNTER.count(request.messages);
+		Integer limit = profile.contextLimitTokens();
+		if (limit != null && promptTokens > limit) {
+			server.contextRejections.incrementAndGet();
+			return send(response, 400, write(OpenAiErrors.error("invalid_request_error", "context_length_exceeded",
+					"messages", "This model's maximum context length is " + limit + " tokens. However, your messages "
+							+ "resulted in " + promptTokens + " tokens. Please reduce the length of the messages.")), 0);
+		}
+		List<String> tokens = MockAnswers.tokens(lastUserText(request.messages));
+		String finishReason = "stop";
+		if (request.maxTokens != null && request.maxTokens < tokens.size()) {
+			tokens = tokens.subList(0, request.maxTokens);
+			finishReason = "length";
+		}
+		Answer answer = new Answer("chatcmpl-mock-" + number, System.currentTimeMillis() / 1000, request.model,
+				tokens, finishReason, promptTokens, request.includeUsage);
+		Ending ending = Ending.of(profile, tokens.size());
+		return request.stream ? stream(response, answer, ending, profile) : whole(response, answer, ending, profile);
+	}
+
+	// --- streamed answers ---
+
+	private Mono<Void> stream(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
+		return response.status(HttpResponseStatus.OK)
+			.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
+			.header(HttpHeaderNames.CACHE_CONTROL, "no-cache")
+			// flush every event as it is written, like a model server does (and so a drop cuts after it)
+			.send(events(response, answer, ending, profile).map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)),
+					buffer -> true)
+			.then();
+	}
+
+	private Flux<String> events(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
+		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
+		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
+		Flux<String> content = Flux.range(0, ending.tokens)
+			.concatMap(i -> Mono.delay(i == 0 ? first : interval)
+				.thenReturn(event(answer.chunk(null, answer.tokens.get(i), null))));
+		Flux<String> end = switch (ending.cut) {
+			case STALL -> Flux.<String>never().doOnSubscribe(s -> server.stalled.incrementAndGet());
+			case DROP -> drop(response);
+			case IN_BAND -> Mono.delay(ending.tokens == 0 ? first : interval)
+				.map(tick -> event(OpenAiErrors.inBand(profile.inBandErrorType())))
+				.doOnNext(e -> server.inBandErrors.incrementAndGet())
+				.flux();
+			case NONE -> profile.omitTerminal() ? Flux.<String>empty() : terminal(answer);
+		};
+		return Flux.concat(Mono.fromCallable(() -> event(answer.chunk("assistant", "", null))), content, end)
+			.doOnComplete(server.completed::incrementAndGet)
+			.doOnCancel(ending.cut == Cut.DROP ? () -> { } : server.cancelled::incrementAndGet);
+	}
+
+	private Flux<String> terminal(Answer answer) {
+		Flux<String> stop = Flux.just(event(answer.chunk(null, null, answer.finishReason)));
+		if (answer.includeUsage) {
+			ObjectNode usage = answer.header("chat.completion.chunk");
+			usage.putArray("choices");
+			usage.set("usage", answer.usage());
+			stop = stop.concatWithValues(event(usage));
+		}
+		return stop.concatWithValues("data: [DONE]\n\n");
+	}
+
+	/** Closes the socket under the pending body: the client sees a premature close. */
+	private <T> Flux<T> drop(HttpServerResponse response) {
+		return Flux.defer(() -> {
+			server.dropped.incrementAndGet();
+			response.withConnection(connection -> connection.channel().close());
+			return Flux.never();
+		});
+	}
+
+	private static String event(JsonNode node) {
+		return "data: " + write(node) + "\n\n";
+	}
+
+	// --- whole answers ("stream": false) ---
+
+	private Mono<Void> whole(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
+		Duration untilCut = generation(profile, ending.tokens);
+		Mono<Void> reply = switch (ending.cut) {
+			case STALL -> Mono.delay(untilCut)
+				.then(Mono.<Void>never().doOnSubscribe(s -> server.stalled.incrementAndGet()));
+			case DROP -> Mono.delay(untilCut).thenMany(drop(response)).then();
+			case IN_BAND -> Mono.delay(untilCut.plusMillis(ending.tokens == 0 ? profile.firstTokenDelayMs()
+					: profile.tokenIntervalMs()))
+				.flatMap(tick -> {
+					server.inBandErrors.incrementAndGet();
+					// an answer that fails while being generated comes back as a server error
+					return send(response, 500, write(OpenAiErrors.inBand(profile.inBandErrorType())), 0);
+				});
+			case NONE -> Mono.delay(untilCut).flatMap(tick -> send(response, 200, write(answer.completion()), 0));
+		};
+		return reply
+			.doOnSuccess(done -> server.completed.incrementAndGet())
+			.doOnCancel(ending.cut == Cut.DROP ? () -> { } : server.cancelled::incrementAndGet);
+	}
+
+	/** @return the time the mock takes to generate {@code tokens} tokens at the profile's pace */
+	private static Duration generation(FaultProfile profile, int tokens) {
+		return tokens == 0 ? Duration.ZERO
+				: Duration.ofMillis(profile.firstTokenDelayMs() + (tokens - 1L) * profile.tokenIntervalMs());
+	}
+
+	static Mono<Void> send(HttpServerResponse response, int status, String body, int retryAfterSeconds) {
+		HttpServerResponse r = OpenAiErrors.json(response, status);
+		if (retryAfterSeconds > 0) {
+			r = r.header(HttpHeaderNames.RETRY_AFTER, Integer.toString(retryAfterSeconds));
+		}
+		return r.sendString(Mono.just(body), StandardCharsets.UTF_8).then();
+	}
+
+	// --- what the answer is ---
+
+	/** Where the answer is cut, and how. */
+	private enum Cut {
+		NONE, STALL, DROP, IN_BAND
+	}
+
+	/** @param tokens content chunks sent before the cut (all of them when there is none) */
+	private record Ending(Cut cut, int tokens) {
+
+		static Ending of(FaultProfile profile, int size) {
+			Cut cut = Cut.NONE;
+			int at = size;
+			Integer stall = profile.stallAfterTokens();
+			Integer drop = profile.dropAfterTokens();
+			Integer inBand = profile.inBandErrorAfterTokens();
+			if (stall != null && stall < at) {
+				cut = Cut.STALL;
+				at = stall;
+			}
+			if (drop != null && drop < at) {
+				cut = Cut.DROP;
+				at = drop;
+			}
+			if (inBand != null && (cut == Cut.NONE || inBand < at)) {
+				cut = Cut.IN_BAND;
+				at = Math.min(inBand, at);
+			}
+			return new Ending(cut, at);
+		}
+	}
+
+	private record Answer(String id, long created, String model, List<String> tokens, String finishReason,
+			int promptTokens, boolean includeUsage) {
+
+		ObjectNode header(String object) {
+			return JSON.createObjectNode()
+				.put("id", id)
+				.put("object", object)
+				.put("created", created)
+				.put("model", model);
+		}
+
+		ObjectNode chunk(@Nullable String role, @Nullable String content, @Nullable String finish) {
+			ObjectNode chunk = header("chat.completion.chunk");
+			ObjectNode choice = chunk.putArray("choices").addObject().put("index", 0);
+			ObjectNode delta = choice.putObject("delta");
+			if (role != null) {
+				delta.put("role", role);
+			}
+			if (content != null) {
+				delta.put("content", content);
+			}
+			choice.put("finish_reason", finish);
+			if (includeUsage) {
+				// with include_usage every chunk carries the field, null until the usage chunk
+				chunk.putNull("usage");
+			}
+			return chunk;
+		}
+
+		ObjectNode usage() {
+			return JSON.createObjectNode()
+				.put("prompt_tokens", promptTokens)
+				.put("completion_tokens", tokens.size())
+				.put("total_tokens", promptTokens + tokens.size());
+		}
+
+		ObjectNode completion() {
+			ObjectNode root = header("chat.completion");
+			ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
+			ObjectNode message = choice.putObject("message").put("role", "assistant").put("content", String.join("", tokens));
+			message.putNull("refusal");
+			choice.putNull("logprobs");
+			choice.put("finish_reason", finishReason);
+			root.set("usage", usage());
+			return root;
+		}
+	}
+
+	// --- reading the request ---
+
+	/** A request OpenAI would refuse with 400, naming the parameter at fault. */
+	static final class BadRequest extends IllegalArgumentException {
+
+		private static final long serialVersionUID = 1L;
+
+		@Nullable
+		final String param;
+
+		BadRequest(@Nullable String param, String message) {
+			super(message);
+			this.param = param;
+		}
+	}
+
+	private record Parsed(List<ChatMessage> messages, String model, boolean stream, boolean includeUsage,
+			@Nullable Integer maxTokens) {
+	}
+
+	private static Parsed parse(String body) {
+		JsonNode root;
+		try {
+			root = JSON.readTree(body);
+		}
+		catch (JsonProcessingException e) {
+			throw new BadRequest(null, "We could not parse the JSON body of your request: " + e.getOriginalMessage());
+		}
+		if (root == null || !root.isObject()) {
+			throw new BadRequest(null, "The request body must be a JSON object.");
+		}
+		List<ChatMessage> messages = messages(root.path("messages"));
+		JsonNode modelNode = root.get("model");
+		String model = MockModelServer.MODEL;
+		if (modelNode != null && !modelNode.isNull()) {
+			if (!modelNode.isTextual() || modelNode.textValue().isBlank()) {
+				throw new BadRequest("model", "Invalid value for 'model': expected a model name, got " + modelNode + ".");
+			}
+			model = modelNode.textValue();
+		}
+		boolean stream = flag(root.get("stream"), "stream");
+		boolean includeUsage = false;
+		JsonNode options = root.get("stream_options");
+		if (options != null && !options.isNull()) {
+			if (!stream) {
+				throw new BadRequest("stream_options",
+						"The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+			}
+			if (!options.isObject()) {
+				throw new BadRequest("stream_options", "Invalid type for 'stream_options': expected an object, got "
+						+ options + ".");
+			}
+			includeUsage = flag(options.get("include_usage"), "stream_options.include_usage");
+		}
+		Integer maxTokens = positive(root.get("max_completion_tokens"), "max_completion_tokens");
+		if (maxTokens == null) {
+			maxTokens = positive(root.get("max_tokens"), "max_tokens");
+		}
+		return new Parsed(messages, model, stream, includeUsage, maxTokens);
+	}
+
+	private static boolean flag(@Nullable JsonNode node, String param) {
+		if (node == null || node.isNull()) {
+			return false;
+		}
+		if (!node.isBoolean()) {
+			throw new BadRequest(param, "Invalid type for '" + param + "': expected a boolean, got " + node + ".");
+		}
+		return node.booleanValue();
+	}
+
+	@Nullable
+	private static Integer positive(@Nullable JsonNode node, String param) {
+		if (node == null || node.isNull()) {
+			return null;
+		}
+		if (!node.isIntegralNumber() || !node.canConvertToInt() || node.intValue() < 1) {
+			throw new BadRequest(param, "Invalid value for '" + param + "': expected an integer >= 1, got " + node + ".");
+		}
+		return node.intValue();
+	}
+
+	/**
+	 * Reads OpenAI's {@code messages}: {@code developer} counts as {@code system}; content may be a
+	 * string, {@code null} or an array of parts whose {@code text} parts are concatenated.
+	 *
+	 * @throws BadRequest naming the message and field that cannot be read
+	 */
+	static List<ChatMessage> messages(JsonNode array) {
+		if (!array.isArray() || array.isEmpty()) {
+			throw new BadRequest("messages", "'messages' must be a non-empty array, got " + array + ".");
+		}
+		List<ChatMessage> messages = new ArrayList<>(array.size());
+		for (int i = 0; i < array.size(); i++) {
+			String where = "messages[" + i + "]";
+			JsonNode m = array.get(i);
+			if (!m.isObject()) {
+				throw new BadRequest(where, "Invalid type for '" + where + "': expected an object, got " + m + ".");
+			}
+			ChatMessage.Role role = role(m.get("role"), where + ".role");
+			String content = content(m.get("content"), where + ".content");
+			messages.add(role == ChatMessage.Role.TOOL
+					? ChatMessage.tool(m.path("tool_call_id").asText("call"), content)
+					: new ChatMessage(role, content, List.of(), null));
+		}
+		return messages;
+	}
+
+	private static ChatMessage.Role role(@Nullable JsonNode node, String where) {
+		String name = node != null && node.isTextual() ? node.textValue() : null;
+		if ("developer".equals(name)) {
+			return ChatMessage.Role.SYSTEM;
+		}
+		for (ChatMessage.Role r : ChatMessage.Role.values()) {
+			if (r.wireName().equals(name)) {
+				return r;
+			}
+		}
+		throw new BadRequest(where, "Invalid value for '" + where + "': " + (node == null ? "missing" : node.toString())
+				+ ". Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.");
+	}
+
+	private static String content(@Nullable JsonNode content, String where) {
+		if (content == null || content.isNull()) {
+			return "";
+		}
+		if (content.isTextual()) {
+			return content.textValue();
+		}
+		if (!content.isArray()) {
+			throw new BadRequest(where, "Invalid type for '" + where + "': expected a string or an array of content "
+					+ "parts, got " + content + ".");
+		}
+		StringBuilder text = new StringBuilder();
+		for (int j = 0; j < content.size(); j++) {
+			JsonNode part = content.get(j);
+			String at = where + "[" + j + "]";
+			if (!part.isObject()) {
+				throw new BadRequest(at, "Invalid type for '" + at + "': expected a content part object, got " + part + ".");
+			}
+			if ("text".equals(part.path("type").asText(""))) {
+				JsonNode t = part.get("text");
+				if (t == null || !t.isTextual()) {
+					throw new BadRequest(at + ".text", "Invalid type for '" + at + ".text': expected a string.");
+				}
+				text.append(t.textValue());
+			}
+			// image, audio, file and refusal parts carry nothing the mock answers to
+		}
+		return text.toString();
+	}
+
+	private static String lastUserText(List<ChatMessage> messages) {
+		for (int i = messages.size() - 1; i >= 0; i--) {
+			if (messages.get(i).role() == ChatMessage.Role.USER) {
+				return messages.get(i).content();
+			}
+		}
+		return messages.get(messages.size() - 1).content();
+	}
+}
