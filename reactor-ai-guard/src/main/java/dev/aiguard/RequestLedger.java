@@ -49,6 +49,8 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	/** Set once when the request starts, before the subscriber can cancel; NOOP when nobody observes. */
 	private RequestObserver observer = RequestObserver.NOOP;
 	private int attemptsEnded;
+	@Nullable
+	private Throwable lastAttemptError;
 
 	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
 		this.policy = policy;
@@ -84,90 +86,74 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		}
 	}
 
-	final void observeQueued() {
+	// what the observer hears, dispatched by one method so a throwing observer is handled in one place
+	private static final int QUEUED = 0;
+	private static final int ADMITTED = 1;
+	private static final int REFUSED = 2;
+	private static final int BREAKER = 3;
+	private static final int ATTEMPT_STARTED = 4;
+	private static final int ATTEMPT_ENDED = 5;
+	private static final int BACKOFF = 6;
+	private static final int RETRIED = 7;
+	private static final int TRUNCATED = 8;
+	private static final int CONTINUED = 9;
+	private static final int SOURCE = 10;
+
+	/** Tells the observer of an event; does nothing (one comparison) when nobody observes. */
+	private void observe(int event, long number, @Nullable Object detail) {
 		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.admissionQueued();
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
+		if (o == RequestObserver.NOOP) {
+			return;
+		}
+		try {
+			switch (event) {
+				case QUEUED -> o.admissionQueued();
+				case ADMITTED -> o.admitted();
+				case REFUSED -> o.admissionRefused((Throwable) detail);
+				case BREAKER -> o.breakerDecided(number != 0);
+				case ATTEMPT_STARTED -> o.attemptStarted((int) number);
+				case ATTEMPT_ENDED -> o.attemptEnded((int) number, (Outcome) detail, lastAttemptError);
+				case BACKOFF -> o.backoff(Duration.ofNanos(number));
+				case RETRIED -> o.retried((String) detail);
+				case TRUNCATED -> o.truncated((int) number);
+				case CONTINUED -> o.continued();
+				case SOURCE -> o.sourceChosen((Source) detail);
+				default -> throw new IllegalStateException("event " + event);
 			}
 		}
+		catch (Throwable observerFailure) {
+			dropped(observerFailure);
+		}
+	}
+
+	final void observeQueued() {
+		observe(QUEUED, 0L, null);
 	}
 
 	final void observeAdmitted() {
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.admitted();
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(ADMITTED, 0L, null);
 	}
 
 	final void observeRefused(Throwable reason) {
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.admissionRefused(reason);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(REFUSED, 0L, reason);
 	}
 
 	final void observeBreaker(boolean permitted) {
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.breakerDecided(permitted);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(BREAKER, permitted ? 1L : 0L, null);
 	}
 
 	final void observeAttemptStarted(int number) {
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.attemptStarted(number);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(ATTEMPT_STARTED, number, null);
 	}
 
 	final void observeBackoff(long delayNanos) {
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.backoff(Duration.ofNanos(delayNanos));
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(BACKOFF, delayNanos, null);
 	}
 
 	/** A realtime attempt ended: its numbers go into the report, its meters are recorded. */
 	void attemptEnded(StallWatch<?> watch, Outcome outcome, @Nullable Throwable error) {
-		int number = ++attemptsEnded;
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.attemptEnded(number, outcome, error);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		lastAttemptError = error;
+		observe(ATTEMPT_ENDED, ++attemptsEnded, outcome);
 		long tokens = watch.tokens();
 		long ttft = watch.timeToFirstTokenNanos();
 		noteFirstToken(watch);
@@ -214,15 +200,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	void sourceChosen(Source chosen) {
 		source = chosen;
 		announce(chosen);
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.sourceChosen(chosen);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(SOURCE, 0L, chosen);
 	}
 
 	void announce(Source chosen) {
@@ -243,28 +221,12 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
 	void retried(String reason) {
 		policy.metrics().retried(policy.name(), priority, reason);
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.retried(reason);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(RETRIED, 0L, reason);
 	}
 
 	void continued() {
 		policy.metrics().continued(policy.name(), priority);
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.continued();
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(CONTINUED, 0L, null);
 	}
 
 	void retryBudgetExhausted() {
@@ -273,15 +235,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
 	void promptTruncated(int tokensDropped) {
 		policy.metrics().promptTruncated(policy.name(), priority, tokensDropped);
-		RequestObserver o = observer;
-		if (o != RequestObserver.NOOP) {
-			try {
-				o.truncated(tokensDropped);
-			}
-			catch (Throwable observerFailure) {
-				dropped(observerFailure);
-			}
-		}
+		observe(TRUNCATED, tokensDropped, null);
 	}
 
 	/** The request ended (called once): request-level meters, then the report to its listeners. */

@@ -195,6 +195,11 @@ public final class StallSpec {
 		return firstTokenNanos;
 	}
 
+	/** @return the idle timeout in nanoseconds, 0 when none */
+	public long idleNanos() {
+		return idleTimeout == null ? 0L : idleTimeout.toNanos();
+	}
+
 	/** @return the interval between idle checks in nanoseconds ({@code idleTimeout / idleChecks}), 0 when none */
 	public long idleTickNanos() {
 		return idleTickNanos;

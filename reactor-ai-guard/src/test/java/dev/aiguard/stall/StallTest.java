@@ -1,15 +1,20 @@
 package dev.aiguard.stall;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.testing.TrackingScheduler;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
 import reactor.test.StepVerifier;
 import reactor.test.publisher.TestPublisher;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -55,6 +60,62 @@ class StallTest {
 				.expectErrorSatisfies(e -> assertThat(((StreamStalledException) e).phase())
 						.isEqualTo(StallPhase.FIRST_TOKEN))
 				.verify(Duration.ofSeconds(5));
+	}
+
+	/** A timer whose every delayed task runs {@code lag} late, as on a loaded machine. */
+	static final class LateTimer implements Scheduler {
+
+		final Scheduler timer;
+		final long lagNanos;
+
+		LateTimer(Scheduler timer, Duration lag) {
+			this.timer = timer;
+			this.lagNanos = lag.toNanos();
+		}
+
+		@Override
+		public Disposable schedule(Runnable task) {
+			return timer.schedule(task);
+		}
+
+		@Override
+		public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
+			return timer.schedule(task, unit.toNanos(delay) + lagNanos, TimeUnit.NANOSECONDS);
+		}
+
+		@Override
+		public long now(TimeUnit unit) {
+			return timer.now(unit);
+		}
+
+		@Override
+		public Worker createWorker() {
+			return timer.createWorker();
+		}
+	}
+
+	@Test
+	void lateTimerWakeUpsDoNotAddUpOverTheIdleChecks() {
+		VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+		Duration lag = Duration.ofMillis(30);
+		TestPublisher<ChatChunk> upstream = TestPublisher.create();
+		AtomicReference<Throwable> stall = new AtomicReference<>();
+		upstream.flux()
+			.transform(Stall.detect(spec().idleTimeout(Duration.ofMillis(400)).idleChecks(10)
+				.scheduler(new LateTimer(clock, lag)), CHAT))
+			.subscribe(chunk -> { }, stall::set);
+		upstream.next(ChatChunk.token("only"));
+		clock.advanceTimeBy(Duration.ofMillis(399));
+		assertThat(stall.get()).as("never before the idle timeout").isNull();
+		long waited = 399;
+		while (stall.get() == null && waited < 2_000) {
+			clock.advanceTimeBy(Duration.ofMillis(1));
+			waited++;
+		}
+		// ten checks 30 ms late each would add 300 ms; measured from the last activity, the lateness
+		// counts at most for the check that saw the token, the one on the deadline and the confirmation
+		assertThat(stall.get()).isInstanceOf(StreamStalledException.class);
+		assertThat(waited).as("stall signalled after (ms)").isLessThanOrEqualTo(400 + 40 + 3 * 30 + 1);
 	}
 
 	@Test

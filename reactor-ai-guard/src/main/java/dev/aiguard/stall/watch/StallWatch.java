@@ -38,10 +38,12 @@ import dev.aiguard.stall.Stall;
  * no timer and no clock read (except once, for the first token). A single re-armed one-shot task
  * per subscription watches all three deadlines: it wakes at the first-token deadline, every
  * {@code idleTimeout / idleChecks} once idle watching applies, and at the max-duration deadline,
- * and compares the content counter with the one it saw last. An idle stall is therefore
- * signalled between {@code idleTimeout} and {@code idleTimeout + idleTimeout/idleChecks} after
- * the last content chunk, never earlier; every stall is confirmed {@link #CONFIRM_DELAY_NANOS}
- * after it is decided.
+ * and compares the content counter with the one it saw last. The idle deadline counts from the
+ * check that last saw content, and the last check is armed for exactly that deadline, so a late
+ * timer wake-up delays the decision once instead of adding up over the checks. An idle stall is
+ * therefore signalled between {@code idleTimeout} and {@code idleTimeout + idleTimeout/idleChecks}
+ * after the last content chunk (plus the timer's lateness), never earlier; every stall is
+ * confirmed {@link #CONFIRM_DELAY_NANOS} after it is decided.
  *
  * <h2>User callbacks never hold a deadline</h2>
  * The {@link ChunkInspector} runs before a chunk is marked as being delivered, so a deadline
@@ -215,7 +217,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	// Touched only by the deadline task (one run at a time: each run schedules at most the next).
 	private long seenActivity;
-	private int silentChecks;
+	/** When a check last saw activity (or a reason to wait): the idle deadline counts from here. */
+	private long quietSince;
 	private boolean idleStarted;
 	private long firstTokenDeadline;
 	private StallPhase pendingPhase;
@@ -525,7 +528,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			// content arrived after all: not a stall
 			pendingPhase = null;
 			seenActivity = activitySeen();
-			silentChecks = 0;
+			quietSince = now;
 			GATE.getAndBitwiseAnd(this, ~GATE_STALL);
 			if (state == DONE || ended != 0) {
 				return;
@@ -657,18 +660,17 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (!idleStarted) {
 			idleStarted = true;
 			seenActivity = activity;
-			silentChecks = 0;
+			quietSince = now;
 			return null;
 		}
 		if (activity != seenActivity || !demand || (s & 1L) != 0L) {
 			seenActivity = activity;
-			silentChecks = 0;
+			quietSince = now;
 			return null;
 		}
-		if (++silentChecks >= spec.idleChecks()) {
-			return StallPhase.IDLE;
-		}
-		return null;
+		// measured from the check that last saw activity, not counted in checks: a late timer wake-up
+		// then delays the decision once, instead of adding its lateness to every check
+		return now - quietSince >= spec.idleNanos() ? StallPhase.IDLE : null;
 	}
 
 	private boolean hasDemand(long s) {
@@ -691,6 +693,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		else if (spec.idleTickNanos() > 0L) {
 			delay = Math.min(delay, spec.idleTickNanos());
+			if (idleStarted) {
+				// the last check lands exactly on the idle deadline
+				delay = Math.min(delay, Math.max(0L, quietSince + spec.idleNanos() - now));
+			}
 		}
 		if (delay != Long.MAX_VALUE) {
 			schedule(delay);
