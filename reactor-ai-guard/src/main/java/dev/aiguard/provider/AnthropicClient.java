@@ -15,8 +15,6 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.sse.SseDecoder;
-import io.netty.channel.ChannelOption;
-import io.netty.handler.codec.http.HttpHeaderNames;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -89,16 +87,12 @@ public final class AnthropicClient {
 		this.responseTimeout = b.responseTimeout;
 		String key = b.apiKey;
 		String v = b.version;
-		HttpClient http = (b.httpClient != null ? b.httpClient : HttpClient.create())
-			.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) b.connectTimeout.toMillis())
-			.headers(h -> {
-				h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
-				h.set(HttpHeaderNames.ACCEPT, "text/event-stream");
-				h.set("anthropic-version", v);
-				if (key != null) {
-					h.set("x-api-key", key);
-				}
-			});
+		HttpClient http = SseExchange.httpClient(b.httpClient, b.connectTimeout, h -> {
+			h.set("anthropic-version", v);
+			if (key != null) {
+				h.set("x-api-key", key);
+			}
+		});
 		this.exchange = new SseExchange(AnthropicChunkCodec.PROVIDER, b.baseUrl, b.baseUrl + "/messages", http,
 				b.responseTimeout, b.timer, b.sseDecoder, b.maxErrorBodyBytes, AnthropicChunkCodec::decode, this::scrub);
 	}
@@ -122,19 +116,7 @@ public final class AnthropicClient {
 	 */
 	public Flux<ChatChunk> stream(ChatRequest request) {
 		Objects.requireNonNull(request, "request");
-		return Flux.defer(() -> {
-			byte[] body;
-			try {
-				body = requestBody(request);
-			}
-			catch (IllegalArgumentException e) {
-				return Flux.error(e);
-			}
-			catch (JsonProcessingException e) {
-				return Flux.error(new IllegalArgumentException("request could not be serialised: " + e.getOriginalMessage(), e));
-			}
-			return exchange.post(body);
-		});
+		return exchange.post(request, this::requestBody);
 	}
 
 	/** Removes the key, and anything shaped like a key, from text that goes into a message. */
@@ -143,12 +125,8 @@ public final class AnthropicClient {
 	}
 
 	byte[] requestBody(ChatRequest request) throws JsonProcessingException {
-		String m = request.model() != null ? request.model() : model;
-		if (m == null) {
-			throw new IllegalArgumentException("model: neither the request nor the client names a model");
-		}
 		ObjectNode root = Json.MAPPER.createObjectNode();
-		root.put("model", m);
+		root.put("model", SseExchange.modelOf(request, model));
 		root.put("max_tokens", request.maxTokens() != null ? request.maxTokens() : maxTokens);
 		root.put("stream", true);
 		if (request.temperature() != null) {
@@ -309,10 +287,7 @@ public final class AnthropicClient {
 
 		/** @param name the model used when a {@link ChatRequest} names none; {@code null} for none */
 		public Builder model(String name) {
-			if (name != null && name.isBlank()) {
-				throw new IllegalArgumentException("model must not be blank, was '" + name + "'");
-			}
-			this.model = name;
+			this.model = SseExchange.checkModel(name);
 			return this;
 		}
 
@@ -321,10 +296,7 @@ public final class AnthropicClient {
 		 *        (default {@value AnthropicClient#DEFAULT_MAX_TOKENS}); Anthropic requires one on every request
 		 */
 		public Builder maxTokens(int tokens) {
-			if (tokens <= 0) {
-				throw new IllegalArgumentException("maxTokens must be > 0, was " + tokens);
-			}
-			this.maxTokens = tokens;
+			this.maxTokens = SseExchange.positive("maxTokens", tokens);
 			return this;
 		}
 
@@ -355,10 +327,7 @@ public final class AnthropicClient {
 
 		/** @param bytes the most of an error body read for its message (default 64 KiB) */
 		public Builder maxErrorBodyBytes(int bytes) {
-			if (bytes <= 0) {
-				throw new IllegalArgumentException("maxErrorBodyBytes must be > 0, was " + bytes);
-			}
-			this.maxErrorBodyBytes = bytes;
+			this.maxErrorBodyBytes = SseExchange.positive("maxErrorBodyBytes", bytes);
 			return this;
 		}
 

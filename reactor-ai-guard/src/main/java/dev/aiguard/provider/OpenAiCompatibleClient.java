@@ -1,12 +1,7 @@
 package dev.aiguard.provider;
 
-import java.io.IOException;
-import java.net.URI;
-import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -16,20 +11,11 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.sse.SseDecoder;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelOption;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaders;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.netty.Connection;
-import reactor.netty.channel.AbortedException;
 import reactor.netty.http.client.HttpClient;
-import reactor.netty.http.client.HttpClientResponse;
 
 /**
  * Streams chat completions from any OpenAI-compatible server (OpenAI, vLLM, Ollama's {@code /v1},
@@ -66,39 +52,27 @@ import reactor.netty.http.client.HttpClientResponse;
  */
 public final class OpenAiCompatibleClient {
 
-	private static final Pattern KEY_LIKE = Pattern.compile("\\b(sk-[A-Za-z0-9_*.\\-]{3,})");
-
-	private final String endpoint;
 	private final String baseUrl;
 	private final String apiKey;
 	private final String model;
 	private final Duration responseTimeout;
-	private final int maxErrorBodyBytes;
 	private final boolean includeUsage;
-	private final Scheduler timer;
-	private final SseDecoder sseDecoder;
-	private final HttpClient http;
+	private final SseExchange exchange;
 
 	private OpenAiCompatibleClient(Builder b) {
 		this.baseUrl = b.baseUrl;
-		this.endpoint = b.baseUrl + "/chat/completions";
 		this.apiKey = b.apiKey;
 		this.model = b.model;
 		this.responseTimeout = b.responseTimeout;
-		this.maxErrorBodyBytes = b.maxErrorBodyBytes;
 		this.includeUsage = b.includeUsage;
-		this.timer = b.timer;
-		this.sseDecoder = b.sseDecoder;
 		String key = b.apiKey;
-		this.http = (b.httpClient != null ? b.httpClient : HttpClient.create())
-			.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) b.connectTimeout.toMillis())
-			.headers(h -> {
-				h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
-				h.set(HttpHeaderNames.ACCEPT, "text/event-stream");
-				if (key != null) {
-					h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + key);
-				}
-			});
+		HttpClient http = SseExchange.httpClient(b.httpClient, b.connectTimeout, h -> {
+			if (key != null) {
+				h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + key);
+			}
+		});
+		this.exchange = new SseExchange(OpenAiChunkCodec.PROVIDER, b.baseUrl, b.baseUrl + "/chat/completions", http,
+				b.responseTimeout, b.timer, b.sseDecoder, b.maxErrorBodyBytes, OpenAiChunkCodec::decode, this::scrub);
 	}
 
 	/**
@@ -118,88 +92,17 @@ public final class OpenAiCompatibleClient {
 	 */
 	public Flux<ChatChunk> stream(ChatRequest request) {
 		Objects.requireNonNull(request, "request");
-		return Flux.defer(() -> {
-			byte[] body;
-			try {
-				body = requestBody(request);
-			}
-			catch (IllegalArgumentException e) {
-				return Flux.error(e);
-			}
-			catch (JsonProcessingException e) {
-				return Flux.error(new IllegalArgumentException("request could not be serialised: " + e.getOriginalMessage(), e));
-			}
-			Sinks.Empty<Void> headersArrived = Sinks.empty();
-			Flux<ChatChunk> exchange = http.post()
-				.uri(endpoint)
-				.send(Mono.fromCallable(() -> Unpooled.wrappedBuffer(body)))
-				.responseConnection((response, connection) -> {
-					headersArrived.tryEmitEmpty();
-					return response.status().code() == 200 ? body(connection) : error(response, connection);
-				});
-			// the deadline covers the time to response headers only; the body is the stall watch's job
-			Mono<ChatChunk> headersDeadline = Mono.delay(responseTimeout, timer)
-				.takeUntilOther(headersArrived.asMono())
-				.flatMap(late -> Mono.error(new ProviderConnectionException(OpenAiChunkCodec.PROVIDER,
-						"no response headers from " + baseUrl + " within " + responseTimeout.toMillis() + " ms", null)));
-			return exchange.mergeWith(headersDeadline).onErrorMap(this::isTransportFailure, this::connectionFailure);
-		});
-	}
-
-	private Flux<ChatChunk> body(Connection connection) {
-		return sseDecoder.decodeByteBufs(connection.inbound().receive().retain())
-			.transform(OpenAiChunkCodec::decode)
-			// never hand a half-read connection back to the pool
-			.doOnCancel(connection::dispose)
-			.doOnError(e -> connection.dispose());
-	}
-
-	private Flux<ChatChunk> error(HttpClientResponse response, Connection connection) {
-		int status = response.status().code();
-		HttpHeaders headers = response.responseHeaders();
-		BoundedBody collected = new BoundedBody(maxErrorBodyBytes);
-		return connection.inbound().receive()
-			.takeUntil(collected::add)
-			.doOnCancel(connection::dispose)
-			.then(Mono.fromCallable(collected::text))
-			.flatMapMany(text -> Flux.error(ProviderErrors.fromHttp(OpenAiChunkCodec.PROVIDER, status, headers::get,
-					scrub(text))));
+		return exchange.post(request, this::requestBody);
 	}
 
 	/** Removes the key, and anything shaped like a key, from text that goes into a message. */
 	String scrub(String text) {
-		String t = text;
-		if (apiKey != null && !apiKey.isEmpty()) {
-			t = t.replace(apiKey, "[redacted]");
-		}
-		return KEY_LIKE.matcher(t).replaceAll("[redacted]");
-	}
-
-	private boolean isTransportFailure(Throwable e) {
-		if (e instanceof ProviderException) {
-			return false;
-		}
-		for (Throwable c = e; c != null; c = c.getCause()) {
-			if (c instanceof IOException || c instanceof AbortedException) {
-				return true;
-			}
-		}
-		return false;
-	}
-
-	private Throwable connectionFailure(Throwable e) {
-		String detail = e.getMessage() == null ? "" : ": " + scrub(e.getMessage());
-		return new ProviderConnectionException(OpenAiChunkCodec.PROVIDER,
-				"connection to " + baseUrl + " failed (" + e.getClass().getSimpleName() + detail + ")", e);
+		return SseExchange.scrub(text, apiKey);
 	}
 
 	byte[] requestBody(ChatRequest request) throws JsonProcessingException {
-		String m = request.model() != null ? request.model() : model;
-		if (m == null) {
-			throw new IllegalArgumentException("model: neither the request nor the client names a model");
-		}
 		ObjectNode root = Json.MAPPER.createObjectNode();
-		root.put("model", m);
+		root.put("model", SseExchange.modelOf(request, model));
 		root.put("stream", true);
 		if (includeUsage) {
 			root.putObject("stream_options").put("include_usage", true);
@@ -247,34 +150,6 @@ public final class OpenAiCompatibleClient {
 				+ (apiKey == null ? "none" : "[set]") + ", responseTimeout=" + responseTimeout + '}';
 	}
 
-	/** Collects an error body up to a limit; the caller stops reading once {@link #add} says full. */
-	static final class BoundedBody {
-
-		private final int limit;
-		private byte[] bytes = new byte[0];
-		private int length;
-
-		BoundedBody(int limit) {
-			this.limit = limit;
-		}
-
-		/** @return whether the limit is reached */
-		boolean add(ByteBuf buf) {
-			int n = Math.min(buf.readableBytes(), limit - length);
-			if (length + n > bytes.length) {
-				// grow as the body arrives: most error bodies are a few hundred bytes
-				bytes = java.util.Arrays.copyOf(bytes, Math.min(limit, Math.max(length + n, bytes.length * 2)));
-			}
-			buf.getBytes(buf.readerIndex(), bytes, length, n);
-			length += n;
-			return length == limit;
-		}
-
-		String text() {
-			return new String(bytes, 0, length, StandardCharsets.UTF_8);
-		}
-	}
-
 	/**
 	 * Configures an {@link OpenAiCompatibleClient}. Each setter checks its value.
 	 *
@@ -301,30 +176,7 @@ public final class OpenAiCompatibleClient {
 		private SseDecoder sseDecoder = SseDecoder.defaults();
 
 		private Builder(String baseUrl) {
-			this.baseUrl = checkBaseUrl(baseUrl);
-		}
-
-		private static String checkBaseUrl(String url) {
-			if (url == null) {
-				throw new IllegalArgumentException("baseUrl must be an absolute http(s) URL, was null");
-			}
-			try {
-				URI uri = new URI(url);
-				String scheme = uri.getScheme();
-				if (!("http".equalsIgnoreCase(scheme) || "https".equalsIgnoreCase(scheme)) || uri.getHost() == null
-						|| uri.getQuery() != null || uri.getFragment() != null) {
-					throw new IllegalArgumentException("baseUrl must be an absolute http(s) URL without query, was '"
-							+ url + "'");
-				}
-			}
-			catch (URISyntaxException e) {
-				throw new IllegalArgumentException("baseUrl must be an absolute http(s) URL, was '" + url + "'", e);
-			}
-			String u = url;
-			while (u.endsWith("/")) {
-				u = u.substring(0, u.length() - 1);
-			}
-			return u;
+			this.baseUrl = SseExchange.checkBaseUrl(baseUrl);
 		}
 
 		/**
@@ -332,25 +184,19 @@ public final class OpenAiCompatibleClient {
 		 * @throws IllegalArgumentException when blank or containing whitespace (the value is not repeated)
 		 */
 		public Builder apiKey(String key) {
-			if (key != null && (key.isBlank() || !key.strip().equals(key) || key.chars().anyMatch(Character::isWhitespace))) {
-				throw new IllegalArgumentException("apiKey must not be blank or contain whitespace (value not shown)");
-			}
-			this.apiKey = key;
+			this.apiKey = SseExchange.checkApiKey(key);
 			return this;
 		}
 
 		/** @param name the model used when a {@link ChatRequest} names none; {@code null} for none */
 		public Builder model(String name) {
-			if (name != null && name.isBlank()) {
-				throw new IllegalArgumentException("model must not be blank, was '" + name + "'");
-			}
-			this.model = name;
+			this.model = SseExchange.checkModel(name);
 			return this;
 		}
 
 		/** @param timeout time allowed to open the TCP connection (default 10 s) */
 		public Builder connectTimeout(Duration timeout) {
-			this.connectTimeout = positive("connectTimeout", timeout);
+			this.connectTimeout = SseExchange.positive("connectTimeout", timeout);
 			return this;
 		}
 
@@ -359,16 +205,13 @@ public final class OpenAiCompatibleClient {
 		 *        body has no deadline here, the guard's stall watch covers it
 		 */
 		public Builder responseTimeout(Duration timeout) {
-			this.responseTimeout = positive("responseTimeout", timeout);
+			this.responseTimeout = SseExchange.positive("responseTimeout", timeout);
 			return this;
 		}
 
 		/** @param bytes the most of an error body read for its message (default 64 KiB) */
 		public Builder maxErrorBodyBytes(int bytes) {
-			if (bytes <= 0) {
-				throw new IllegalArgumentException("maxErrorBodyBytes must be > 0, was " + bytes);
-			}
-			this.maxErrorBodyBytes = bytes;
+			this.maxErrorBodyBytes = SseExchange.positive("maxErrorBodyBytes", bytes);
 			return this;
 		}
 
@@ -396,15 +239,9 @@ public final class OpenAiCompatibleClient {
 			return this;
 		}
 
+		/** @return a client with these settings; the builder can go on to build others */
 		public OpenAiCompatibleClient build() {
 			return new OpenAiCompatibleClient(this);
-		}
-
-		private static Duration positive(String field, Duration value) {
-			if (value == null || value.isNegative() || value.isZero() || value.toMillis() > Integer.MAX_VALUE) {
-				throw new IllegalArgumentException(field + " must be > 0 and < 24 days, was " + value);
-			}
-			return value;
 		}
 	}
 }

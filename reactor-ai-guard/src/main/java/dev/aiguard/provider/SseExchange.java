@@ -6,16 +6,22 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.sse.SseDecoder;
 import dev.aiguard.sse.SseEvent;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelOption;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -29,8 +35,8 @@ import reactor.netty.http.client.HttpClientResponse;
  * One streaming POST whose 200 answer is server-sent events: the response-header deadline, the
  * typed error of a non-200 answer (its body read up to a limit), transport failures as
  * {@link ProviderConnectionException}, and a connection that is closed rather than pooled when the
- * body is abandoned. Also the settings checks a streaming client's builder makes. The provider's
- * request body and codec are the caller's.
+ * body is abandoned. Also the HTTP client every streaming client starts from and the settings
+ * checks their builders make. The provider's request body, headers and codec are the caller's.
  */
 final class SseExchange {
 
@@ -71,9 +77,43 @@ final class SseExchange {
 		this.scrub = scrub;
 	}
 
-	/** @return the answer's chunks; each subscription posts {@code body} again */
-	Flux<ChatChunk> post(byte[] body) {
+	/**
+	 * A client posting JSON and accepting server-sent events, with the connect timeout set.
+	 *
+	 * @param shared the caller's configured client (its pool, TLS, proxy), or {@code null} for a new one
+	 * @param providerHeaders sets the provider's own headers (its key, its API version)
+	 */
+	static HttpClient httpClient(@Nullable HttpClient shared, Duration connectTimeout,
+			Consumer<HttpHeaders> providerHeaders) {
+		return (shared != null ? shared : HttpClient.create())
+			.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) connectTimeout.toMillis())
+			.headers(h -> {
+				h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+				h.set(HttpHeaderNames.ACCEPT, "text/event-stream");
+				providerHeaders.accept(h);
+			});
+	}
+
+	/**
+	 * Nothing is written or sent before subscription, and each subscription writes and posts the
+	 * request again. A request the writer refuses fails the subscription with its
+	 * {@link IllegalArgumentException}, one Jackson cannot serialise with an
+	 * {@link IllegalArgumentException} saying so; neither sends anything.
+	 *
+	 * @return the answer's chunks
+	 */
+	Flux<ChatChunk> post(ChatRequest request, RequestWriter writer) {
 		return Flux.defer(() -> {
+			byte[] body;
+			try {
+				body = writer.write(request);
+			}
+			catch (IllegalArgumentException e) {
+				return Flux.error(e);
+			}
+			catch (JsonProcessingException e) {
+				return Flux.error(new IllegalArgumentException("request could not be serialised: " + e.getOriginalMessage(), e));
+			}
 			Sinks.Empty<Void> headersArrived = Sinks.empty();
 			Flux<ChatChunk> exchange = http.post()
 				.uri(endpoint)
@@ -131,7 +171,7 @@ final class SseExchange {
 	}
 
 	/** Removes {@code apiKey}, and anything shaped like a key, from {@code text}. */
-	static String scrub(String text, String apiKey) {
+	static String scrub(String text, @Nullable String apiKey) {
 		String t = text;
 		if (apiKey != null && !apiKey.isEmpty()) {
 			t = t.replace(apiKey, "[redacted]");
@@ -145,7 +185,7 @@ final class SseExchange {
 	 * @return the URL without trailing slashes
 	 * @throws IllegalArgumentException naming the value when not an absolute http(s) URL without query
 	 */
-	static String checkBaseUrl(String url) {
+	static String checkBaseUrl(@Nullable String url) {
 		if (url == null) {
 			throw new IllegalArgumentException("baseUrl must be an absolute http(s) URL, was null");
 		}
@@ -169,7 +209,7 @@ final class SseExchange {
 	}
 
 	/** @throws IllegalArgumentException without repeating the value, when blank or containing whitespace */
-	static String checkApiKey(String key) {
+	static @Nullable String checkApiKey(@Nullable String key) {
 		if (key != null && (key.isBlank() || key.chars().anyMatch(Character::isWhitespace))) {
 			throw new IllegalArgumentException("apiKey must not be blank or contain whitespace (value not shown)");
 		}
@@ -177,11 +217,50 @@ final class SseExchange {
 	}
 
 	/** @throws IllegalArgumentException naming the field and value unless {@code 0 < value < 24 days} */
-	static Duration positive(String field, Duration value) {
+	static Duration positive(String field, @Nullable Duration value) {
 		if (value == null || value.isNegative() || value.isZero() || value.toMillis() > Integer.MAX_VALUE) {
 			throw new IllegalArgumentException(field + " must be > 0 and < 24 days, was " + value);
 		}
 		return value;
+	}
+
+	/** @throws IllegalArgumentException naming the field and value unless {@code value > 0} */
+	static int positive(String field, int value) {
+		if (value <= 0) {
+			throw new IllegalArgumentException(field + " must be > 0, was " + value);
+		}
+		return value;
+	}
+
+	/** @throws IllegalArgumentException naming the value when blank ({@code null} means none) */
+	static @Nullable String checkModel(@Nullable String name) {
+		if (name != null && name.isBlank()) {
+			throw new IllegalArgumentException("model must not be blank, was '" + name + "'");
+		}
+		return name;
+	}
+
+	/**
+	 * @return the request's model, else the client's
+	 * @throws IllegalArgumentException when neither names one
+	 */
+	static String modelOf(ChatRequest request, @Nullable String clientModel) {
+		String model = request.model() != null ? request.model() : clientModel;
+		if (model == null) {
+			throw new IllegalArgumentException("model: neither the request nor the client names a model");
+		}
+		return model;
+	}
+
+	/** Writes a provider's request body, refusing a request the provider cannot take. */
+	@FunctionalInterface
+	interface RequestWriter {
+
+		/**
+		 * @return the JSON body to post
+		 * @throws IllegalArgumentException naming what the provider cannot take
+		 */
+		byte[] write(ChatRequest request) throws JsonProcessingException;
 	}
 
 	/** Collects an error body up to a limit; the caller stops reading once {@link #add} says full. */

@@ -1,11 +1,8 @@
 package dev.aiguard.provider;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.GuardReport;
@@ -17,25 +14,12 @@ import dev.aiguard.chat.Usage;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.stall.IncompleteStreamException;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpResponseStatus;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
-import reactor.netty.Connection;
-import reactor.netty.DisposableServer;
-import reactor.netty.NettyOutbound;
 import reactor.netty.http.client.HttpClient;
-import reactor.netty.http.server.HttpServer;
-import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
-import reactor.netty.resources.ConnectionProvider;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -46,7 +30,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * The Anthropic client against a loopback Reactor Netty server that captures each request and
  * serves canned Anthropic streams and error bodies.
  */
-class AnthropicClientTest {
+class AnthropicClientTest extends CannedServerFixture {
 
 	static final String KEY = "sk-ant-api03-SECRET123";
 
@@ -59,67 +43,16 @@ class AnthropicClientTest {
 			new ChatChunk("", null, "end_turn", new Usage(25, 15), List.of(), false, false),
 			ChatChunk.done());
 
-	DisposableServer server;
-	final AtomicInteger connectionsOpened = new AtomicInteger();
-	final Sinks.Many<Integer> connectionsClosed = Sinks.many().replay().all();
-	final List<String> requestBodies = new CopyOnWriteArrayList<>();
-	final List<HttpHeaders> requestHeaders = new CopyOnWriteArrayList<>();
-	final List<String> requestPaths = new CopyOnWriteArrayList<>();
-	final List<ConnectionProvider> pools = new CopyOnWriteArrayList<>();
-
-	@BeforeEach
-	void startServer() {
-		server = HttpServer.create()
-			.host("127.0.0.1")
-			.port(0)
-			.doOnChannelInit((observer, channel, remote) -> {
-				int n = connectionsOpened.incrementAndGet();
-				channel.closeFuture().addListener(closed -> {
-					synchronized (connectionsClosed) {
-						connectionsClosed.tryEmitNext(n);
-					}
-				});
-			})
-			.route(routes -> routes.post("/{scenario}/v1/messages", this::serve))
-			.bindNow();
-	}
-
-	@AfterEach
-	void stopServer() {
-		server.disposeNow();
-		pools.forEach(ConnectionProvider::disposeLater);
+	AnthropicClientTest() {
+		super("/messages", Fixtures.ANTHROPIC_STREAM);
 	}
 
 	// ---- the canned server ----
 
-	private Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-		requestHeaders.add(request.requestHeaders().copy());
-		requestPaths.add(request.uri());
-		String scenario = request.param("scenario");
-		return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
-			requestBodies.add(body);
-			return respond(scenario, response);
-		});
-	}
-
-	private Publisher<Void> respond(String scenario, HttpServerResponse response) {
+	@Override
+	Publisher<Void> respond(String scenario, HttpServerResponse response) {
 		String stream = Fixtures.ANTHROPIC_STREAM;
 		switch (scenario) {
-			case "normal":
-				return sse(response, Flux.just(stream));
-			case "bytes": {
-				byte[] all = stream.getBytes(StandardCharsets.UTF_8);
-				return response.header("content-type", "text/event-stream")
-					.send(Flux.range(0, all.length).map(i -> Unpooled.wrappedBuffer(all, i, 1)), b -> true);
-			}
-			case "cut": {
-				String fourth = stream.split("\n\n")[3];
-				return sse(response, Flux.just(Fixtures.firstEvents(stream, 3), fourth.substring(0, fourth.length() / 2)))
-					.then(Mono.<Void>defer(() -> {
-						response.withConnection(Connection::dispose);
-						return Mono.never();
-					}));
-			}
 			case "no-stop":
 				// the last content block ends, then nothing: no stop_reason, no message_stop
 				return sse(response, Flux.just(Fixtures.firstEvents(stream, 5)));
@@ -143,39 +76,15 @@ class AnthropicClientTest {
 			case "unauthorized":
 				return json(response.status(401), "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\","
 						+ "\"message\":\"invalid x-api-key " + KEY + "\"}}");
-			case "huge-error":
-				return response.status(HttpResponseStatus.BAD_GATEWAY)
-					.send(Flux.range(0, 1024).map(i -> Unpooled.wrappedBuffer(new byte[1024])), b -> true);
-			case "no-headers":
-				return Mono.never();
 			default:
-				return response.status(404).sendString(Mono.just("unknown scenario " + scenario));
+				return super.respond(scenario, response);
 		}
-	}
-
-	private static NettyOutbound sse(HttpServerResponse response, Flux<String> parts) {
-		return response.header("content-type", "text/event-stream")
-			.send(parts.map(p -> (ByteBuf) Unpooled.copiedBuffer(p, StandardCharsets.UTF_8)), b -> true);
-	}
-
-	private static Publisher<Void> json(HttpServerResponse response, String body) {
-		return response.header("content-type", "application/json").sendString(Mono.just(body));
 	}
 
 	// ---- helpers ----
 
-	String baseUrl(String scenario) {
-		return "http://127.0.0.1:" + server.port() + "/" + scenario + "/v1";
-	}
-
 	AnthropicClient client(String scenario) {
 		return AnthropicClient.builder(baseUrl(scenario)).apiKey(KEY).model("claude-test").build();
-	}
-
-	HttpClient pooled(int maxConnections) {
-		ConnectionProvider pool = ConnectionProvider.create("anthropic-test-" + System.nanoTime(), maxConnections);
-		pools.add(pool);
-		return HttpClient.create(pool);
 	}
 
 	JsonNode sentBody(ChatRequest request) throws Exception {

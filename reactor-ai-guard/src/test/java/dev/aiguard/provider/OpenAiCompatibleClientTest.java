@@ -1,12 +1,9 @@
 package dev.aiguard.provider;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.ErrorClassifier;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -23,25 +20,12 @@ import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpResponseStatus;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
-import reactor.netty.Connection;
-import reactor.netty.DisposableServer;
-import reactor.netty.NettyOutbound;
 import reactor.netty.http.client.HttpClient;
-import reactor.netty.http.server.HttpServer;
-import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
-import reactor.netty.resources.ConnectionProvider;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -52,74 +36,24 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * The client against a loopback Reactor Netty server serving canned streams, alone and through
  * the guard.
  */
-class OpenAiCompatibleClientTest {
+class OpenAiCompatibleClientTest extends CannedServerFixture {
 
 	static final String KEY = "sk-test-SECRET123";
 
 	static final ChatRequest REQUEST = ChatRequest.of(null, List.of(ChatMessage.user("Say hello")));
 
-	DisposableServer server;
-	final AtomicInteger connectionsOpened = new AtomicInteger();
-	final Sinks.Many<Integer> connectionsClosed = Sinks.many().replay().all();
-	final List<String> requestBodies = new CopyOnWriteArrayList<>();
-	final List<HttpHeaders> requestHeaders = new CopyOnWriteArrayList<>();
-	final List<ConnectionProvider> pools = new CopyOnWriteArrayList<>();
-
-	@BeforeEach
-	void startServer() {
-		server = HttpServer.create()
-			.host("127.0.0.1")
-			.port(0)
-			// per TCP channel (doOnConnection would fire per HTTP request)
-			.doOnChannelInit((observer, channel, remote) -> {
-				int n = connectionsOpened.incrementAndGet();
-				channel.closeFuture().addListener(closed -> {
-					synchronized (connectionsClosed) {
-						connectionsClosed.tryEmitNext(n);
-					}
-				});
-			})
-			.route(routes -> routes.post("/{scenario}/v1/chat/completions", this::serve))
-			.bindNow();
-	}
-
-	@AfterEach
-	void stopServer() {
-		server.disposeNow();
-		pools.forEach(ConnectionProvider::disposeLater);
+	OpenAiCompatibleClientTest() {
+		super("/chat/completions", Fixtures.OPENAI_STREAM);
 	}
 
 	// ---- the canned server ----
 
-	private Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-		requestHeaders.add(request.requestHeaders());
-		String scenario = request.param("scenario");
-		return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
-			requestBodies.add(body);
-			return respond(scenario, response);
-		});
-	}
-
-	private Publisher<Void> respond(String scenario, HttpServerResponse response) {
+	@Override
+	Publisher<Void> respond(String scenario, HttpServerResponse response) {
 		String stream = Fixtures.OPENAI_STREAM;
 		switch (scenario) {
-			case "normal":
-				return sse(response, Flux.just(stream));
-			case "bytes": {
-				byte[] all = stream.getBytes(StandardCharsets.UTF_8);
-				return response.header("content-type", "text/event-stream")
-					.send(Flux.range(0, all.length).map(i -> Unpooled.wrappedBuffer(all, i, 1)), b -> true);
-			}
 			case "stalled":
 				return sse(response, Flux.just(Fixtures.firstEvents(stream, 3)).concatWith(Flux.never()));
-			case "cut": {
-				String third = stream.split("\n\n")[3];
-				return sse(response, Flux.just(Fixtures.firstEvents(stream, 3), third.substring(0, third.length() / 2)))
-					.then(Mono.<Void>defer(() -> {
-						response.withConnection(Connection::dispose);
-						return Mono.never();
-					}));
-			}
 			case "tokens-only":
 				return sse(response, Flux.just(Fixtures.firstEvents(stream, 3)));
 			case "no-done":
@@ -140,39 +74,15 @@ class OpenAiCompatibleClientTest {
 				return json(response.status(401), "{\"error\":{\"message\":\"Incorrect API key provided: " + KEY
 						+ ". You can find your API key at https://platform.openai.com/account/api-keys.\","
 						+ "\"type\":\"invalid_request_error\",\"param\":null,\"code\":\"invalid_api_key\"}}");
-			case "huge-error":
-				return response.status(HttpResponseStatus.BAD_GATEWAY)
-					.send(Flux.range(0, 1024).map(i -> Unpooled.wrappedBuffer(new byte[1024])), b -> true);
-			case "no-headers":
-				return Mono.never();
 			default:
-				return response.status(404).sendString(Mono.just("unknown scenario " + scenario));
+				return super.respond(scenario, response);
 		}
-	}
-
-	private static NettyOutbound sse(HttpServerResponse response, Flux<String> parts) {
-		return response.header("content-type", "text/event-stream")
-			.send(parts.map(p -> (ByteBuf) Unpooled.copiedBuffer(p, StandardCharsets.UTF_8)), b -> true);
-	}
-
-	private static Publisher<Void> json(HttpServerResponse response, String body) {
-		return response.header("content-type", "application/json").sendString(Mono.just(body));
 	}
 
 	// ---- helpers ----
 
-	String baseUrl(String scenario) {
-		return "http://127.0.0.1:" + server.port() + "/" + scenario + "/v1";
-	}
-
 	OpenAiCompatibleClient client(String scenario) {
 		return OpenAiCompatibleClient.builder(baseUrl(scenario)).apiKey(KEY).model("test-model").build();
-	}
-
-	HttpClient pooled(int maxConnections) {
-		ConnectionProvider pool = ConnectionProvider.create("test-" + System.nanoTime(), maxConnections);
-		pools.add(pool);
-		return HttpClient.create(pool);
 	}
 
 	/** A guard with generous real-time deadlines that report to {@code report}. */
