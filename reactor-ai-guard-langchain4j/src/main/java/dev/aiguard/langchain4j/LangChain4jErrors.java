@@ -7,7 +7,6 @@ import java.nio.channels.UnresolvedAddressException;
 
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderErrors;
-import dev.aiguard.provider.ProviderException;
 import dev.langchain4j.exception.HttpException;
 import dev.langchain4j.exception.TimeoutException;
 import dev.langchain4j.exception.UnresolvedModelServerException;
@@ -27,8 +26,8 @@ import reactor.util.annotation.Nullable;
  * {@link ProviderConnectionException} whose cause is the original.</li>
  * <li>Anything else passes through unchanged.</li>
  * </ul>
- * The original error stays reachable: as the cause of a connection error, as a suppressed
- * exception of an HTTP one.
+ * A connection error keeps the original as its cause; an HTTP error carries everything
+ * LangChain4j's had (status, the provider's message, type and code) and the headers it had not.
  */
 final class LangChain4jErrors {
 
@@ -41,9 +40,7 @@ final class LangChain4jErrors {
 		HttpException http = find(error, HttpException.class);
 		if (http != null) {
 			int status = http.statusCode();
-			ProviderException typed = ProviderErrors.fromHttp(provider, status, exchange.headers(status), http.getMessage());
-			typed.addSuppressed(error);
-			return typed;
+			return ProviderErrors.fromHttp(provider, status, exchange.headers(status), http.getMessage());
 		}
 		if (find(error, TimeoutException.class) != null || find(error, HttpTimeoutException.class) != null) {
 			return new ProviderConnectionException(provider, "no response in time: " + error.getMessage(), error);

@@ -1,0 +1,86 @@
+package dev.aiguard.langchain4j;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+
+import dev.aiguard.test.mock.FaultProfile;
+import dev.aiguard.test.mock.MockModelServer;
+import dev.langchain4j.data.message.UserMessage;
+import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
+import reactor.core.publisher.Flux;
+
+/** The mock model server and LangChain4j's real OpenAI model talking to it over loopback. */
+final class MockModels {
+
+	/** The longest any wait on real HTTP may take before a test fails. */
+	static final Duration WAIT = Duration.ofSeconds(10);
+
+	private static final AtomicBoolean WARM = new AtomicBoolean();
+
+	private MockModels() {
+	}
+
+	/**
+	 * One full answer through LangChain4j and the mock, once per JVM: the first one loads (and has
+	 * BlockHound instrument) the classes of the mock server, LangChain4j and the JDK HTTP client,
+	 * which takes seconds that would otherwise land in the first test's deadlines.
+	 */
+	static void warmUp() {
+		if (!WARM.compareAndSet(false, true)) {
+			return;
+		}
+		try (MockModelServer mock = startMock()) {
+			dev.langchain4j.model.chat.request.ChatRequest request = dev.langchain4j.model.chat.request.ChatRequest
+				.builder()
+				.messages(UserMessage.from("warm up"))
+				.build();
+			LangChain4jStreams.of(openAi(mock)).stream(request).blockLast(Duration.ofSeconds(60));
+		}
+	}
+
+	/** @return a mock answering at once, 5 ms between tokens, no errors drawn unless the rate is 1 */
+	static MockModelServer startMock() {
+		return MockModelServer.builder().faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(5)))
+			.random(() -> 0.0).start();
+	}
+
+	/** @return LangChain4j's OpenAI streaming model on the bridge's abortable HTTP client */
+	static OpenAiStreamingChatModel openAi(MockModelServer mock) {
+		return openAi(mock, AbortableHttpClientBuilder.create());
+	}
+
+	/** @return LangChain4j's OpenAI streaming model on its default HTTP client */
+	static OpenAiStreamingChatModel openAiOnDefaultClient(MockModelServer mock) {
+		return OpenAiStreamingChatModel.builder()
+			.baseUrl(mock.baseUrl())
+			.apiKey("sk-test")
+			.modelName(MockModelServer.MODEL)
+			.timeout(WAIT)
+			.build();
+	}
+
+	static OpenAiStreamingChatModel openAi(MockModelServer mock, AbortableHttpClientBuilder http) {
+		return OpenAiStreamingChatModel.builder()
+			.httpClientBuilder(http)
+			.baseUrl(mock.baseUrl())
+			.apiKey("sk-test")
+			.modelName(MockModelServer.MODEL)
+			.timeout(WAIT)
+			.build();
+	}
+
+	/** Waits (bounded, polling every 10 ms off the test thread) until {@code condition} holds. */
+	static void await(String what, BooleanSupplier condition) {
+		Flux.interval(Duration.ZERO, Duration.ofMillis(10))
+			.filter(i -> condition.getAsBoolean())
+			.next()
+			.timeout(WAIT, reactor.core.publisher.Mono.error(() -> new AssertionError("timed out waiting for: " + what)))
+			.block();
+	}
+
+	/** Waits until the mock has no response open: every connection of an ended answer is closed. */
+	static void awaitNoneInProgress(MockModelServer mock) {
+		await("no response of the mock in progress, " + mock.stats(), () -> mock.stats().inProgress() == 0);
+	}
+}
