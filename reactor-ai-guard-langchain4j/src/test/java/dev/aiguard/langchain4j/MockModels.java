@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
+import dev.aiguard.provider.ProviderException;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.langchain4j.data.message.UserMessage;
@@ -22,9 +23,10 @@ final class MockModels {
 	}
 
 	/**
-	 * One full answer through LangChain4j and the mock, once per JVM: the first one loads (and has
-	 * BlockHound instrument) the classes of the mock server, LangChain4j and the JDK HTTP client,
-	 * which takes seconds that would otherwise land in the first test's deadlines.
+	 * One full answer and one error answer through LangChain4j and the mock, once per JVM: the first
+	 * of each loads (and has BlockHound instrument) the classes of the mock server, LangChain4j, the
+	 * JDK HTTP client and the error classification, which takes seconds that would otherwise land in
+	 * the first test's deadlines.
 	 */
 	static void warmUp() {
 		if (!WARM.compareAndSet(false, true)) {
@@ -35,7 +37,10 @@ final class MockModels {
 				.builder()
 				.messages(UserMessage.from("warm up"))
 				.build();
-			LangChain4jStreams.of(openAi(mock)).stream(request).blockLast(Duration.ofSeconds(60));
+			LangChain4jStreams streams = LangChain4jStreams.of(openAi(mock));
+			streams.stream(request).blockLast(Duration.ofSeconds(60));
+			mock.faults(mock.faults().withErrors(1.0, 429, 1));
+			streams.stream(request).onErrorComplete(ProviderException.class).blockLast(Duration.ofSeconds(60));
 		}
 	}
 
