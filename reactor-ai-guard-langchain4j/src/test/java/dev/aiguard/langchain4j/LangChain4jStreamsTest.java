@@ -9,6 +9,8 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
 import dev.aiguard.chat.ChatChunk;
@@ -29,7 +31,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
+import reactor.core.scheduler.NonBlocking;
 import reactor.core.publisher.BaseSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.test.StepVerifier;
 
@@ -168,6 +173,27 @@ class LangChain4jStreamsTest {
 	}
 
 	@Test
+	void aCancelFromANonBlockingThreadEndsTheExchangeOffThatThread() {
+		mock.faults(mock.faults().withStallAfter(0));
+		LangChain4jStreams streams = LangChain4jStreams.of(MockModels.openAi(mock));
+		AtomicReference<Thread> subscribedOn = new AtomicReference<>();
+		AtomicReference<Thread> cancelledOn = new AtomicReference<>();
+
+		// subscribed from a parallel thread, cancelled by the timeout's timer on another
+		Flux<ChatChunk> answer = Mono.delay(Duration.ofMillis(1))
+			.doOnNext(i -> subscribedOn.set(Thread.currentThread()))
+			.flatMapMany(i -> streams.stream(ask("Hello")).doOnCancel(() -> cancelledOn.set(Thread.currentThread())))
+			.timeout(Duration.ofMillis(300));
+
+		StepVerifier.create(answer).expectError(TimeoutException.class).verify(WAIT);
+
+		assertThat(subscribedOn.get()).isInstanceOf(NonBlocking.class);
+		assertThat(cancelledOn.get()).isInstanceOf(NonBlocking.class);
+		awaitNoneInProgress(mock);
+		assertThat(mock.stats().cancelled()).isEqualTo(1);
+	}
+
+	@Test
 	void withoutTheAbortableClientCancellingAfterTheFirstTokenStillEndsTheExchange() {
 		mock.faults(mock.faults().withStallAfter(2));
 		LangChain4jStreams streams = LangChain4jStreams.of(MockModels.openAiOnDefaultClient(mock));
@@ -258,7 +284,7 @@ class LangChain4jStreamsTest {
 	@Test
 	void eachSubscriptionIsANewCall() {
 		RecordingModel model = new RecordingModel(MockModels.openAi(mock));
-		reactor.core.publisher.Flux<ChatChunk> answer = LangChain4jStreams.of(model).stream(ask("Hello"));
+		Flux<ChatChunk> answer = LangChain4jStreams.of(model).stream(ask("Hello"));
 		assertThat(model.calls).as("nothing is sent before subscription").isEmpty();
 
 		assertThat(text(answer.collectList().block(WAIT))).isEqualTo(MockAnswers.text("Hello"));
