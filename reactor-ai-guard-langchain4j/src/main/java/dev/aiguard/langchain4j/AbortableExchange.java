@@ -9,9 +9,9 @@ import java.util.function.Function;
 
 import dev.langchain4j.exception.UnsupportedFeatureException;
 import dev.langchain4j.model.chat.response.StreamingHandle;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.annotation.Nullable;
 import reactor.util.context.Context;
 
 /**
@@ -77,16 +77,6 @@ final class AbortableExchange {
 	/** The response headers arrived (any status). */
 	void responded(int status, HttpHeaders headers) {
 		head = new Head(status, headers);
-	}
-
-	/** @return whether the HTTP layer took this exchange, so it can be ended before the first event */
-	boolean attached() {
-		return response != null;
-	}
-
-	/** @return whether {@link #abort()} was called */
-	boolean aborted() {
-		return aborted;
 	}
 
 	/**

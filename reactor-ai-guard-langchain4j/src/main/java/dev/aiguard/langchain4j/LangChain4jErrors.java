@@ -10,7 +10,7 @@ import dev.aiguard.provider.ProviderErrors;
 import dev.langchain4j.exception.HttpException;
 import dev.langchain4j.exception.TimeoutException;
 import dev.langchain4j.exception.UnresolvedModelServerException;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * LangChain4j's errors to the library's typed provider errors, so the guard's retry, breaker and

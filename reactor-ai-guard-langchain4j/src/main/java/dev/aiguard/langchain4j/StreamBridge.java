@@ -22,12 +22,12 @@ import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.chat.response.StreamingHandle;
 import dev.langchain4j.model.output.FinishReason;
 import dev.langchain4j.model.output.TokenUsage;
-import reactor.core.Disposable;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Exceptions;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.annotation.Nullable;
+import reactor.util.context.Context;
 
 /**
  * One subscription's LangChain4j call: the model's callbacks become chunks in a {@link FluxSink}.
@@ -73,24 +73,26 @@ final class StreamBridge implements StreamingChatResponseHandler {
 		this.provider = provider;
 	}
 
-	/** Wires a new subscription: the call starts on {@code scheduler}, a cancel ends the exchange. */
+	/**
+	 * Wires a new subscription: the call starts on {@code scheduler}, a cancel ends the exchange. A
+	 * cancel does not dispose the scheduled call: interrupting {@code model.chat} half-way would
+	 * leave LangChain4j's request in an unknown state, and a call that has not started finds the
+	 * bridge cancelled and returns at once.
+	 */
 	static void start(FluxSink<ChatChunk> sink, StreamingChatModel model, ChatRequest request, String provider,
 			Scheduler scheduler) {
 		StreamBridge bridge = new StreamBridge(sink, model, request, provider);
-		Disposable task;
-		try {
-			task = scheduler.schedule(bridge::send);
-		}
-		catch (RuntimeException rejected) {
-			sink.error(Operators.onRejectedExecution(rejected, sink.currentContext()));
-			return;
-		}
 		sink.onCancel(() -> {
 			if (STATE.compareAndSet(bridge, OPEN, CANCELLED)) {
-				task.dispose();
 				bridge.exchange.abort();
 			}
 		});
+		try {
+			scheduler.schedule(bridge::send);
+		}
+		catch (RuntimeException rejected) {
+			bridge.onError(Operators.onRejectedExecution(rejected, Context.of(sink.contextView())));
+		}
 	}
 
 	/** Calls the model, with the exchange on this thread for the HTTP layer to take. */
@@ -110,11 +112,6 @@ final class StreamBridge implements StreamingChatResponseHandler {
 		finally {
 			AbortableExchange.CLAIMS.remove();
 		}
-	}
-
-	/** @return the exchange this subscription's call goes through */
-	AbortableExchange exchange() {
-		return exchange;
 	}
 
 	@Override
@@ -199,7 +196,7 @@ final class StreamBridge implements StreamingChatResponseHandler {
 		}
 		else if (s == ENDED) {
 			// an error after LangChain4j completed the stream has no one left to tell
-			Operators.onErrorDropped(error, sink.currentContext());
+			Operators.onErrorDropped(error, Context.of(sink.contextView()));
 		}
 		// after a cancel: the error is the end of the exchange the bridge aborted
 	}

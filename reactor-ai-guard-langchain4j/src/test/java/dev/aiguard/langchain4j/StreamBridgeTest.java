@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.http.HttpTimeoutException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.chat.ChatChunk;
@@ -35,6 +36,7 @@ import dev.langchain4j.model.output.TokenUsage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 
@@ -237,6 +239,18 @@ class StreamBridgeTest {
 
 		assertThat(model.threads.get(0)).startsWith("boundedElastic");
 		assertThat(model.threads.get(1)).isEqualTo(Thread.currentThread().getName());
+	}
+
+	@Test
+	void aSchedulerThatRefusesTheCallEndsTheStreamWithTheRejection() {
+		ScriptedModel model = new ScriptedModel(h -> h.onCompleteResponse(response(FinishReason.STOP, null)));
+		Scheduler closed = Schedulers.newSingle("closed");
+		closed.dispose();
+
+		StepVerifier.create(LangChain4jStreams.builder(model).scheduler(closed).build().stream(REQUEST))
+			.expectError(RejectedExecutionException.class)
+			.verify(WAIT);
+		assertThat(model.threads).isEmpty();
 	}
 
 	@Test
