@@ -77,6 +77,7 @@ class GuardedLangChain4jTest {
 	}
 
 	private GuardPolicy.Builder policy(String name) {
+		// 20 idle checks: a stall is seen 400 to 420 ms after the last token
 		return GuardPolicy.builder(name)
 			.stall(StallSpec.defaults().firstTokenTimeout(FIRST_TOKEN).idleTimeout(IDLE).idleChecks(20))
 			.retry(RetryRules.none())

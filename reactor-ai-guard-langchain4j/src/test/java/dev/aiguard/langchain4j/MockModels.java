@@ -1,10 +1,16 @@
 package dev.aiguard.langchain4j;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
+import dev.aiguard.AiGuard;
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.provider.ProviderException;
+import dev.aiguard.retry.RetryRules;
+import dev.aiguard.stall.StallSpec;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.langchain4j.data.message.UserMessage;
@@ -23,9 +29,10 @@ final class MockModels {
 	}
 
 	/**
-	 * One full answer and one error answer through LangChain4j and the mock, once per JVM: the first
-	 * of each loads (and has BlockHound instrument) the classes of the mock server, LangChain4j, the
-	 * JDK HTTP client and the error classification, which takes seconds that would otherwise land in
+	 * One full answer, one error answer and two guarded stalls (first token, idle) through LangChain4j
+	 * and the mock, once per JVM: the first of each loads (and has BlockHound instrument) the classes
+	 * of the mock server, LangChain4j, the JDK HTTP client, the error classification and the guard's
+	 * stall path, which takes from a few hundred milliseconds to seconds that would otherwise land in
 	 * the first test's deadlines.
 	 */
 	static void warmUp() {
@@ -41,6 +48,15 @@ final class MockModels {
 			streams.stream(request).blockLast(Duration.ofSeconds(60));
 			mock.faults(mock.faults().withErrors(1.0, 429, 1));
 			streams.stream(request).onErrorComplete(ProviderException.class).blockLast(Duration.ofSeconds(60));
+			GuardPolicy stalls = GuardPolicy.builder("warm-up")
+				.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofMillis(300)).idleTimeout(Duration.ofMillis(300)))
+				.retry(RetryRules.none())
+				.build();
+			dev.aiguard.chat.ChatRequest ask = dev.aiguard.chat.ChatRequest.of(null, List.of(ChatMessage.user("warm up")));
+			for (int tokens : new int[] { 0, 1 }) {
+				mock.faults(mock.defaultFaults().withStallAfter(tokens));
+				AiGuard.of(stalls).call(ask, streams).onErrorComplete().blockLast(Duration.ofSeconds(60));
+			}
 		}
 	}
 
