@@ -56,29 +56,33 @@ public final class AbortableHttpClientBuilder implements HttpClientBuilder {
 		return new AbortableHttpClientBuilder(jdkBuilder);
 	}
 
+	/** @return the time allowed to open a connection, or {@code null} for the JDK client's default */
 	@Override
 	public Duration connectTimeout() {
 		return jdk.connectTimeout();
 	}
 
+	/** Sets the time allowed to open a connection (the model's builder sets it from its timeout). */
 	@Override
 	public AbortableHttpClientBuilder connectTimeout(Duration timeout) {
 		jdk.connectTimeout(timeout);
 		return this;
 	}
 
-	/** @return the time allowed for the response headers (the JDK client's request timeout) */
+	/** @return the time allowed for the response headers (the JDK client's request timeout), or {@code null} for none */
 	@Override
 	public Duration readTimeout() {
 		return jdk.readTimeout();
 	}
 
+	/** Sets the time allowed for the response headers (the model's builder sets it from its timeout). */
 	@Override
 	public AbortableHttpClientBuilder readTimeout(Duration timeout) {
 		jdk.readTimeout(timeout);
 		return this;
 	}
 
+	/** @return LangChain4j's JDK client over a new, observing {@link java.net.http.HttpClient} */
 	@Override
 	public HttpClient build() {
 		return jdk.build();

@@ -123,7 +123,7 @@ final class StreamBridge implements StreamingChatResponseHandler {
 
 	@Override
 	public void onPartialResponse(PartialResponse partialResponse, PartialResponseContext context) {
-		keep(context.streamingHandle());
+		keep(context == null ? null : context.streamingHandle());
 		onPartialResponse(partialResponse.text());
 	}
 
@@ -136,7 +136,7 @@ final class StreamBridge implements StreamingChatResponseHandler {
 
 	@Override
 	public void onPartialThinking(PartialThinking partialThinking, PartialThinkingContext context) {
-		keep(context.streamingHandle());
+		keep(context == null ? null : context.streamingHandle());
 		onPartialThinking(partialThinking);
 	}
 
@@ -155,7 +155,7 @@ final class StreamBridge implements StreamingChatResponseHandler {
 
 	@Override
 	public void onPartialToolCall(PartialToolCall call, PartialToolCallContext context) {
-		keep(context.streamingHandle());
+		keep(context == null ? null : context.streamingHandle());
 		onPartialToolCall(call);
 	}
 
@@ -201,6 +201,7 @@ final class StreamBridge implements StreamingChatResponseHandler {
 		// after a cancel: the error is the end of the exchange the bridge aborted
 	}
 
+	/** Keeps LangChain4j's handle for a cancel (what ends the stream when there is no HTTP exchange to end). */
 	private void keep(@Nullable StreamingHandle handle) {
 		if (handle != null) {
 			exchange.handle(handle);
