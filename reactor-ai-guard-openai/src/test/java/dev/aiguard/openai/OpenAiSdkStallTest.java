@@ -49,8 +49,8 @@ class OpenAiSdkStallTest {
 
 	private AiGuard<ChatChunk> guard() {
 		return AiGuard.of(GuardPolicy.builder("sdk-stall")
-			// twenty idle checks: an idle stall is seen at most 20 ms after the idle deadline
-			.stall(StallSpec.defaults().firstTokenTimeout(FIRST_TOKEN).idleTimeout(IDLE).idleChecks(20))
+			// forty idle checks: an idle stall is seen at most 10 ms after the idle deadline
+			.stall(StallSpec.defaults().firstTokenTimeout(FIRST_TOKEN).idleTimeout(IDLE).idleChecks(40))
 			.onReport(reports::add)
 			.build());
 	}
