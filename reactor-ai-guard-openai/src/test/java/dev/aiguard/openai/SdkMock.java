@@ -86,7 +86,7 @@ final class SdkMock {
 				.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofMillis(300)).idleTimeout(Duration.ofMillis(200))
 					.idleChecks(40))
 				.build());
-			for (int round = 0; round < 3; round++) {
+			for (int round = 0; round < 5; round++) {
 				long before = sdk.mock.stats().requests();
 				sdk.mock.faults(FAST.withStallAfter(0));
 				CompletableFuture<Void> firstToken = stalling.call(request("warm up"),
