@@ -40,9 +40,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * }</pre>
  *
  * Answers come from {@link MockAnswers}, paced by the profile, followed by a {@code stop} chunk, a
- * usage chunk and {@code [DONE]}. The profile in force when a request arrives applies to the whole
- * of that request. Counters in {@link #stats()} record what happened, including answers the client
- * abandoned ({@code cancelled}: the connection closed before the answer ended).
+ * usage chunk and {@code [DONE]}. A request with {@code max_tokens} (or {@code max_completion_tokens})
+ * below the answer's length gets that many tokens and finish reason {@code length}. A request without
+ * {@code "stream": true} gets one {@code chat.completion} JSON object once the whole answer would have
+ * been streamed (the profile's faults apply to it alike: a stall never answers, a drop closes the
+ * connection, an omitted terminal leaves {@code finish_reason} null). The profile in force when a
+ * request arrives applies to the whole of that request. Counters in {@link #stats()} record what
+ * happened, including answers the client abandoned ({@code cancelled}: the connection closed before
+ * the answer ended).
  */
 public final class MockModelServer implements AutoCloseable {
 
@@ -230,10 +235,14 @@ public final class MockModelServer implements AutoCloseable {
 	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
 		List<ChatMessage> messages;
 		String model;
+		boolean stream;
+		int maxTokens;
 		try {
 			JsonNode root = json.readTree(body);
 			messages = messages(root.path("messages"));
 			model = root.path("model").asText(MODEL);
+			stream = root.path("stream").asBoolean(false);
+			maxTokens = maxTokens(root);
 		}
 		catch (JsonProcessingException | IllegalArgumentException e) {
 			return error(response, 400, errorBody("invalid_request_error", null, "Invalid request: " + e.getMessage()), 0);
@@ -255,26 +264,94 @@ public final class MockModelServer implements AutoCloseable {
 		String prompt = lastUserText(messages);
 		String id = "chatcmpl-mock-" + number;
 		long created = System.currentTimeMillis() / 1000;
+		List<String> tokens = MockAnswers.tokens(prompt);
+		String finishReason = "stop";
+		if (maxTokens > 0 && maxTokens < tokens.size()) {
+			tokens = tokens.subList(0, maxTokens);
+			finishReason = "length";
+		}
+		if (!stream) {
+			return completion(response, id, created, model, tokens, finishReason, promptTokens, profile);
+		}
 		return response.status(HttpResponseStatus.OK)
 			.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
 			.header(HttpHeaderNames.CACHE_CONTROL, "no-cache")
 			// flush every event as it is written, like a model server does (and so a drop cuts after it)
-			.send(events(response, id, created, model, MockAnswers.tokens(prompt), promptTokens, profile)
+			.send(events(response, id, created, model, tokens, finishReason, promptTokens, profile)
 				.map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)), buffer -> true)
 			.then();
 	}
 
-	private Flux<String> events(HttpServerResponse response, String id, long created, String model, List<String> tokens, int promptTokens,
-			FaultProfile profile) {
-		int cut = tokens.size();
-		boolean stall = profile.stallAfterTokens() != null && profile.stallAfterTokens() < cut;
-		boolean drop = !stall && profile.dropAfterTokens() != null && profile.dropAfterTokens() < cut;
+	/** @return the request's output limit ({@code max_completion_tokens}, else {@code max_tokens}), 0 for none */
+	private static int maxTokens(JsonNode root) {
+		JsonNode limit = root.path("max_completion_tokens");
+		if (!limit.canConvertToInt()) {
+			limit = root.path("max_tokens");
+		}
+		return limit.canConvertToInt() ? Math.max(0, limit.asInt()) : 0;
+	}
+
+	private static boolean stalls(FaultProfile profile, int size) {
+		return profile.stallAfterTokens() != null && profile.stallAfterTokens() < size;
+	}
+
+	private static boolean drops(FaultProfile profile, int size) {
+		return profile.dropAfterTokens() != null && profile.dropAfterTokens() < size;
+	}
+
+	/** The answer as one {@code chat.completion} object, sent when streaming it would have ended. */
+	private Mono<Void> completion(HttpServerResponse response, String id, long created, String model, List<String> tokens,
+			String finishReason, int promptTokens, FaultProfile profile) {
+		boolean stall = stalls(profile, tokens.size());
+		boolean drop = !stall && drops(profile, tokens.size());
+		int cut = stall ? profile.stallAfterTokens() : drop ? profile.dropAfterTokens() : tokens.size();
+		Duration generation = Duration.ofMillis(profile.firstTokenDelayMs()
+				+ profile.tokenIntervalMs() * Math.max(0, cut - 1));
+		Mono<Void> answer;
 		if (stall) {
-			cut = profile.stallAfterTokens();
+			answer = Mono.<Void>never().doOnSubscribe(s -> stalled.incrementAndGet());
 		}
 		else if (drop) {
-			cut = profile.dropAfterTokens();
+			answer = Mono.defer(() -> {
+				dropped.incrementAndGet();
+				response.withConnection(connection -> connection.channel().close());
+				return Mono.<Void>never();
+			});
 		}
+		else {
+			ObjectNode root = json.createObjectNode()
+				.put("id", id)
+				.put("object", "chat.completion")
+				.put("created", created)
+				.put("model", model);
+			ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
+			choice.putObject("message").put("role", "assistant").put("content", String.join("", tokens))
+				.putNull("refusal");
+			choice.put("finish_reason", profile.omitTerminal() ? null : finishReason);
+			choice.putNull("logprobs");
+			root.set("usage", usage(promptTokens, tokens.size()));
+			String body = write(root);
+			answer = response.status(HttpResponseStatus.OK)
+				.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+				.sendString(Mono.just(body), StandardCharsets.UTF_8)
+				.then()
+				.doOnSuccess(done -> completed.incrementAndGet());
+		}
+		return Mono.delay(generation).then(answer).doOnCancel(drop ? () -> { } : cancelled::incrementAndGet);
+	}
+
+	private ObjectNode usage(int promptTokens, int completionTokens) {
+		return json.createObjectNode()
+			.put("prompt_tokens", promptTokens)
+			.put("completion_tokens", completionTokens)
+			.put("total_tokens", promptTokens + completionTokens);
+	}
+
+	private Flux<String> events(HttpServerResponse response, String id, long created, String model, List<String> tokens,
+			String finishReason, int promptTokens, FaultProfile profile) {
+		boolean stall = stalls(profile, tokens.size());
+		boolean drop = !stall && drops(profile, tokens.size());
+		int cut = stall ? profile.stallAfterTokens() : drop ? profile.dropAfterTokens() : tokens.size();
 		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
 		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
 		Flux<String> content = Flux.range(0, cut)
@@ -296,14 +373,10 @@ public final class MockModelServer implements AutoCloseable {
 			ending = Flux.empty();
 		}
 		else {
-			ObjectNode usage = json.createObjectNode()
-				.put("prompt_tokens", promptTokens)
-				.put("completion_tokens", tokens.size())
-				.put("total_tokens", promptTokens + tokens.size());
 			ObjectNode usageChunk = chunk(id, created, model, null, null, null);
 			usageChunk.putArray("choices");
-			usageChunk.set("usage", usage);
-			ending = Flux.just(event(chunk(id, created, model, null, null, "stop")), event(usageChunk),
+			usageChunk.set("usage", usage(promptTokens, tokens.size()));
+			ending = Flux.just(event(chunk(id, created, model, null, null, finishReason)), event(usageChunk),
 					"data: [DONE]\n\n");
 		}
 		return Flux.concat(Mono.just(event(chunk(id, created, model, "assistant", "", null))), content, ending)
