@@ -1,6 +1,8 @@
 package dev.aiguard.springai;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.aiguard.GuardPolicy;
@@ -15,10 +17,14 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.test.mock.MockAnswers;
+import dev.aiguard.truncation.TruncationSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.client.ChatClient;
+import org.springframework.ai.chat.messages.AssistantMessage;
+import org.springframework.ai.chat.messages.Message;
+import org.springframework.ai.chat.messages.UserMessage;
 import org.springframework.ai.chat.model.ChatResponse;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -103,6 +109,25 @@ class AiGuardAdvisorCallTest {
 		assertThat(probe.attempts).hasSize(2);
 		assertThat(Duration.ofNanos(probe.attempts.get(1).nanos() - probe.attempts.get(0).nanos()))
 			.isGreaterThanOrEqualTo(Duration.ofSeconds(1));
+	}
+
+	@Test
+	void aContextLengthErrorOfACallIsRecoveredByTruncation() {
+		ai.mock.faults(ai.mock.faults().withContextLimit(60));
+		ChatClient chat = client(policy().truncation(TruncationSpec.defaults().reservedOutputTokens(10)).build());
+		List<Message> history = new ArrayList<>();
+		for (int i = 0; i < 4; i++) {
+			history.add(new UserMessage("Earlier question " + i + ": " + "what about lanes ".repeat(8)));
+			history.add(new AssistantMessage("Earlier answer " + i + ": " + "lanes admit by priority ".repeat(8)));
+		}
+
+		String answer = chat.prompt().messages(history).user("And breakers?").call().content();
+
+		assertThat(answer).isEqualTo(MockAnswers.text("And breakers?"));
+		assertThat(reports.next().block(WAIT).attempts()).extracting(GuardReport.Attempt::outcome)
+			.containsExactly(Outcome.CLIENT_ERROR, Outcome.SUCCESS);
+		assertThat(probe.attempts.get(1).prompt().getInstructions())
+			.hasSizeLessThan(probe.attempts.get(0).prompt().getInstructions().size());
 	}
 
 	@Test
