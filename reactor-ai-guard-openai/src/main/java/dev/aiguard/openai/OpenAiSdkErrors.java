@@ -16,12 +16,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.openai.core.JsonValue;
 import com.openai.core.ObjectMappers;
 import com.openai.core.http.Headers;
+import com.openai.errors.OpenAIInvalidDataException;
 import com.openai.errors.OpenAIIoException;
 import com.openai.errors.OpenAIServiceException;
 import com.openai.errors.SseException;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.provider.ProviderException;
+import dev.aiguard.provider.ProviderFormatException;
 
 /**
  * Turns the errors of the official OpenAI Java SDK into the library's typed
@@ -31,7 +33,7 @@ import dev.aiguard.provider.ProviderException;
  * <pre>{@code
  * Flux<ChatCompletionChunk> chunks = ...;                   // any Flux fed by the SDK
  * chunks.onErrorMap(OpenAiSdkErrors::map)
- *     .transform(AiGuard.of(policy, OpenAiChunks.INSPECTOR));
+ *     .transform(AiGuard.of(policy, OpenAiChunks.INSPECTOR));   // OpenAiStreams does this for you
  *
  * catch (CompletionException e) {                           // a future of the SDK failed
  *     throw Exceptions.propagate(OpenAiSdkErrors.map(e));
@@ -49,6 +51,8 @@ import dev.aiguard.provider.ProviderException;
  * status, the response headers ({@code Retry-After}, {@code x-ratelimit-*}) and the error body</td></tr>
  * <tr><td>{@link OpenAIIoException}, {@link IOException}, {@link UncheckedIOException} (refused, reset, premature
  * close, read timeout)</td><td>{@link ProviderConnectionException}, the original error as its cause</td></tr>
+ * <tr><td>{@link OpenAIInvalidDataException} (a chunk or body the SDK could not read)</td><td>{@link ProviderFormatException},
+ * not retryable</td></tr>
  * <tr><td>a {@link ProviderException}, anything else</td><td>unchanged</td></tr>
  * </table>
  */
@@ -84,6 +88,9 @@ public final class OpenAiSdkErrors {
 		}
 		if (e instanceof OpenAIIoException || e instanceof IOException) {
 			return connection(e);
+		}
+		if (e instanceof OpenAIInvalidDataException) {
+			return new ProviderFormatException(PROVIDER, "the answer could not be read: " + e.getMessage(), e);
 		}
 		return error;
 	}
