@@ -8,13 +8,16 @@ package dev.aiguard.core;
  * does). A stream counts as complete when a terminal chunk <em>or</em> a finish reason was seen.
  *
  * <pre>{@code
- * ChunkInspector<ChatResponse> springAi = ChunkInspector.of(ChatResponse.class,
- *     r -> r.getResult() != null && r.getResult().getOutput().getText() != null
- *             && !r.getResult().getOutput().getText().isEmpty(),
- *     r -> false,
- *     r -> false,
- *     r -> r.getResult() == null ? null : r.getResult().getMetadata().getFinishReason());
+ * record Delta(String text, String finishReason, boolean ping) { }
+ *
+ * ChunkInspector<Delta> deltas = ChunkInspector.of(Delta.class,
+ *     d -> !d.text().isEmpty(),      // content
+ *     Delta::ping,                   // heartbeat
+ *     d -> false,                    // no terminal marker of its own:
+ *     Delta::finishReason);          // the finish reason ends the answer
  * }</pre>
+ *
+ * Spring AI's responses have theirs in {@code dev.aiguard.springai.SpringAiChunks}.
  *
  * @param <T> the chunk type
  */

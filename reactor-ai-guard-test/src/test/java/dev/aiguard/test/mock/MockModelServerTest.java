@@ -16,7 +16,12 @@ import dev.aiguard.provider.RateLimitedException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.ByteBufFlux;
+import reactor.netty.http.client.HttpClient;
 import reactor.test.StepVerifier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -26,6 +31,7 @@ class MockModelServerTest {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 
+	private final ObjectMapper json = new ObjectMapper();
 	private MockModelServer mock;
 	private OpenAiCompatibleClient client;
 
@@ -79,6 +85,50 @@ class MockModelServerTest {
 		assertThat(MockAnswers.tokens("#seq big 5000")).hasSize(1000);
 		assertThatThrownBy(() -> MockAnswers.numbered("no spaces allowed", 3)).isInstanceOf(IllegalArgumentException.class);
 		assertThatThrownBy(() -> MockAnswers.numbered("x", 0)).hasMessageContaining("1 to 1000");
+	}
+
+	@Test
+	void maxTokensCutsTheAnswerWithFinishReasonLength() {
+		List<ChatChunk> chunks = client.stream(ask("How do breakers work?").withMaxTokens(3)).collectList().block(WAIT);
+
+		assertThat(text(chunks)).isEqualTo(String.join("", MockAnswers.tokens("How do breakers work?").subList(0, 3)));
+		assertThat(chunks).anyMatch(c -> "length".equals(c.finishReason()));
+		assertThat(chunks.get(chunks.size() - 1).terminal()).isTrue();
+	}
+
+	@Test
+	void aRequestThatDoesNotAskToStreamGetsOneCompletionObject() throws Exception {
+		JsonNode answer = json.readTree(post("{\"model\":\"m\",\"max_completion_tokens\":4,"
+				+ "\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}"));
+
+		assertThat(answer.path("object").asText()).isEqualTo("chat.completion");
+		JsonNode choice = answer.path("choices").path(0);
+		assertThat(choice.path("message").path("content").asText())
+			.isEqualTo(String.join("", MockAnswers.tokens("Hello").subList(0, 4)));
+		assertThat(choice.path("finish_reason").asText()).isEqualTo("length");
+		assertThat(answer.path("usage").path("completion_tokens").asInt()).isEqualTo(4);
+
+		mock.faults(mock.faults().withOmitTerminal(true));
+		JsonNode whole = json.readTree(post("{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}"));
+		assertThat(whole.path("choices").path(0).path("message").path("content").asText())
+			.isEqualTo(MockAnswers.text("Hello"));
+		assertThat(whole.path("choices").path(0).path("finish_reason").isNull()).isTrue();
+		assertThat(mock.stats().completed()).isEqualTo(2);
+	}
+
+	@Test
+	void aCompletionThatStallsNeverAnswersAndSeesTheClientLeave() {
+		mock.faults(mock.faults().withStallAfter(2));
+
+		StepVerifier.create(postAsync("{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}"))
+			.expectSubscription()
+			.expectNoEvent(Duration.ofMillis(300))
+			.thenCancel()
+			.verify(WAIT);
+
+		StepVerifier.create(untilNoneInProgress()).expectNextCount(1).verifyComplete();
+		assertThat(mock.stats().stalled()).isEqualTo(1);
+		assertThat(mock.stats().completed()).isZero();
 	}
 
 	@Test
@@ -186,6 +236,21 @@ class MockModelServerTest {
 			.hasMessage("stallAfterTokens must be between 0 and 2147483647, was -1");
 		assertThatThrownBy(() -> ok.withPace(-5, 0)).hasMessage("firstTokenDelayMs must be between 0 and 120000, was -5");
 		assertThatThrownBy(() -> ok.withContextLimit(0)).hasMessage("contextLimitTokens must be between 1 and 2147483647, was 0");
+	}
+
+	private String post(String body) {
+		return postAsync(body).block(WAIT);
+	}
+
+	private Mono<String> postAsync(String body) {
+		return HttpClient.create()
+			.headers(h -> h.set("Content-Type", "application/json"))
+			.post()
+			.uri(mock.baseUrl() + "/chat/completions")
+			.send(ByteBufFlux.fromString(Mono.just(body)))
+			.responseContent()
+			.aggregate()
+			.asString();
 	}
 
 	/** Emits once no response of the mock is still open. */

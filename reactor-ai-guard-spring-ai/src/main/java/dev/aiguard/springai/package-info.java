@@ -1,0 +1,12 @@
+/**
+ * Spring AI adapter: {@link dev.aiguard.springai.AiGuardAdvisor} guards a {@code ChatClient}'s
+ * {@code stream()} and {@code call()} with one line,
+ *
+ * <pre>{@code
+ * ChatClient chat = ChatClient.builder(chatModel).defaultAdvisors(AiGuardAdvisor.of(policy)).build();
+ * }</pre>
+ *
+ * {@link dev.aiguard.springai.SpringAiChunks} reads Spring AI's responses for a guard applied by
+ * hand, and {@link dev.aiguard.springai.SpringAiErrors} types the errors Spring AI's models throw.
+ */
+package dev.aiguard.springai;
