@@ -152,7 +152,9 @@ final class OpenAiEndpoint {
 					// an answer that fails while being generated comes back as a server error
 					return send(response, 500, write(OpenAiErrors.inBand(profile.inBandErrorType())), 0);
 				});
-			case NONE -> Mono.delay(untilCut).flatMap(tick -> send(response, 200, write(answer.completion()), 0));
+			// "omit terminal" on a whole answer: the text is all there, the finish reason is not
+			case NONE -> Mono.delay(untilCut)
+				.flatMap(tick -> send(response, 200, write(answer.completion(!profile.omitTerminal())), 0));
 		};
 		return reply
 			.doOnSuccess(done -> server.completed.incrementAndGet())
@@ -241,13 +243,13 @@ final class OpenAiEndpoint {
 				.put("total_tokens", promptTokens + tokens.size());
 		}
 
-		ObjectNode completion() {
+		ObjectNode completion(boolean withFinishReason) {
 			ObjectNode root = header("chat.completion");
 			ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
 			ObjectNode message = choice.putObject("message").put("role", "assistant").put("content", String.join("", tokens));
 			message.putNull("refusal");
 			choice.putNull("logprobs");
-			choice.put("finish_reason", finishReason);
+			choice.put("finish_reason", withFinishReason ? finishReason : null);
 			root.set("usage", usage());
 			return root;
 		}
