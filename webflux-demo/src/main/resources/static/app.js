@@ -366,6 +366,8 @@
       if (!response.ok) return;
       const s = await response.json();
       $('upstream').textContent = s.upstream;
+      $('mock-address').hidden = !(s.mock && s.mock.baseUrl);
+      $('mock-url').textContent = s.mock && s.mock.baseUrl ? s.mock.baseUrl : '';
       renderBreaker(s.breaker);
       renderLanes(s.lanes);
       renderChart(s.recent);

@@ -25,6 +25,8 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
@@ -45,14 +47,27 @@ import tools.jackson.databind.json.JsonMapper;
 @Configuration(proxyBeanMethods = false)
 class GuardConfiguration {
 
+	private static final Logger log = LoggerFactory.getLogger(GuardConfiguration.class);
+
 	@Bean(destroyMethod = "stop")
 	@Conditional(UsesMock.class)
 	MockModelServer mockModelServer(DemoProperties properties) {
-		DemoProperties.Mock pace = properties.mock();
-		return MockModelServer.builder()
-			.faults(FaultProfile.defaults(pace.firstTokenDelay(), pace.tokenInterval()))
-			.random(() -> ThreadLocalRandom.current().nextDouble())
-			.start();
+		DemoProperties.Mock m = properties.mock();
+		MockModelServer server;
+		try {
+			server = MockModelServer.builder()
+				.port(m.port())
+				.faults(FaultProfile.defaults(m.firstTokenDelay(), m.tokenInterval()))
+				.random(() -> ThreadLocalRandom.current().nextDouble())
+				.start();
+		}
+		catch (RuntimeException e) {
+			throw new IllegalStateException("the embedded mock model cannot listen on 127.0.0.1:" + m.port()
+					+ " (aiguard.mock.port): " + e.getMessage() + "; choose another port, or 0 for a free one", e);
+		}
+		log.info("Embedded mock model listening at {} (an OpenAI-compatible base URL: streaming "
+				+ "POST /chat/completions, model {}, any API key)", server.baseUrl(), MockModelServer.MODEL);
+		return server;
 	}
 
 	@Bean

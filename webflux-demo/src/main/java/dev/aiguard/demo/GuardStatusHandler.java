@@ -85,8 +85,30 @@ final class GuardStatusHandler {
 		return all;
 	}
 
+	/** The mock's address (what a real client would be pointed at) and its counters; {@code null} without a mock. */
 	@Nullable
-	private static MockModelServer.Stats mock(@Nullable MockModelServer mock) {
-		return mock == null || !mock.isRunning() ? null : mock.stats();
+	private static Map<String, Object> mock(@Nullable MockModelServer mock) {
+		if (mock == null || !mock.isRunning()) {
+			return null;
+		}
+		String baseUrl;
+		try {
+			baseUrl = mock.baseUrl();
+		}
+		catch (IllegalStateException stoppedMeanwhile) {
+			return null;
+		}
+		Map<String, Object> m = new LinkedHashMap<>();
+		m.put("baseUrl", baseUrl);
+		MockModelServer.Stats s = mock.stats();
+		m.put("requests", s.requests());
+		m.put("completed", s.completed());
+		m.put("cancelled", s.cancelled());
+		m.put("injectedErrors", s.injectedErrors());
+		m.put("contextRejections", s.contextRejections());
+		m.put("stalled", s.stalled());
+		m.put("dropped", s.dropped());
+		m.put("inProgress", s.inProgress());
+		return m;
 	}
 }

@@ -84,6 +84,7 @@ class BrowserTest extends DemoTestSupport {
 		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
 		assertThat(driver.findElement(By.id("breaker-state")).getDomAttribute("data-state")).isEqualTo("CLOSED");
 		assertThat(driver.findElement(By.id("upstream")).getText()).isEqualTo("embedded mock model");
+		wait.until(d -> mock.baseUrl().equals(d.findElement(By.id("mock-url")).getText()));
 
 		// 1. tokens stream into the page, then the done event's source label appears
 		String question = "How does the guard protect a stream?";
