@@ -255,11 +255,35 @@
     b.className = 'badge ' + (source ? 'source-' + source : 'source-none');
   }
 
+  /** Whole seconds, rounded up: a wait never reads "0 s" while the breaker still refuses. */
+  function seconds(ms) {
+    return Math.ceil(ms / 1000) + ' s';
+  }
+
+  /** The line under the breaker's badge: when the next request may probe, what a trip would cost. */
+  function breakerWaitText(b) {
+    const state = b.state.replace('_', ' ');
+    if (b.state === 'OPEN') {
+      if (b.retryInMs == null) return state;
+      return b.retryInMs > 0 ? 'OPEN — probe allowed in ' + seconds(b.retryInMs) : 'OPEN — next request probes';
+    }
+    if (b.state === 'HALF_OPEN') return 'HALF OPEN — probing; a failed probe re-opens it for ' + seconds(b.nextOpenWaitMs);
+    if (b.state === 'CLOSED') {
+      const streak = b.openWaitBackoff && b.nextOpenWaitMs > b.openWaitBackoff.initialMs;
+      return 'a trip would open it for ' + seconds(b.nextOpenWaitMs) + (streak ? ' (it re-opened recently)' : '');
+    }
+    return state + ' — set by an operator';
+  }
+
   function renderBreaker(b) {
     const state = $('breaker-state');
     state.textContent = b.state.replace('_', ' ');
     state.dataset.state = b.state;
     state.className = 'badge state-' + b.state;
+    $('breaker-wait').textContent = breakerWaitText(b);
+    $('breaker-wait').dataset.retryInMs = b.retryInMs == null ? '' : String(b.retryInMs);
+    const w = b.openWaitBackoff;
+    if (w) $('breaker-backoff').textContent = seconds(w.initialMs) + ', ×' + w.multiplier + ' per re-open, up to ' + seconds(w.maxMs);
     const pct = Math.round(b.failureRate * 100);
     $('breaker-rate').textContent = pct + ' %';
     const bar = $('breaker-rate-bar');
@@ -378,6 +402,9 @@
       // the next poll tries again
     }
   }
+
+  // the page's pure functions, for tests (and the curious, from the console)
+  window.AiGuardDemo = Object.freeze({ breakerWaitText });
 
   faults('GET');
   refreshGuard();

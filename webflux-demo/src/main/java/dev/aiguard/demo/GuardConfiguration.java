@@ -1,5 +1,6 @@
 package dev.aiguard.demo;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -8,6 +9,7 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerClock;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
@@ -82,21 +84,37 @@ class GuardConfiguration {
 
 	@Bean
 	CircuitBreaker modelBreaker(DemoProperties properties, GuardMetrics metrics) {
-		DemoProperties.Breaker b = properties.breaker();
 		return CircuitBreaker.builder("model")
-			.config(BreakerConfig.custom()
-				.failureRateThreshold(b.failureRateThreshold())
-				.minimumCalls(b.minimumCalls())
-				.timeWindow(b.windowSeconds(), Duration.ofSeconds(1))
-				.openWait(b.openWait())
-				.maxOpenWait(b.openWait().multipliedBy(8))
-				.halfOpenProbes(b.halfOpenProbes())
-				.successesToClose(b.successesToClose())
-				.minimumDwell(b.minimumDwell())
-				.slowTimeToFirstToken(b.slowTimeToFirstToken())
-				.build())
+			.config(breakerConfig(properties.breaker()))
 			.metrics(metrics)
 			.build();
+	}
+
+	/**
+	 * The breaker's settings. Each consecutive re-open doubles the open wait, up to 8 times the
+	 * first; no jitter (one instance has no replicas to keep out of step), so the page can say
+	 * exactly when the next probe goes through.
+	 */
+	static BreakerConfig breakerConfig(DemoProperties.Breaker b) {
+		return BreakerConfig.custom()
+			.failureRateThreshold(b.failureRateThreshold())
+			.minimumCalls(b.minimumCalls())
+			.timeWindow(b.windowSeconds(), Duration.ofSeconds(1))
+			.openWait(b.openWait())
+			.openWaitMultiplier(2)
+			.maxOpenWait(b.openWait().multipliedBy(8))
+			.openWaitJitter(0)
+			.halfOpenProbes(b.halfOpenProbes())
+			.successesToClose(b.successesToClose())
+			.minimumDwell(b.minimumDwell())
+			.slowTimeToFirstToken(b.slowTimeToFirstToken())
+			.build();
+	}
+
+	@Bean
+	BreakerOpenWait breakerOpenWait(CircuitBreaker breaker) {
+		// the breaker's default clock, the same one the waits are measured on
+		return BreakerOpenWait.follow(breaker, BreakerClock.system(), Clock.systemUTC());
 	}
 
 	@Bean(destroyMethod = "dispose")
@@ -180,10 +198,11 @@ class GuardConfiguration {
 
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
-			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, PriorityLanes lanes, GuardStats stats) {
+			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes,
+			GuardStats stats) {
 		ChatHandler chat = new ChatHandler(guard, upstream, json, (int) properties.chat().maxBodySize().toBytes());
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
-		GuardStatusHandler status = new GuardStatusHandler(breaker, lanes, stats, upstream);
+		GuardStatusHandler status = new GuardStatusHandler(breaker, waits, lanes, stats, upstream);
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)

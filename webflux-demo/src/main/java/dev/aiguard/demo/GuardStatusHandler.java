@@ -5,6 +5,7 @@ import java.util.Map;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.MockModelServer;
@@ -21,12 +22,15 @@ import reactor.util.annotation.Nullable;
 final class GuardStatusHandler {
 
 	private final CircuitBreaker breaker;
+	private final BreakerOpenWait waits;
 	private final PriorityLanes lanes;
 	private final GuardStats stats;
 	private final ModelUpstream upstream;
 
-	GuardStatusHandler(CircuitBreaker breaker, PriorityLanes lanes, GuardStats stats, ModelUpstream upstream) {
+	GuardStatusHandler(CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes, GuardStats stats,
+			ModelUpstream upstream) {
 		this.breaker = breaker;
+		this.waits = waits;
 		this.lanes = lanes;
 		this.stats = stats;
 		this.upstream = upstream;
@@ -69,6 +73,18 @@ final class GuardStatusHandler {
 		b.put("stalls", window.stalls());
 		b.put("incomplete", window.incomplete());
 		b.put("rejected", breaker.rejectedCalls());
+		BreakerOpenWait.View wait = waits.view();
+		b.put("openUntil", wait.openUntil());
+		b.put("retryInMs", wait.retryInMs());
+		b.put("openWaitMs", wait.openWaitMs());
+		b.put("nextOpenWaitMs", wait.nextOpenWaitMs());
+		BreakerConfig config = breaker.config();
+		Map<String, Object> backoff = new LinkedHashMap<>();
+		backoff.put("initialMs", config.openWait().toMillis());
+		backoff.put("multiplier", config.openWaitMultiplier());
+		backoff.put("maxMs", config.maxOpenWait().toMillis());
+		backoff.put("jitter", config.openWaitJitter());
+		b.put("openWaitBackoff", backoff);
 		return b;
 	}
 
