@@ -200,6 +200,9 @@ class GuardConfiguration {
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
 			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes,
 			GuardStats stats) {
+		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
+		// to be first would park an event loop on it, so the handlers' one JSON type is made here
+		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
 		ChatHandler chat = new ChatHandler(guard, upstream, json, (int) properties.chat().maxBodySize().toBytes());
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
 		GuardStatusHandler status = new GuardStatusHandler(breaker, waits, lanes, stats, upstream);
@@ -207,6 +210,7 @@ class GuardConfiguration {
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)
 			.PUT("/api/faults", faults::put)
+			.PATCH("/api/faults", faults::patch)
 			.DELETE("/api/faults", faults::reset)
 			.GET("/api/guard", status::status)
 			.build();
