@@ -16,8 +16,9 @@ import reactor.core.publisher.Mono;
 import reactor.util.annotation.Nullable;
 
 /**
- * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state and rates, per-lane
- * occupancy, answer counters, the last requests, and what the mock has seen.
+ * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state, rates and waits (when
+ * an OPEN breaker lets the next request probe), per-lane occupancy, answer counters, the last
+ * requests, and where the mock listens and what it has seen.
  */
 final class GuardStatusHandler {
 
