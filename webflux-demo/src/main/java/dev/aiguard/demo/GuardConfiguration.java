@@ -27,8 +27,6 @@ import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
@@ -49,8 +47,6 @@ import tools.jackson.databind.json.JsonMapper;
 @Configuration(proxyBeanMethods = false)
 class GuardConfiguration {
 
-	private static final Logger log = LoggerFactory.getLogger(GuardConfiguration.class);
-
 	@Bean(destroyMethod = "stop")
 	@Conditional(UsesMock.class)
 	MockModelServer mockModelServer(DemoProperties properties) {
@@ -67,9 +63,14 @@ class GuardConfiguration {
 			throw new IllegalStateException("the embedded mock model cannot listen on 127.0.0.1:" + m.port()
 					+ " (aiguard.mock.port): " + e.getMessage() + "; choose another port, or 0 for a free one", e);
 		}
-		log.info("Embedded mock model listening at {} (an OpenAI-compatible base URL: streaming "
-				+ "POST /chat/completions, model {}, any API key)", server.baseUrl(), MockModelServer.MODEL);
+		MockServerLifecycle.logAddress(server);
 		return server;
+	}
+
+	@Bean
+	@Conditional(UsesMock.class)
+	MockServerLifecycle mockServerLifecycle(MockModelServer mock) {
+		return new MockServerLifecycle(mock);
 	}
 
 	@Bean

@@ -26,8 +26,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Where the embedded mock listens: one INFO line at start with a base URL a real client can use,
- * the same URL in {@code /api/guard}, a port fixed by {@code aiguard.mock.port}, and a clear start
- * failure for a port out of range or taken.
+ * the same URL in {@code /api/guard}, a port fixed by {@code aiguard.mock.port} (kept when the
+ * context stops and starts again, and the mock answers again then), and a clear start failure for
+ * a port out of range or taken.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class MockAddressTest {
@@ -73,6 +74,20 @@ class MockAddressTest {
 			assertThat(answer.headers().firstValue("Content-Type")).hasValue("text/event-stream");
 			assertThat(answer.body()).contains("\"finish_reason\":\"stop\"").endsWith("data: [DONE]\n\n");
 			assertThat(contentOf(answer.body(), app.getBean(JsonMapper.class))).isEqualTo(MockAnswers.text("Hello mock"));
+
+			// stopping a context disposes Reactor Netty's global loops under the mock: it must come back
+			app.stop();
+			app.start();
+			String restartedAppUrl = "http://127.0.0.1:" + app.getEnvironment().getProperty("local.server.port");
+			HttpResponse<String> chat = HTTP.send(HttpRequest.newBuilder(URI.create(restartedAppUrl + "/api/chat"))
+				.header("Content-Type", "application/json")
+				.POST(HttpRequest.BodyPublishers.ofString("{\"messages\":[{\"role\":\"user\",\"content\":\"after a restart\"}]}"))
+				.timeout(Duration.ofSeconds(20))
+				.build(), HttpResponse.BodyHandlers.ofString());
+			assertThat(chat.body()).as("answered by the model, not the ladder")
+				.contains("event:done\ndata:{\"source\":\"REALTIME\"");
+			assertThat(LOGGED.matcher(output.getOut()).results().map(m -> m.group(1)))
+				.as("logged again, on the same fixed port").containsExactly(baseUrl, baseUrl);
 		}
 	}
 
