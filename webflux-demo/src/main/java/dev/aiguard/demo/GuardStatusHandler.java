@@ -1,5 +1,6 @@
 package dev.aiguard.demo;
 
+import java.lang.reflect.RecordComponent;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -21,6 +22,8 @@ import reactor.util.annotation.Nullable;
  * requests, and where the mock listens and what it has seen.
  */
 final class GuardStatusHandler {
+
+	private static final RecordComponent[] STATS = MockModelServer.Stats.class.getRecordComponents();
 
 	private final CircuitBreaker breaker;
 	private final BreakerOpenWait waits;
@@ -117,15 +120,16 @@ final class GuardStatusHandler {
 		}
 		Map<String, Object> m = new LinkedHashMap<>();
 		m.put("baseUrl", baseUrl);
-		MockModelServer.Stats s = mock.stats();
-		m.put("requests", s.requests());
-		m.put("completed", s.completed());
-		m.put("cancelled", s.cancelled());
-		m.put("injectedErrors", s.injectedErrors());
-		m.put("contextRejections", s.contextRejections());
-		m.put("stalled", s.stalled());
-		m.put("dropped", s.dropped());
-		m.put("inProgress", s.inProgress());
+		// every counter the mock keeps, under its own name, as when the record itself was the body
+		MockModelServer.Stats stats = mock.stats();
+		for (RecordComponent counter : STATS) {
+			try {
+				m.put(counter.getName(), counter.getAccessor().invoke(stats));
+			}
+			catch (ReflectiveOperationException e) {
+				throw new IllegalStateException("cannot read the mock's counter " + counter.getName(), e);
+			}
+		}
 		return m;
 	}
 }
