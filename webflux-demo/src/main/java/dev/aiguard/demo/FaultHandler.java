@@ -121,21 +121,31 @@ final class FaultHandler {
 	}
 
 	/**
+	 * The contract's fields of {@code base} replaced by the body's; anything else the mock's profile
+	 * holds is kept.
+	 *
 	 * @param base the value of each field the body leaves out
 	 * @param defaults the value of each field the body sets to {@code null}
 	 */
 	private static FaultProfile merge(ObjectNode f, FaultProfile base, FaultProfile defaults) {
 		try {
-			return new FaultProfile(
-					wholeNumber(f, "firstTokenDelayMs", base.firstTokenDelayMs(), defaults.firstTokenDelayMs()),
-					wholeNumber(f, "tokenIntervalMs", base.tokenIntervalMs(), defaults.tokenIntervalMs()),
-					optionalWholeNumber(f, "stallAfterTokens", base.stallAfterTokens(), defaults.stallAfterTokens()),
-					optionalWholeNumber(f, "dropAfterTokens", base.dropAfterTokens(), defaults.dropAfterTokens()),
-					number(f, "errorRate", base.errorRate(), defaults.errorRate()),
-					(int) wholeNumber(f, "errorStatus", base.errorStatus(), defaults.errorStatus()),
-					(int) wholeNumber(f, "retryAfterSeconds", base.retryAfterSeconds(), defaults.retryAfterSeconds()),
-					optionalWholeNumber(f, "contextLimitTokens", base.contextLimitTokens(), defaults.contextLimitTokens()),
-					bool(f, "omitTerminal", base.omitTerminal(), defaults.omitTerminal()));
+			int status = (int) wholeNumber(f, "errorStatus", base.errorStatus(), defaults.errorStatus());
+			if (f.hasNonNull("errorStatus") && status != 500 && status != 429 && status != 529) {
+				// the contract's statuses, whatever else the mock could send
+				throw new IllegalArgumentException("errorStatus must be 500, 429 or 529, was " + status);
+			}
+			return base
+				.withPace(wholeNumber(f, "firstTokenDelayMs", base.firstTokenDelayMs(), defaults.firstTokenDelayMs()),
+						wholeNumber(f, "tokenIntervalMs", base.tokenIntervalMs(), defaults.tokenIntervalMs()))
+				.withStallAfter(optionalWholeNumber(f, "stallAfterTokens", base.stallAfterTokens(),
+						defaults.stallAfterTokens()))
+				.withDropAfter(optionalWholeNumber(f, "dropAfterTokens", base.dropAfterTokens(),
+						defaults.dropAfterTokens()))
+				.withErrors(number(f, "errorRate", base.errorRate(), defaults.errorRate()), status,
+						(int) wholeNumber(f, "retryAfterSeconds", base.retryAfterSeconds(), defaults.retryAfterSeconds()))
+				.withContextLimit(optionalWholeNumber(f, "contextLimitTokens", base.contextLimitTokens(),
+						defaults.contextLimitTokens()))
+				.withOmitTerminal(bool(f, "omitTerminal", base.omitTerminal(), defaults.omitTerminal()));
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("invalid_fault", e.getMessage());
