@@ -189,28 +189,39 @@
   });
 
   // ---------------------------------------------------------------- faults
+  // The server holds the truth. Each switch sends only its own change (PATCH), which the server
+  // applies to the profile in force; the page shows the server's answers, skips answers older than
+  // one it has shown, and re-reads the profile once no change is in flight (and every second), so
+  // it ends up showing what the server has whatever order the answers come back in.
 
-  let pace = { firstTokenDelayMs: 300, tokenIntervalMs: 40 };
   const SLOW_FIRST_TOKEN_MS = 6000;
+  const FAULT_SWITCHES = ['fault-slow', 'fault-stall', 'fault-drop', 'fault-omit', 'fault-errors', 'fault-context'];
+  let changesSent = 0;        // numbered from 1, in the order the user made them
+  let changesInFlight = 0;
+  let changeShown = 0;        // the newest change whose answer the page has shown
 
-  function profileFromSwitches() {
-    const status = Number($('fault-error-status').value);
-    return {
-      firstTokenDelayMs: $('fault-slow').checked ? SLOW_FIRST_TOKEN_MS : pace.firstTokenDelayMs,
-      tokenIntervalMs: pace.tokenIntervalMs,
-      stallAfterTokens: $('fault-stall').checked ? 5 : null,
-      dropAfterTokens: $('fault-drop').checked ? 8 : null,
-      errorRate: $('fault-errors').checked ? Number($('fault-error-rate').value) : 0,
-      errorStatus: status,
-      retryAfterSeconds: status === 429 ? 1 : 0,
-      contextLimitTokens: $('fault-context').checked ? 120 : null,
-      omitTerminal: $('fault-omit').checked,
-    };
+  /** The partial profile one control stands for; null puts a field back to the server's reset value. */
+  function changeFor(id) {
+    const on = (sw) => $(sw).checked;
+    switch (id) {
+      case 'fault-slow': return { firstTokenDelayMs: on(id) ? SLOW_FIRST_TOKEN_MS : null };
+      case 'fault-stall': return { stallAfterTokens: on(id) ? 5 : null };
+      case 'fault-drop': return { dropAfterTokens: on(id) ? 8 : null };
+      case 'fault-omit': return { omitTerminal: on(id) };
+      case 'fault-context': return { contextLimitTokens: on(id) ? 120 : null };
+      case 'fault-errors': case 'fault-error-status': case 'fault-error-rate': {
+        const status = Number($('fault-error-status').value);
+        return {
+          errorRate: on('fault-errors') ? Number($('fault-error-rate').value) : 0,
+          errorStatus: status,
+          retryAfterSeconds: status === 429 ? 1 : 0,
+        };
+      }
+      default: return null;
+    }
   }
 
   function showProfile(p) {
-    if (p.firstTokenDelayMs !== SLOW_FIRST_TOKEN_MS) pace.firstTokenDelayMs = p.firstTokenDelayMs;
-    pace.tokenIntervalMs = p.tokenIntervalMs;
     $('fault-slow').checked = p.firstTokenDelayMs === SLOW_FIRST_TOKEN_MS;
     $('fault-stall').checked = p.stallAfterTokens !== null;
     $('fault-drop').checked = p.dropAfterTokens !== null;
@@ -219,12 +230,20 @@
     $('fault-error-status').value = String(p.errorStatus);
     if (p.errorRate > 0) $('fault-error-rate').value = String(p.errorRate);
     $('fault-context').checked = p.contextLimitTokens !== null;
-    const active = ['fault-slow', 'fault-stall', 'fault-drop', 'fault-omit', 'fault-errors', 'fault-context']
-      .filter((id) => $(id).checked).length;
+    const active = FAULT_SWITCHES.filter((id) => $(id).checked).length;
     $('fault-status').textContent = active ? active + ' fault(s) active — applies to new requests' : 'the model behaves';
   }
 
-  async function faults(method, body) {
+  function faultApiRefused(response, json) {
+    $('fault-status').textContent = json.message || ('HTTP ' + response.status);
+    $('faults').querySelectorAll('input, select').forEach((i) => { i.disabled = response.status === 409; });
+  }
+
+  /** Sends one change (PATCH with a partial profile, or DELETE to reset). */
+  async function changeFaults(method, body) {
+    const number = ++changesSent;
+    changesInFlight++;
+    let answer = null;
     try {
       const response = await fetch('/api/faults', {
         method,
@@ -232,19 +251,43 @@
         body: body ? JSON.stringify(body) : undefined,
       });
       const json = await response.json();
+      if (!response.ok) faultApiRefused(response, json);
+      else answer = json;
+    } catch (e) {
+      $('fault-status').textContent = 'fault API unreachable';
+    } finally {
+      changesInFlight--;
+    }
+    // an answer older than one shown, or while other changes are on their way, may be stale
+    if (answer && number > changeShown && changesInFlight === 0) {
+      changeShown = number;
+      showProfile(answer);
+    }
+    if (changesInFlight === 0) rereadFaults();
+  }
+
+  /** Shows the server's profile unless a change was made while it was being read. */
+  async function rereadFaults() {
+    if (changesInFlight > 0) return;
+    const mark = changesSent;
+    try {
+      const response = await fetch('/api/faults', { cache: 'no-store' });
+      const json = await response.json();
       if (!response.ok) {
-        $('fault-status').textContent = json.message || ('HTTP ' + response.status);
-        $('faults').querySelectorAll('input, select').forEach((i) => { i.disabled = response.status === 409; });
+        faultApiRefused(response, json);
         return;
       }
-      showProfile(json);
+      if (changesSent === mark && changesInFlight === 0) showProfile(json);
     } catch (e) {
       $('fault-status').textContent = 'fault API unreachable';
     }
   }
 
-  $('faults').addEventListener('change', () => faults('PUT', profileFromSwitches()));
-  $('fault-reset').addEventListener('click', () => faults('DELETE'));
+  $('faults').addEventListener('change', (e) => {
+    const change = changeFor(e.target.id);
+    if (change) changeFaults('PATCH', change);
+  });
+  $('fault-reset').addEventListener('click', () => changeFaults('DELETE'));
 
   // ---------------------------------------------------------------- live panel
 
@@ -255,11 +298,35 @@
     b.className = 'badge ' + (source ? 'source-' + source : 'source-none');
   }
 
+  /** Whole seconds, rounded up: a wait never reads "0 s" while the breaker still refuses. */
+  function seconds(ms) {
+    return Math.ceil(ms / 1000) + ' s';
+  }
+
+  /** The line under the breaker's badge: when the next request may probe, what a trip would cost. */
+  function breakerWaitText(b) {
+    const state = b.state.replace('_', ' ');
+    if (b.state === 'OPEN') {
+      if (b.retryInMs == null) return state;
+      return b.retryInMs > 0 ? 'OPEN — probe allowed in ' + seconds(b.retryInMs) : 'OPEN — next request probes';
+    }
+    if (b.state === 'HALF_OPEN') return 'HALF OPEN — probing; a failed probe re-opens it for ' + seconds(b.nextOpenWaitMs);
+    if (b.state === 'CLOSED') {
+      const streak = b.openWaitBackoff && b.nextOpenWaitMs > b.openWaitBackoff.initialMs;
+      return 'a trip would open it for ' + seconds(b.nextOpenWaitMs) + (streak ? ' (it re-opened recently)' : '');
+    }
+    return state + ' — set by an operator';
+  }
+
   function renderBreaker(b) {
     const state = $('breaker-state');
     state.textContent = b.state.replace('_', ' ');
     state.dataset.state = b.state;
     state.className = 'badge state-' + b.state;
+    $('breaker-wait').textContent = breakerWaitText(b);
+    $('breaker-wait').dataset.retryInMs = b.retryInMs == null ? '' : String(b.retryInMs);
+    const w = b.openWaitBackoff;
+    if (w) $('breaker-backoff').textContent = seconds(w.initialMs) + ', ×' + w.multiplier + ' per re-open, up to ' + seconds(w.maxMs);
     const pct = Math.round(b.failureRate * 100);
     $('breaker-rate').textContent = pct + ' %';
     const bar = $('breaker-rate-bar');
@@ -303,6 +370,29 @@
     CANCELLED: '#98a0b0', REJECTED: '#98a0b0',
   };
 
+  // The chart's scale: the 90th percentile of the visible times, or twice it when the slowest is
+  // further out, and never below a second. One slow answer among quick ones is then clipped (drawn
+  // full height, marked with a break) instead of flattening every other bar.
+  const CHART_FLOOR_MS = 1000;
+  const CHART_PERCENTILE = 0.9;
+  const CHART_OUTLIER_FACTOR = 2;
+
+  /** @return {top, clipped}: the time drawn full height, and how many values are above it */
+  function chartScale(ttfts) {
+    const values = ttfts.filter((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0).sort((x, y) => x - y);
+    if (values.length === 0) return { top: CHART_FLOOR_MS, clipped: 0 };
+    const percentile = values[Math.ceil(CHART_PERCENTILE * values.length) - 1];   // nearest rank
+    const slowest = values[values.length - 1];
+    const top = Math.max(CHART_FLOOR_MS, Math.min(slowest, CHART_OUTLIER_FACTOR * percentile));
+    return { top, clipped: values.filter((v) => v > top).length };
+  }
+
+  /** @return {height, clipped}: a bar's height in pixels (at least 3) on a plot `plot` pixels tall */
+  function barHeight(ttft, top, plot) {
+    if (typeof ttft !== 'number') return { height: 3, clipped: false };
+    return { height: Math.max(3, (Math.min(ttft, top) / top) * plot), clipped: ttft > top };
+  }
+
   function renderChart(recent) {
     const canvas = $('chart');
     const ratio = window.devicePixelRatio || 1;
@@ -317,29 +407,45 @@
     g.clearRect(0, 0, w, h);
     const top = 14;
     const bottom = h - 4;
-    const maxTtft = Math.max(1000, ...recent.map((r) => r.timeToFirstTokenMs || 0));
+    const slots = 40;
+    const visible = recent.slice(-slots);
+    const scale = chartScale(visible.map((r) => r.timeToFirstTokenMs));
+    canvas.dataset.scaleMs = String(scale.top);
+    canvas.dataset.clipped = String(scale.clipped);
     g.fillStyle = '#6b7385';
     g.font = '10px system-ui, sans-serif';
-    g.fillText('time to first token · max ' + maxTtft + ' ms', 4, 10);
+    g.fillText('time to first token · full height ' + Math.round(scale.top) + ' ms'
+      + (scale.clipped ? ' · ' + scale.clipped + ' slower, clipped' : ''), 4, 10);
     g.strokeStyle = '#e3e6ec';
     g.beginPath();
     g.moveTo(0, bottom + 0.5);
     g.lineTo(w, bottom + 0.5);
     g.stroke();
-    const slots = 40;
     const slot = w / slots;
     const barW = Math.max(3, slot - 3);
-    recent.slice(-slots).forEach((r, i) => {
+    visible.forEach((r, i) => {
       const x = i * slot + (slot - barW) / 2;
       const colour = OUTCOME_COLOURS[r.outcome] || '#98a0b0';
-      const height = r.timeToFirstTokenMs == null ? 3 : Math.max(3, (r.timeToFirstTokenMs / maxTtft) * (bottom - top));
+      const bar = barHeight(r.timeToFirstTokenMs, scale.top, bottom - top);
       g.fillStyle = colour;
-      g.fillRect(x, bottom - height, barW, height);
+      g.fillRect(x, bottom - bar.height, barW, bar.height);
+      if (bar.clipped) {
+        // a break across the top: this bar goes on beyond the scale
+        g.strokeStyle = '#fff';
+        g.lineWidth = 2;
+        g.beginPath();
+        g.moveTo(x - 1, bottom - bar.height + 7);
+        g.lineTo(x + barW + 1, bottom - bar.height + 3);
+        g.moveTo(x - 1, bottom - bar.height + 11);
+        g.lineTo(x + barW + 1, bottom - bar.height + 7);
+        g.stroke();
+        g.lineWidth = 1;
+      }
       if (r.source !== 'REALTIME') {
         g.strokeStyle = '#c25e00';
         g.lineWidth = 2;
         g.beginPath();
-        g.arc(x + barW / 2, bottom - height - 5, 3, 0, Math.PI * 2);
+        g.arc(x + barW / 2, bottom - bar.height - 5, 3, 0, Math.PI * 2);
         g.stroke();
         g.lineWidth = 1;
       }
@@ -366,6 +472,8 @@
       if (!response.ok) return;
       const s = await response.json();
       $('upstream').textContent = s.upstream;
+      $('mock-address').hidden = !(s.mock && s.mock.baseUrl);
+      $('mock-url').textContent = s.mock && s.mock.baseUrl ? s.mock.baseUrl : '';
       renderBreaker(s.breaker);
       renderLanes(s.lanes);
       renderChart(s.recent);
@@ -377,7 +485,10 @@
     }
   }
 
-  faults('GET');
+  // the page's pure functions, for tests (and the curious, from the console)
+  window.AiGuardDemo = Object.freeze({ breakerWaitText, chartScale, barHeight });
+
+  rereadFaults();
   refreshGuard();
-  setInterval(refreshGuard, 1000);
+  setInterval(() => { refreshGuard(); rereadFaults(); }, 1000);
 })();

@@ -39,8 +39,22 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 	record Chat(@DefaultValue("1MB") DataSize maxBodySize) {
 	}
 
-	/** The mock's pace when no fault is set (and after {@code DELETE /api/faults}). */
-	record Mock(@DefaultValue("300ms") Duration firstTokenDelay, @DefaultValue("40ms") Duration tokenInterval) {
+	/**
+	 * The embedded mock model.
+	 *
+	 * @param firstTokenDelay its pace when no fault is set (and after {@code DELETE /api/faults})
+	 * @param tokenInterval the gap between tokens at that pace
+	 * @param port its loopback port; 0 picks a free one at start
+	 */
+	record Mock(@DefaultValue("300ms") Duration firstTokenDelay, @DefaultValue("40ms") Duration tokenInterval,
+			@DefaultValue("0") int port) {
+
+		Mock {
+			if (port < 0 || port > 65_535) {
+				throw new IllegalArgumentException(
+						"aiguard.mock.port must be between 0 and 65535 (0 picks a free port), was " + port);
+			}
+		}
 	}
 
 	/** The guard's deadlines. */

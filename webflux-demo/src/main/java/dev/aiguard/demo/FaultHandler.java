@@ -1,6 +1,7 @@
 package dev.aiguard.demo;
 
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
@@ -15,9 +16,12 @@ import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * {@code GET / PUT / DELETE /api/faults}: the embedded mock's fault profile. {@code PUT} replaces
- * the whole profile (fields left out take their reset values) and accepts exactly the contract's
- * fields; the new profile applies to requests that arrive afterwards.
+ * {@code GET / PUT / PATCH / DELETE /api/faults}: the embedded mock's fault profile. {@code PUT}
+ * replaces the whole profile (fields left out take their reset values); {@code PATCH} changes the
+ * fields it names and keeps the others ({@code null} puts a field back to its reset value). Both
+ * accept exactly the contract's fields and check every value before anything changes. Each change
+ * is applied to the profile in force at that moment, never to a copy read earlier, so concurrent
+ * partial changes all land; the new profile applies to requests that arrive afterwards.
  */
 final class FaultHandler {
 
@@ -30,6 +34,8 @@ final class FaultHandler {
 	@Nullable
 	private final MockModelServer mock;
 	private final JsonMapper json;
+	/** Orders this handler's changes of the mock's profile (see {@link #update}). */
+	private final Object changes = new Object();
 
 	FaultHandler(@Nullable MockModelServer mock, JsonMapper json) {
 		this.mock = mock;
@@ -42,25 +48,59 @@ final class FaultHandler {
 	}
 
 	Mono<ServerResponse> put(ServerRequest request) {
+		return change(request, false);
+	}
+
+	Mono<ServerResponse> patch(ServerRequest request) {
+		return change(request, true);
+	}
+
+	Mono<ServerResponse> reset(ServerRequest request) {
+		MockModelServer m = mock;
+		return m == null ? noMock() : ok(update(m, current -> m.defaultFaults()));
+	}
+
+	private Mono<ServerResponse> change(ServerRequest request, boolean partial) {
 		MockModelServer m = mock;
 		if (m == null) {
 			return noMock();
 		}
 		return RequestBodies.text(request, MAX_BODY_BYTES)
-			.map(body -> parse(body, m.defaultFaults()))
-			.flatMap(profile -> {
-				m.faults(profile);
-				return ok(profile);
-			})
+			.map(body -> apply(m, body, partial))
+			.flatMap(this::ok)
 			.onErrorResume(BadRequestException.class, ErrorResponses::of);
 	}
 
-	Mono<ServerResponse> reset(ServerRequest request) {
-		MockModelServer m = mock;
-		return m == null ? noMock() : ok(m.resetFaults());
+	/**
+	 * Applies one {@code PUT} ({@code partial = false}) or {@code PATCH} body to the mock.
+	 *
+	 * @return the profile this change produced
+	 * @throws BadRequestException when the body is not a JSON object of the contract's fields with
+	 *         valid values; the mock's profile is then unchanged
+	 */
+	FaultProfile apply(MockModelServer m, String body, boolean partial) {
+		ObjectNode fields = fields(body);
+		FaultProfile defaults = m.defaultFaults();
+		// no field of a profile constrains another: a body valid over the defaults is valid over any profile
+		FaultProfile replacement = merge(fields, defaults, defaults);
+		return update(m, partial ? current -> merge(fields, current, defaults) : current -> replacement);
 	}
 
-	FaultProfile parse(String body, FaultProfile base) {
+	/**
+	 * One change of the mock's profile, computed from the profile in force. The mock offers only get
+	 * and set, so a monitor makes this read-modify-write whole against every other change made here:
+	 * two requests can no longer each start from the same profile and the later set lose the earlier
+	 * one's field. It holds no I/O, only the computation of one small record.
+	 */
+	private FaultProfile update(MockModelServer m, UnaryOperator<FaultProfile> change) {
+		synchronized (changes) {
+			FaultProfile next = change.apply(m.faults());
+			m.faults(next);
+			return next;
+		}
+	}
+
+	private ObjectNode fields(String body) {
 		JsonNode root;
 		try {
 			root = json.readTree(body.isBlank() ? "{}" : body);
@@ -77,27 +117,56 @@ final class FaultHandler {
 						"unknown fault field '" + name + "'; expected " + String.join(", ", FIELDS));
 			}
 		}
+		return (ObjectNode) root;
+	}
+
+	/**
+	 * The contract's fields of {@code base} replaced by the body's; anything else the mock's profile
+	 * holds is kept.
+	 *
+	 * @param base the value of each field the body leaves out
+	 * @param defaults the value of each field the body sets to {@code null}
+	 */
+	private static FaultProfile merge(ObjectNode f, FaultProfile base, FaultProfile defaults) {
 		try {
-			return new FaultProfile(
-					longField(root, "firstTokenDelayMs", base.firstTokenDelayMs()),
-					longField(root, "tokenIntervalMs", base.tokenIntervalMs()),
-					optionalInt(root, "stallAfterTokens"),
-					optionalInt(root, "dropAfterTokens"),
-					number(root, "errorRate", 0),
-					(int) longField(root, "errorStatus", base.errorStatus()),
-					(int) longField(root, "retryAfterSeconds", 0),
-					optionalInt(root, "contextLimitTokens"),
-					bool(root, "omitTerminal"));
+			int status = (int) wholeNumber(f, "errorStatus", base.errorStatus(), defaults.errorStatus());
+			if (f.hasNonNull("errorStatus") && status != 500 && status != 429 && status != 529) {
+				// the contract's statuses, whatever else the mock could send
+				throw new IllegalArgumentException("errorStatus must be 500, 429 or 529, was " + status);
+			}
+			return base
+				.withPace(wholeNumber(f, "firstTokenDelayMs", base.firstTokenDelayMs(), defaults.firstTokenDelayMs()),
+						wholeNumber(f, "tokenIntervalMs", base.tokenIntervalMs(), defaults.tokenIntervalMs()))
+				.withStallAfter(optionalWholeNumber(f, "stallAfterTokens", base.stallAfterTokens(),
+						defaults.stallAfterTokens()))
+				.withDropAfter(optionalWholeNumber(f, "dropAfterTokens", base.dropAfterTokens(),
+						defaults.dropAfterTokens()))
+				.withErrors(number(f, "errorRate", base.errorRate(), defaults.errorRate()), status,
+						(int) wholeNumber(f, "retryAfterSeconds", base.retryAfterSeconds(), defaults.retryAfterSeconds()))
+				.withContextLimit(optionalWholeNumber(f, "contextLimitTokens", base.contextLimitTokens(),
+						defaults.contextLimitTokens()))
+				.withOmitTerminal(bool(f, "omitTerminal", base.omitTerminal(), defaults.omitTerminal()));
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("invalid_fault", e.getMessage());
 		}
 	}
 
-	private static long longField(JsonNode root, String name, long absent) {
-		JsonNode n = root.get(name);
-		if (n == null || n.isNull()) {
+	/** @return the field's value, {@code absent} when the body leaves it out, {@code reset} when it is null */
+	private static long wholeNumber(ObjectNode f, String name, long absent, long reset) {
+		Integer value = optionalWholeNumber(f, name, null, null);
+		return value != null ? value : f.has(name) ? reset : absent;
+	}
+
+	@Nullable
+	private static Integer optionalWholeNumber(ObjectNode f, String name, @Nullable Integer absent,
+			@Nullable Integer reset) {
+		if (!f.has(name)) {
 			return absent;
+		}
+		JsonNode n = f.get(name);
+		if (n.isNull()) {
+			return reset;
 		}
 		if (!n.isIntegralNumber() || !n.canConvertToInt()) {
 			throw new IllegalArgumentException(name + " must be a whole number, was " + n);
@@ -105,16 +174,13 @@ final class FaultHandler {
 		return n.intValue();
 	}
 
-	@Nullable
-	private static Integer optionalInt(JsonNode root, String name) {
-		JsonNode n = root.get(name);
-		return n == null || n.isNull() ? null : (int) longField(root, name, 0);
-	}
-
-	private static double number(JsonNode root, String name, double absent) {
-		JsonNode n = root.get(name);
-		if (n == null || n.isNull()) {
+	private static double number(ObjectNode f, String name, double absent, double reset) {
+		if (!f.has(name)) {
 			return absent;
+		}
+		JsonNode n = f.get(name);
+		if (n.isNull()) {
+			return reset;
 		}
 		if (!n.isNumber()) {
 			throw new IllegalArgumentException(name + " must be a number, was " + n);
@@ -122,10 +188,13 @@ final class FaultHandler {
 		return n.doubleValue();
 	}
 
-	private static boolean bool(JsonNode root, String name) {
-		JsonNode n = root.get(name);
-		if (n == null || n.isNull()) {
-			return false;
+	private static boolean bool(ObjectNode f, String name, boolean absent, boolean reset) {
+		if (!f.has(name)) {
+			return absent;
+		}
+		JsonNode n = f.get(name);
+		if (n.isNull()) {
+			return reset;
 		}
 		if (!n.isBoolean()) {
 			throw new IllegalArgumentException(name + " must be true or false, was " + n);

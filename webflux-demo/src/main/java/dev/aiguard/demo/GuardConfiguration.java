@@ -1,5 +1,6 @@
 package dev.aiguard.demo;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -8,6 +9,7 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerClock;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
@@ -48,11 +50,27 @@ class GuardConfiguration {
 	@Bean(destroyMethod = "stop")
 	@Conditional(UsesMock.class)
 	MockModelServer mockModelServer(DemoProperties properties) {
-		DemoProperties.Mock pace = properties.mock();
-		return MockModelServer.builder()
-			.faults(FaultProfile.defaults(pace.firstTokenDelay(), pace.tokenInterval()))
-			.random(() -> ThreadLocalRandom.current().nextDouble())
-			.start();
+		DemoProperties.Mock m = properties.mock();
+		MockModelServer server;
+		try {
+			server = MockModelServer.builder()
+				.port(m.port())
+				.faults(FaultProfile.defaults(m.firstTokenDelay(), m.tokenInterval()))
+				.random(() -> ThreadLocalRandom.current().nextDouble())
+				.start();
+		}
+		catch (RuntimeException e) {
+			throw new IllegalStateException("the embedded mock model cannot listen on 127.0.0.1:" + m.port()
+					+ " (aiguard.mock.port): " + e.getMessage() + "; choose another port, or 0 for a free one", e);
+		}
+		MockServerLifecycle.logAddress(server);
+		return server;
+	}
+
+	@Bean
+	@Conditional(UsesMock.class)
+	MockServerLifecycle mockServerLifecycle(MockModelServer mock) {
+		return new MockServerLifecycle(mock);
 	}
 
 	@Bean
@@ -67,21 +85,37 @@ class GuardConfiguration {
 
 	@Bean
 	CircuitBreaker modelBreaker(DemoProperties properties, GuardMetrics metrics) {
-		DemoProperties.Breaker b = properties.breaker();
 		return CircuitBreaker.builder("model")
-			.config(BreakerConfig.custom()
-				.failureRateThreshold(b.failureRateThreshold())
-				.minimumCalls(b.minimumCalls())
-				.timeWindow(b.windowSeconds(), Duration.ofSeconds(1))
-				.openWait(b.openWait())
-				.maxOpenWait(b.openWait().multipliedBy(8))
-				.halfOpenProbes(b.halfOpenProbes())
-				.successesToClose(b.successesToClose())
-				.minimumDwell(b.minimumDwell())
-				.slowTimeToFirstToken(b.slowTimeToFirstToken())
-				.build())
+			.config(breakerConfig(properties.breaker()))
 			.metrics(metrics)
 			.build();
+	}
+
+	/**
+	 * The breaker's settings. Each consecutive re-open doubles the open wait, up to 8 times the
+	 * first; no jitter (one instance has no replicas to keep out of step), so the page can say
+	 * exactly when the next probe goes through.
+	 */
+	static BreakerConfig breakerConfig(DemoProperties.Breaker b) {
+		return BreakerConfig.custom()
+			.failureRateThreshold(b.failureRateThreshold())
+			.minimumCalls(b.minimumCalls())
+			.timeWindow(b.windowSeconds(), Duration.ofSeconds(1))
+			.openWait(b.openWait())
+			.openWaitMultiplier(2)
+			.maxOpenWait(b.openWait().multipliedBy(8))
+			.openWaitJitter(0)
+			.halfOpenProbes(b.halfOpenProbes())
+			.successesToClose(b.successesToClose())
+			.minimumDwell(b.minimumDwell())
+			.slowTimeToFirstToken(b.slowTimeToFirstToken())
+			.build();
+	}
+
+	@Bean
+	BreakerOpenWait breakerOpenWait(CircuitBreaker breaker) {
+		// the breaker's default clock, the same one the waits are measured on
+		return BreakerOpenWait.follow(breaker, BreakerClock.system(), Clock.systemUTC());
 	}
 
 	@Bean(destroyMethod = "dispose")
@@ -165,14 +199,19 @@ class GuardConfiguration {
 
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
-			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, PriorityLanes lanes, GuardStats stats) {
+			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes,
+			GuardStats stats) {
+		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
+		// to be first would park an event loop on it, so the handlers' one JSON type is made here
+		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
 		ChatHandler chat = new ChatHandler(guard, upstream, json, (int) properties.chat().maxBodySize().toBytes());
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
-		GuardStatusHandler status = new GuardStatusHandler(breaker, lanes, stats, upstream);
+		GuardStatusHandler status = new GuardStatusHandler(breaker, waits, lanes, stats, upstream);
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)
 			.PUT("/api/faults", faults::put)
+			.PATCH("/api/faults", faults::patch)
 			.DELETE("/api/faults", faults::reset)
 			.GET("/api/guard", status::status)
 			.build();

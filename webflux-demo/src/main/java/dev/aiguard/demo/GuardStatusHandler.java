@@ -1,10 +1,12 @@
 package dev.aiguard.demo;
 
+import java.lang.reflect.RecordComponent;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.MockModelServer;
@@ -15,18 +17,24 @@ import reactor.core.publisher.Mono;
 import reactor.util.annotation.Nullable;
 
 /**
- * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state and rates, per-lane
- * occupancy, answer counters, the last requests, and what the mock has seen.
+ * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state, rates and waits (when
+ * an OPEN breaker lets the next request probe), per-lane occupancy, answer counters, the last
+ * requests, and where the mock listens and what it has seen.
  */
 final class GuardStatusHandler {
 
+	private static final RecordComponent[] STATS = MockModelServer.Stats.class.getRecordComponents();
+
 	private final CircuitBreaker breaker;
+	private final BreakerOpenWait waits;
 	private final PriorityLanes lanes;
 	private final GuardStats stats;
 	private final ModelUpstream upstream;
 
-	GuardStatusHandler(CircuitBreaker breaker, PriorityLanes lanes, GuardStats stats, ModelUpstream upstream) {
+	GuardStatusHandler(CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes, GuardStats stats,
+			ModelUpstream upstream) {
 		this.breaker = breaker;
+		this.waits = waits;
 		this.lanes = lanes;
 		this.stats = stats;
 		this.upstream = upstream;
@@ -69,6 +77,18 @@ final class GuardStatusHandler {
 		b.put("stalls", window.stalls());
 		b.put("incomplete", window.incomplete());
 		b.put("rejected", breaker.rejectedCalls());
+		BreakerOpenWait.View wait = waits.view();
+		b.put("openUntil", wait.openUntil());
+		b.put("retryInMs", wait.retryInMs());
+		b.put("openWaitMs", wait.openWaitMs());
+		b.put("nextOpenWaitMs", wait.nextOpenWaitMs());
+		BreakerConfig config = breaker.config();
+		Map<String, Object> backoff = new LinkedHashMap<>();
+		backoff.put("initialMs", config.openWait().toMillis());
+		backoff.put("multiplier", config.openWaitMultiplier());
+		backoff.put("maxMs", config.maxOpenWait().toMillis());
+		backoff.put("jitter", config.openWaitJitter());
+		b.put("openWaitBackoff", backoff);
 		return b;
 	}
 
@@ -85,8 +105,31 @@ final class GuardStatusHandler {
 		return all;
 	}
 
+	/** The mock's address (what a real client would be pointed at) and its counters; {@code null} without a mock. */
 	@Nullable
-	private static MockModelServer.Stats mock(@Nullable MockModelServer mock) {
-		return mock == null || !mock.isRunning() ? null : mock.stats();
+	private static Map<String, Object> mock(@Nullable MockModelServer mock) {
+		if (mock == null || !mock.isRunning()) {
+			return null;
+		}
+		String baseUrl;
+		try {
+			baseUrl = mock.baseUrl();
+		}
+		catch (IllegalStateException stoppedMeanwhile) {
+			return null;
+		}
+		Map<String, Object> m = new LinkedHashMap<>();
+		m.put("baseUrl", baseUrl);
+		// every counter the mock keeps, under its own name, as when the record itself was the body
+		MockModelServer.Stats stats = mock.stats();
+		for (RecordComponent counter : STATS) {
+			try {
+				m.put(counter.getName(), counter.getAccessor().invoke(stats));
+			}
+			catch (ReflectiveOperationException e) {
+				throw new IllegalStateException("cannot read the mock's counter " + counter.getName(), e);
+			}
+		}
+		return m;
 	}
 }

@@ -5,15 +5,22 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 
+import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockAnswers;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
@@ -84,6 +91,8 @@ class BrowserTest extends DemoTestSupport {
 		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
 		assertThat(driver.findElement(By.id("breaker-state")).getDomAttribute("data-state")).isEqualTo("CLOSED");
 		assertThat(driver.findElement(By.id("upstream")).getText()).isEqualTo("embedded mock model");
+		checkTheChartScaleAndTheBreakerWaitWording();
+		wait.until(d -> mock.baseUrl().equals(d.findElement(By.id("mock-url")).getText()));
 
 		// 1. tokens stream into the page, then the done event's source label appears
 		String question = "How does the guard protect a stream?";
@@ -108,6 +117,19 @@ class BrowserTest extends DemoTestSupport {
 		driver.findElement(By.id("fault-stall")).click();
 		wait.until(d -> mock.faults().stallAfterTokens() == null);
 
+		// two switches flipped in one go: both reach the server, and the page shows exactly its profile
+		flipAtOnce("fault-drop", "fault-omit");
+		wait.until(d -> mock.faults().dropAfterTokens() != null && mock.faults().omitTerminal()
+				&& pageSwitches().equals(switchesOf(mock.faults())));
+		flipAtOnce("fault-omit", "fault-drop");
+		wait.until(d -> mock.faults().dropAfterTokens() == null && !mock.faults().omitTerminal()
+				&& pageSwitches().equals(switchesOf(mock.faults())));
+		// a change made elsewhere shows up at the next read
+		faults(mock.faults().withContextLimit(120));
+		wait.until(d -> d.findElement(By.id("fault-context")).isSelected());
+		faults(mock.faults().withContextLimit(null));
+		wait.until(d -> pageSwitches().equals(switchesOf(mock.faults())) && !pageSwitches().containsValue(true));
+
 		// 3. another fault switch reaches the mock
 		driver.findElement(By.id("fault-errors")).click();
 		wait.until(d -> mock.faults().errorRate() == 1.0 && mock.faults().errorStatus() == 500);
@@ -122,6 +144,12 @@ class BrowserTest extends DemoTestSupport {
 			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
 		}
 		wait.until(d -> "OPEN".equals(breakerState()));
+		// the first open lasts aiguard.breaker.open-wait (60 s here), and the page counts it down
+		String countdown = wait.until(d -> {
+			String text = d.findElement(By.id("breaker-wait")).getText();
+			return text.matches("OPEN — probe allowed in \\d+ s") ? text : null;
+		});
+		assertThat(Integer.parseInt(countdown.replaceAll("\\D", ""))).isBetween(1, 60);
 		WebElement fallback = answers().get(answers().size() - 1);
 		WebElement label = wait.until(d -> first(fallback.findElements(By.className("source-label"))));
 		assertThat(label.getDomAttribute("data-source")).isNotEqualTo("REALTIME");
@@ -139,6 +167,86 @@ class BrowserTest extends DemoTestSupport {
 		wait.until(d -> d.findElements(By.cssSelector("#counters b")).size() > 0);
 		Path shot = shoot("3-answered-from-cache");
 		assertThat(Files.size(shot)).isPositive();
+	}
+
+	/** The page's pure functions, called in the page: the chart's scale and the breaker's wait in words. */
+	private void checkTheChartScaleAndTheBreakerWaitWording() {
+		// one slow answer among quick ones is clipped instead of setting the scale
+		List<Object> quick = new ArrayList<>(Collections.nCopies(39, 300L));
+		quick.add(6000L);
+		assertThat(scale(quick)).isEqualTo(Map.of("top", 1000L, "clipped", 1L));
+		assertThat(js("return AiGuardDemo.barHeight(6000, 1000, 66)")).isEqualTo(Map.of("height", 66L, "clipped", true));
+		assertThat(js("return AiGuardDemo.barHeight(300, 1000, 60)")).isEqualTo(Map.of("height", 18L, "clipped", false));
+		assertThat(js("return AiGuardDemo.barHeight(null, 1000, 60)")).isEqualTo(Map.of("height", 3L, "clipped", false));
+		// an outlier is judged against the 90th percentile: twice it is the most the scale stretches
+		List<Object> mixed = new ArrayList<>(Collections.nCopies(38, 1500L));
+		mixed.add(2000L);
+		mixed.add(30_000L);
+		assertThat(scale(mixed)).isEqualTo(Map.of("top", 3000L, "clipped", 1L));
+		// a slow half is not an outlier, nor is anything when all are slow, or with too few to tell
+		List<Object> half = new ArrayList<>(Collections.nCopies(20, 300L));
+		half.addAll(Collections.nCopies(20, 4000L));
+		assertThat(scale(half)).isEqualTo(Map.of("top", 4000L, "clipped", 0L));
+		assertThat(scale(List.of(13_000L, 13_200L, 12_900L))).isEqualTo(Map.of("top", 13_200L, "clipped", 0L));
+		assertThat(scale(List.of(300L, 6000L))).isEqualTo(Map.of("top", 6000L, "clipped", 0L));
+		// no time to first token (failures, rejections) and nothing at all: the one-second floor
+		assertThat(scale(Arrays.asList(null, null, 200L))).isEqualTo(Map.of("top", 1000L, "clipped", 0L));
+		assertThat(scale(List.of())).isEqualTo(Map.of("top", 1000L, "clipped", 0L));
+
+		assertThat(waitText("{state: 'OPEN', retryInMs: 12000}")).isEqualTo("OPEN — probe allowed in 12 s");
+		assertThat(waitText("{state: 'OPEN', retryInMs: 11001}")).as("rounded up").isEqualTo("OPEN — probe allowed in 12 s");
+		assertThat(waitText("{state: 'OPEN', retryInMs: 1}")).isEqualTo("OPEN — probe allowed in 1 s");
+		assertThat(waitText("{state: 'OPEN', retryInMs: 0}")).isEqualTo("OPEN — next request probes");
+		assertThat(waitText("{state: 'HALF_OPEN', nextOpenWaitMs: 30000}"))
+			.isEqualTo("HALF OPEN — probing; a failed probe re-opens it for 30 s");
+		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 15000, openWaitBackoff: {initialMs: 15000}}"))
+			.isEqualTo("a trip would open it for 15 s");
+		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 60000, openWaitBackoff: {initialMs: 15000}}"))
+			.isEqualTo("a trip would open it for 60 s (it re-opened recently)");
+	}
+
+	private Object js(String script, Object... args) {
+		return ((JavascriptExecutor) driver).executeScript(script, args);
+	}
+
+	private Object scale(List<?> ttfts) {
+		return js("return AiGuardDemo.chartScale(arguments[0])", ttfts);
+	}
+
+	private Object waitText(String breaker) {
+		return js("return AiGuardDemo.breakerWaitText(" + breaker + ")");
+	}
+
+	/** Clicks the switches in one script, so their changes leave the page together. */
+	private void flipAtOnce(String... ids) {
+		StringBuilder script = new StringBuilder();
+		for (String id : ids) {
+			script.append("document.getElementById('").append(id).append("').click();");
+		}
+		js(script.toString());
+	}
+
+	private static final List<String> SWITCHES = List.of("fault-slow", "fault-stall", "fault-drop", "fault-omit",
+			"fault-errors", "fault-context");
+
+	private Map<String, Boolean> pageSwitches() {
+		Map<String, Boolean> on = new LinkedHashMap<>();
+		for (String id : SWITCHES) {
+			on.put(id, driver.findElement(By.id(id)).isSelected());
+		}
+		return on;
+	}
+
+	/** @return the switches a profile stands for, as the page draws them */
+	private static Map<String, Boolean> switchesOf(FaultProfile p) {
+		Map<String, Boolean> on = new LinkedHashMap<>();
+		on.put("fault-slow", p.firstTokenDelayMs() == 6000);
+		on.put("fault-stall", p.stallAfterTokens() != null);
+		on.put("fault-drop", p.dropAfterTokens() != null);
+		on.put("fault-omit", p.omitTerminal());
+		on.put("fault-errors", p.errorRate() > 0);
+		on.put("fault-context", p.contextLimitTokens() != null);
+		return on;
 	}
 
 	private void type(String question) {

@@ -153,6 +153,7 @@ class ChatEndpointTest extends DemoTestSupport {
 		assertThat(snapshot.get("counters").get("outcomes").get("SUCCESS").longValue()).isPositive();
 		assertThat(snapshot.get("recent").size()).isPositive();
 		assertThat(snapshot.get("mock").get("requests").longValue()).isPositive();
+		assertThat(snapshot.get("mock").get("baseUrl").stringValue()).isEqualTo(mock.baseUrl());
 		assertThat(snapshot.has("load")).isTrue();
 	}
 

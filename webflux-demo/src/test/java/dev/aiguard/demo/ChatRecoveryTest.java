@@ -90,6 +90,17 @@ class ChatRecoveryTest extends DemoTestSupport {
 			assertThat(data(last(events)).get("source").stringValue()).isEqualTo("STATIC");
 		}
 		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
+		long before = System.currentTimeMillis();
+		JsonNode status = json.readTree(client.get().uri("/api/guard").exchange().expectStatus().isOk()
+			.expectBody(String.class).returnResult().getResponseBody()).get("breaker");
+		assertThat(status.get("state").stringValue()).isEqualTo("OPEN");
+		assertThat(status.get("openWaitMs").longValue()).as("the first open: aiguard.breaker.open-wait").isEqualTo(60_000);
+		assertThat(status.get("retryInMs").longValue()).isBetween(50_000L, 60_000L);
+		assertThat(status.get("openUntil").longValue()).isBetween(before + 50_000, System.currentTimeMillis() + 60_000);
+		assertThat(status.get("nextOpenWaitMs").longValue()).as("a failed probe doubles it").isEqualTo(120_000);
+		assertThat(status.get("openWaitBackoff").get("initialMs").longValue()).isEqualTo(60_000);
+		assertThat(status.get("openWaitBackoff").get("multiplier").doubleValue()).isEqualTo(2.0);
+		assertThat(status.get("openWaitBackoff").get("maxMs").longValue()).isEqualTo(480_000);
 
 		long upstreamCalls = mock.stats().requests();
 		long rejectedBefore = breaker.rejectedCalls();

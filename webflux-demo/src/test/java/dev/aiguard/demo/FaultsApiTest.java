@@ -1,11 +1,17 @@
 package dev.aiguard.demo;
 
+import dev.aiguard.test.mock.FaultProfile;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.MediaType;
+import org.springframework.test.web.reactive.server.WebTestClient;
+import reactor.test.util.RaceTestUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@code GET / PUT / DELETE /api/faults}: exactly the contract's fields, checked, applied to the mock. */
+/**
+ * {@code GET / PUT / PATCH / DELETE /api/faults}: exactly the contract's fields, checked, applied to
+ * the mock; concurrent partial changes all land.
+ */
 class FaultsApiTest extends DemoTestSupport {
 
 	@Test
@@ -44,6 +50,59 @@ class FaultsApiTest extends DemoTestSupport {
 	}
 
 	@Test
+	void patchChangesTheNamedFieldsKeepsTheOthersAndNullResetsOne() {
+		faults(mock.faults().withStallAfter(5).withPace(20, 3));
+
+		patch("{\"dropAfterTokens\": 8, \"errorRate\": 0.5, \"errorStatus\": 429, \"retryAfterSeconds\": 1}")
+			.expectStatus().isOk()
+			.expectBody().jsonPath("$.stallAfterTokens").isEqualTo(5).jsonPath("$.dropAfterTokens").isEqualTo(8);
+		assertThat(mock.faults()).isEqualTo(mock.defaultFaults().withPace(20, 3).withStallAfter(5).withDropAfter(8)
+			.withErrors(0.5, 429, 1));
+
+		patch("{\"stallAfterTokens\": null, \"firstTokenDelayMs\": null}").expectStatus().isOk();
+		assertThat(mock.faults()).as("null: back to the reset value").isEqualTo(mock.defaultFaults()
+			.withPace(mock.defaultFaults().firstTokenDelayMs(), 3).withDropAfter(8).withErrors(0.5, 429, 1));
+
+		FaultProfile before = mock.faults();
+		patch("{\"omitTerminal\": true, \"errorRate\": 7}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").isEqualTo("errorRate must be between 0 and 1, was 7.0");
+		patch("{\"omitTerminal\": true, \"stall\": 1}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.error").isEqualTo("unknown_field");
+		assertThat(mock.faults()).as("a refused change changes nothing, not even its valid fields").isEqualTo(before);
+	}
+
+	@Test
+	void concurrentPartialUpdatesOverHttpAllLand() {
+		for (int round = 0; round < 10; round++) {
+			mock.resetFaults();
+			RaceTestUtils.race(
+					() -> patch("{\"stallAfterTokens\": 5}").expectStatus().isOk(),
+					() -> patch("{\"dropAfterTokens\": 8}").expectStatus().isOk(),
+					() -> patch("{\"omitTerminal\": true}").expectStatus().isOk(),
+					() -> patch("{\"errorRate\": 1, \"errorStatus\": 529}").expectStatus().isOk(),
+					() -> patch("{\"contextLimitTokens\": 120}").expectStatus().isOk(),
+					() -> patch("{\"firstTokenDelayMs\": 6000}").expectStatus().isOk());
+			assertThat(mock.faults()).as("round %d", round).isEqualTo(everySwitch());
+		}
+	}
+
+	@Test
+	void concurrentPartialUpdatesOfTheHandlerAllLand() {
+		FaultHandler handler = new FaultHandler(mock, json);
+		for (int round = 0; round < 2_000; round++) {
+			mock.resetFaults();
+			RaceTestUtils.race(
+					() -> handler.apply(mock, "{\"stallAfterTokens\": 5}", true),
+					() -> handler.apply(mock, "{\"dropAfterTokens\": 8}", true),
+					() -> handler.apply(mock, "{\"omitTerminal\": true}", true),
+					() -> handler.apply(mock, "{\"errorRate\": 1, \"errorStatus\": 529}", true),
+					() -> handler.apply(mock, "{\"contextLimitTokens\": 120}", true),
+					() -> handler.apply(mock, "{\"firstTokenDelayMs\": 6000}", true));
+			assertThat(mock.faults()).as("round %d", round).isEqualTo(everySwitch());
+		}
+	}
+
+	@Test
 	void unknownFieldsAndBadValuesAre400NamingThem() {
 		bad("{\"stallAfter\": 3}", "unknown_field", "unknown fault field 'stallAfter'");
 		bad("{\"errorRate\": 2}", "invalid_fault", "errorRate must be between 0 and 1, was 2.0");
@@ -52,6 +111,17 @@ class FaultsApiTest extends DemoTestSupport {
 		bad("{\"omitTerminal\": 1}", "invalid_fault", "omitTerminal must be true or false");
 		bad("not json", "malformed_json", "not valid JSON");
 		assertThat(mock.faults()).as("a refused profile changes nothing").isEqualTo(mock.defaultFaults());
+	}
+
+	/** The six changes of the race tests, all applied. */
+	private FaultProfile everySwitch() {
+		FaultProfile d = mock.defaultFaults();
+		return d.withPace(6000, d.tokenIntervalMs()).withStallAfter(5).withDropAfter(8).withOmitTerminal(true)
+			.withErrors(1.0, 529, 0).withContextLimit(120);
+	}
+
+	private WebTestClient.ResponseSpec patch(String body) {
+		return client.patch().uri("/api/faults").contentType(MediaType.APPLICATION_JSON).bodyValue(body).exchange();
 	}
 
 	private void bad(String body, String code, String message) {
