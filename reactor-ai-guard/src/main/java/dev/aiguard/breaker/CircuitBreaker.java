@@ -538,6 +538,33 @@ public final class CircuitBreaker {
 		return Duration.ofNanos(phase.lastOpenWait);
 	}
 
+	/**
+	 * The open wait the breaker would get if it opened next, as things stand: after a failed probe
+	 * (OPEN, HALF_OPEN), after a trip (CLOSED: longer when the last open ended less than its own wait
+	 * ago), or the first wait (after an operator transition). Jitter included: the breaker's jitter
+	 * is a function of its transition count, so this is the wait it would really use.
+	 *
+	 * @return the next open wait
+	 */
+	public Duration nextOpenWait() {
+		Phase p = phase;
+		BreakerConfig c = settings.config;
+		long wait;
+		switch (p.state) {
+			// a failed probe: OPEN -> HALF_OPEN -> OPEN again, one step further in the streak
+			case OPEN -> wait = openWaitNanos(c, p.streak + 1, p.seq + 2);
+			case HALF_OPEN -> wait = openWaitNanos(c, p.streak + 1, p.seq + 1);
+			case CLOSED -> {
+				long now = clock.nanoTime();
+				int streak = p.lastOpenWait > 0 && now - p.enteredAt < p.lastOpenWait ? p.streak + 1 : 0;
+				wait = openWaitNanos(c, streak, p.seq + 1);
+			}
+			// an operator state is left by an operator transition, which starts the streak over
+			default -> wait = openWaitNanos(c, 0, p.seq + 2);
+		}
+		return Duration.ofNanos(wait);
+	}
+
 	/** @return the current config */
 	public BreakerConfig config() {
 		return settings.config;

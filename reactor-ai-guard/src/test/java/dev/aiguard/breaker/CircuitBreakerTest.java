@@ -455,6 +455,31 @@ class CircuitBreakerTest {
 	}
 
 	@Test
+	void nextOpenWaitIsTheWaitTheNextOpenReallyGets() {
+		CircuitBreaker breaker = breaker(base().openWaitJitter(0.2).build());
+		Duration predicted = breaker.nextOpenWait();
+		record(breaker, Outcome.FAILURE, 4);
+		assertThat(breaker.lastOpenWait()).as("the first trip").isEqualTo(predicted);
+		predicted = breaker.nextOpenWait();
+		assertThat(predicted).as("a failed probe doubles the wait, jitter aside").isBetween(Duration.ofSeconds(20),
+				Duration.ofSeconds(24));
+		clock.advance(breaker.lastOpenWait());
+		BreakerPermit probe = breaker.tryAcquire();
+		assertThat(breaker.state()).isEqualTo(BreakerState.HALF_OPEN);
+		assertThat(breaker.nextOpenWait()).isEqualTo(predicted);
+		probe.record(Outcome.FAILURE, -1);
+		breaker.tryAcquire().record(Outcome.FAILURE, -1);
+		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
+		assertThat(breaker.lastOpenWait()).isEqualTo(predicted);
+		breaker.transitionToForcedOpen();
+		predicted = breaker.nextOpenWait();
+		breaker.transitionToClosed();
+		record(breaker, Outcome.FAILURE, 4);
+		assertThat(breaker.lastOpenWait()).as("an operator transition starts the streak over").isEqualTo(predicted)
+			.isBetween(Duration.ofSeconds(10), Duration.ofSeconds(12));
+	}
+
+	@Test
 	void consecutiveReopensGrowTheWaitUpToTheCap() {
 		CircuitBreaker breaker = tripped(base().build());
 		long[] expected = { 10, 20, 40, 40, 40 };

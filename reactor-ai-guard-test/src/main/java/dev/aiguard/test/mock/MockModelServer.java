@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
+import java.util.function.UnaryOperator;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.jspecify.annotations.Nullable;
@@ -189,6 +190,18 @@ public final class MockModelServer implements AutoCloseable {
 	/** Sets the profile for requests that arrive from now on; answers already streaming keep theirs. */
 	public void faults(FaultProfile profile) {
 		faults.set(Objects.requireNonNull(profile, "profile"));
+	}
+
+	/**
+	 * Changes the profile for requests that arrive from now on, atomically: concurrent updates (two
+	 * switches flipped at once) each apply to the other's result, none is lost.
+	 *
+	 * @param change from the profile in force to the next one (may run more than once under contention)
+	 * @return the profile now in force
+	 */
+	public FaultProfile updateFaults(UnaryOperator<FaultProfile> change) {
+		Objects.requireNonNull(change, "change");
+		return faults.updateAndGet(current -> Objects.requireNonNull(change.apply(current), "the changed profile"));
 	}
 
 	/** Back to the profile the server started with; the queue of {@link #enqueue} is kept. */

@@ -302,6 +302,22 @@ class FaultScriptTest {
 	}
 
 	@Test
+	void concurrentUpdatesOfTheProfileAreNeverLost() {
+		for (int round = 0; round < 200; round++) {
+			mock.resetFaults();
+			RaceTestUtils.race(() -> mock.updateFaults(p -> p.withStallAfter(3)),
+					() -> mock.updateFaults(p -> p.withErrors(0.5, 503, 2)),
+					() -> mock.updateFaults(p -> p.withOmitTerminal(true)));
+			FaultProfile now = mock.faults();
+			assertThat(now.stallAfterTokens()).isEqualTo(3);
+			assertThat(now.errorStatus()).isEqualTo(503);
+			assertThat(now.omitTerminal()).isTrue();
+		}
+		assertThatThrownBy(() -> mock.updateFaults(p -> null)).isInstanceOf(NullPointerException.class)
+			.hasMessageContaining("the changed profile");
+	}
+
+	@Test
 	void badScriptsNameTheFieldAndTheValue() {
 		FaultProfile ok = mock.faults();
 		assertThatThrownBy(() -> ok.withErrors(0.5, 600, 0)).isInstanceOf(IllegalArgumentException.class)
