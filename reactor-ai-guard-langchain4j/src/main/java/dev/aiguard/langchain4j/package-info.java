@@ -13,4 +13,7 @@
  * {@link dev.aiguard.langchain4j.AbortableHttpClientBuilder} is LangChain4j's JDK HTTP client made
  * cancellable before the first token and able to keep the headers of error responses.
  */
+@NullMarked
 package dev.aiguard.langchain4j;
+
+import org.jspecify.annotations.NullMarked;

@@ -12,7 +12,7 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.core.ChunkInspector;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the SDK's {@link ChatCompletionChunk}s mean to the guard: {@link #toChatChunk} turns one
@@ -133,8 +133,7 @@ public final class OpenAiChunks {
 		return new ChatChunk(text, role, finishReason, usage, toolCalls, false, false);
 	}
 
-	@Nullable
-	private static ChatCompletionChunk.Choice firstChoice(ChatCompletionChunk chunk) {
+	private static ChatCompletionChunk.@Nullable Choice firstChoice(ChatCompletionChunk chunk) {
 		List<ChatCompletionChunk.Choice> choices = chunk.choices();
 		for (int i = 0; i < choices.size(); i++) {
 			ChatCompletionChunk.Choice c = choices.get(i);

@@ -51,6 +51,8 @@ public final class OpenAiRequests {
 	 * @param request the conversation to send, e.g. a truncated copy of the original
 	 * @return params for {@code client.chat().completions().createStreaming(..)}
 	 */
+	// the deprecated max_tokens is cleared so that only max_completion_tokens is sent
+	@SuppressWarnings("deprecation")
 	public static ChatCompletionCreateParams toParams(ChatCompletionCreateParams template, ChatRequest request) {
 		Objects.requireNonNull(template, "template");
 		Objects.requireNonNull(request, "request");
@@ -205,11 +207,15 @@ public final class OpenAiRequests {
 		return sb.toString();
 	}
 
+	// function messages are deprecated by OpenAI; one still names its role in the refusal
+	@SuppressWarnings("deprecation")
 	private static String role(ChatCompletionMessageParam p) {
 		return p.isFunction() ? "function" : "unknown";
 	}
 
 	/** The template's output limit: {@code max_completion_tokens}, else the older {@code max_tokens}. */
+	// a template may still carry the deprecated max_tokens: it is read, never written
+	@SuppressWarnings("deprecation")
 	private static Integer outputLimit(ChatCompletionCreateParams params) {
 		Optional<Long> limit = params.maxCompletionTokens().or(params::maxTokens);
 		return limit.map(n -> (int) Math.min(Integer.MAX_VALUE, n)).orElse(null);

@@ -10,11 +10,11 @@ import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.annotation.Nullable;
 
 /**
  * Streams of the official OpenAI Java SDK's async client as Reactor {@link Flux}es the guard can

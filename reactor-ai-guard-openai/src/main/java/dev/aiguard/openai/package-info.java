@@ -13,4 +13,7 @@
  *     .call(OpenAiRequests.toChatRequest(params), OpenAiStreams.of(client, params));
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.openai;
+
+import org.jspecify.annotations.NullMarked;

@@ -9,4 +9,7 @@
  * {@link dev.aiguard.springai.SpringAiChunks} reads Spring AI's responses for a guard applied by
  * hand, and {@link dev.aiguard.springai.SpringAiErrors} types the errors Spring AI's models throw.
  */
+@NullMarked
 package dev.aiguard.springai;
+
+import org.jspecify.annotations.NullMarked;

@@ -7,4 +7,7 @@
  *
  * <p>Test sources only; nothing in the library depends on it.
  */
+@NullMarked
 package dev.aiguard.testing;
+
+import org.jspecify.annotations.NullMarked;
