@@ -602,6 +602,18 @@ public class AiGuardProperties {
 		}
 	}
 
+	/** The breaker's trip policies (see docs/breaker.md). */
+	public enum TripPolicyKind {
+		/** The failure and slow-call rates of the window against their thresholds. */
+		FAILURE_RATE,
+		/** Rates that decay with age, recent calls weighing more. */
+		DECAYED_FAILURE_RATE,
+		/** Time to first token against a learned baseline. */
+		ADAPTIVE_TTFT,
+		/** A score of time to first token and failures against {@code baseline-ttft}. */
+		PERFORMANCE_SCORE
+	}
+
 	/** A circuit breaker; an unset setting takes {@code BreakerConfig.defaults()}'s value. */
 	public static class Breaker {
 
@@ -656,6 +668,42 @@ public class AiGuardProperties {
 		/** How long HALF_OPEN may last before the breaker opens again. */
 		@Nullable
 		private Duration maxTimeInHalfOpen;
+
+		/**
+		 * What trips the breaker; several trip it when any of them would. Default: failure-rate.
+		 */
+		private List<TripPolicyKind> tripPolicy = new ArrayList<>(List.of(TripPolicyKind.FAILURE_RATE));
+
+		/** The time to first token a healthy model reaches; required by the performance-score trip policy. */
+		@Nullable
+		private Duration baselineTtft;
+
+		/** Whether the trip policy acts on the trend of its pressure (trips before the threshold is crossed). */
+		private boolean predictive;
+
+		public List<TripPolicyKind> getTripPolicy() {
+			return tripPolicy;
+		}
+
+		public void setTripPolicy(List<TripPolicyKind> tripPolicy) {
+			this.tripPolicy = tripPolicy;
+		}
+
+		public @Nullable Duration getBaselineTtft() {
+			return baselineTtft;
+		}
+
+		public void setBaselineTtft(@Nullable Duration baselineTtft) {
+			this.baselineTtft = baselineTtft;
+		}
+
+		public boolean isPredictive() {
+			return predictive;
+		}
+
+		public void setPredictive(boolean predictive) {
+			this.predictive = predictive;
+		}
 
 		public @Nullable Double getFailureRateThreshold() {
 			return failureRateThreshold;

@@ -1,6 +1,8 @@
 package dev.aiguard.boot.autoconfigure;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -17,6 +19,7 @@ import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.breaker.TripPolicy;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
 import dev.aiguard.fallback.Fallback;
@@ -90,8 +93,33 @@ final class GuardFactory {
 		set(at + ".open-wait-jitter", b.getOpenWaitJitter(), c::openWaitJitter);
 		set(at + ".half-open-probes", b.getHalfOpenProbes(), c::halfOpenProbes);
 		set(at + ".max-time-in-half-open", b.getMaxTimeInHalfOpen(), c::maxTimeInHalfOpen);
+		c.tripPolicy(tripPolicy(at, b));
 		BreakerConfig config = make(at, c::build);
 		return CircuitBreaker.builder(name).config(config).metrics(metrics).build();
+	}
+
+	private static TripPolicy tripPolicy(String at, AiGuardProperties.Breaker b) {
+		List<AiGuardProperties.TripPolicyKind> kinds = b.getTripPolicy();
+		if (kinds == null || kinds.isEmpty()) {
+			throw new InvalidGuardPropertyException(at + ".trip-policy", kinds, "name at least one trip policy", null);
+		}
+		List<TripPolicy> policies = new ArrayList<>();
+		for (AiGuardProperties.TripPolicyKind kind : new LinkedHashSet<>(kinds)) {
+			policies.add(switch (kind) {
+				case FAILURE_RATE -> TripPolicy.failureRate();
+				case DECAYED_FAILURE_RATE -> TripPolicy.decayedFailureRate();
+				case ADAPTIVE_TTFT -> TripPolicy.adaptiveTtft();
+				case PERFORMANCE_SCORE -> {
+					if (b.getBaselineTtft() == null) {
+						throw new InvalidGuardPropertyException(at + ".baseline-ttft", null,
+								"the performance-score trip policy needs the baseline time to first token", null);
+					}
+					yield make(at + ".baseline-ttft", b.getBaselineTtft(), TripPolicy::performanceScore);
+				}
+			});
+		}
+		TripPolicy policy = policies.size() == 1 ? policies.get(0) : TripPolicy.anyOf(policies.toArray(TripPolicy[]::new));
+		return b.isPredictive() ? TripPolicy.predictive(policy) : policy;
 	}
 
 	@Nullable

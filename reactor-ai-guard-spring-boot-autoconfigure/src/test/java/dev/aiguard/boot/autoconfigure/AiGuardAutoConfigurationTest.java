@@ -7,6 +7,7 @@ import java.util.List;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.breaker.TripPolicy;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
 import dev.aiguard.metrics.GuardMetrics;
@@ -123,6 +124,27 @@ class AiGuardAutoConfigurationTest {
 		});
 		runner.withPropertyValues(FULL).run(context -> assertThat(
 				context.getBean(AiGuardRegistry.class).guard("batch").policy().observer()).isSameAs(GuardObserver.noop()));
+	}
+
+	@Test
+	void tripPoliciesComeFromProperties() {
+		runner.withPropertyValues("aiguard.breakers.a.trip-policy=adaptive-ttft",
+				"aiguard.breakers.b.trip-policy=failure-rate,performance-score", "aiguard.breakers.b.baseline-ttft=800ms",
+				"aiguard.breakers.c.trip-policy=decayed-failure-rate", "aiguard.breakers.c.predictive=true",
+				"aiguard.breakers.d.failure-rate-threshold=0.3")
+			.run(context -> {
+				AiGuardRegistry registry = context.getBean(AiGuardRegistry.class);
+				assertThat(policyOf(registry, "a")).isEqualTo(TripPolicy.adaptiveTtft());
+				assertThat(policyOf(registry, "b"))
+					.isEqualTo(TripPolicy.anyOf(TripPolicy.failureRate(), TripPolicy.performanceScore(Duration.ofMillis(800))));
+				assertThat(policyOf(registry, "c")).isEqualTo(TripPolicy.predictive(TripPolicy.decayedFailureRate()));
+				assertThat(policyOf(registry, "d")).as("the default").isEqualTo(TripPolicy.failureRate());
+			});
+		expectInvalid("aiguard.breakers.b.baseline-ttft", "aiguard.breakers.b.trip-policy=performance-score");
+	}
+
+	private static TripPolicy policyOf(AiGuardRegistry registry, String breaker) {
+		return registry.breaker(breaker).orElseThrow().config().tripPolicy();
 	}
 
 	@Test
