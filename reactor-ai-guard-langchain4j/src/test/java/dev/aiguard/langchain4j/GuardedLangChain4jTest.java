@@ -35,9 +35,7 @@ import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.SystemMessage;
 import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.response.ChatResponse;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
@@ -58,23 +56,9 @@ class GuardedLangChain4jTest {
 	/** The slack the deadlines get: a stall is reported within its deadline plus this. */
 	private static final Duration SLACK = Duration.ofMillis(100);
 
-	private MockModelServer mock;
+	@AutoClose
+	private final MockModelServer mock = MockModels.startMock();
 	private final BlockingQueue<GuardReport> reports = new LinkedBlockingQueue<>();
-
-	@BeforeAll
-	static void warmUp() {
-		MockModels.warmUp();
-	}
-
-	@BeforeEach
-	void start() {
-		mock = MockModels.startMock();
-	}
-
-	@AfterEach
-	void stop() {
-		mock.stop();
-	}
 
 	private GuardPolicy.Builder policy(String name) {
 		// 10 idle checks: a stall is seen 400 to 440 ms after the last token, plus the lateness of the

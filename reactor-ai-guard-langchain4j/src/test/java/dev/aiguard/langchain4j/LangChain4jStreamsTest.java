@@ -26,9 +26,7 @@ import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
 import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
@@ -46,22 +44,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /** The bridge on its own: LangChain4j's real OpenAI model, over loopback HTTP, to the mock. */
 class LangChain4jStreamsTest {
 
-	private MockModelServer mock;
-
-	@BeforeAll
-	static void warmUp() {
-		MockModels.warmUp();
-	}
-
-	@BeforeEach
-	void start() {
-		mock = MockModels.startMock();
-	}
-
-	@AfterEach
-	void stop() {
-		mock.stop();
-	}
+	@AutoClose
+	private final MockModelServer mock = MockModels.startMock();
 
 	private static ChatRequest ask(String question) {
 		return ChatRequest.builder().messages(SystemMessage.from("Be brief."), UserMessage.from(question)).build();
@@ -136,11 +120,8 @@ class LangChain4jStreamsTest {
 		try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
 			silent.setSoTimeout((int) WAIT.toMillis());
 			// LangChain4j would give up on its own after its timeout: make that far later than the wait below
-			OpenAiStreamingChatModel model = OpenAiStreamingChatModel.builder()
+			OpenAiStreamingChatModel model = MockModels.openAiAt(MockModels.loopback(silent.getLocalPort()))
 				.httpClientBuilder(AbortableHttpClientBuilder.create())
-				.baseUrl("http://127.0.0.1:" + silent.getLocalPort() + "/v1")
-				.apiKey("sk-test")
-				.modelName(MockModelServer.MODEL)
 				.timeout(Duration.ofMinutes(1))
 				.build();
 			SignalRecorder subscriber = new SignalRecorder();
@@ -268,11 +249,8 @@ class LangChain4jStreamsTest {
 		try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
 			closedPort = s.getLocalPort();
 		}
-		OpenAiStreamingChatModel model = OpenAiStreamingChatModel.builder()
+		OpenAiStreamingChatModel model = MockModels.openAiAt(MockModels.loopback(closedPort))
 			.httpClientBuilder(AbortableHttpClientBuilder.create())
-			.baseUrl("http://127.0.0.1:" + closedPort + "/v1")
-			.apiKey("sk-test")
-			.modelName(MockModelServer.MODEL)
 			.build();
 
 		StepVerifier.create(LangChain4jStreams.of(model).stream(ask("Hello")))

@@ -17,7 +17,15 @@ import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
 import reactor.core.publisher.Flux;
 
-/** The mock model server and LangChain4j's real OpenAI model talking to it over loopback. */
+/**
+ * The mock model server and LangChain4j's real OpenAI model talking to it over loopback. A test
+ * takes a mock of its own, closed after it:
+ *
+ * <pre>{@code
+ * @AutoClose
+ * private final MockModelServer mock = MockModels.startMock();
+ * }</pre>
+ */
 final class MockModels {
 
 	/** The longest any wait on real HTTP may take before a test fails. */
@@ -39,7 +47,7 @@ final class MockModels {
 		if (!WARM.compareAndSet(false, true)) {
 			return;
 		}
-		try (MockModelServer mock = startMock()) {
+		try (MockModelServer mock = newMock()) {
 			dev.langchain4j.model.chat.request.ChatRequest request = dev.langchain4j.model.chat.request.ChatRequest
 				.builder()
 				.messages(UserMessage.from("warm up"))
@@ -60,8 +68,16 @@ final class MockModels {
 		}
 	}
 
-	/** @return a mock answering at once, 5 ms between tokens, no errors drawn unless the rate is 1 */
+	/**
+	 * @return a mock answering at once, 5 ms between tokens, no errors drawn unless the rate is 1;
+	 *         the JVM warmed up first ({@link #warmUp()})
+	 */
 	static MockModelServer startMock() {
+		warmUp();
+		return newMock();
+	}
+
+	private static MockModelServer newMock() {
 		return MockModelServer.builder().faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(5)))
 			.random(() -> 0.0).start();
 	}
@@ -73,22 +89,24 @@ final class MockModels {
 
 	/** @return LangChain4j's OpenAI streaming model on its default HTTP client */
 	static OpenAiStreamingChatModel openAiOnDefaultClient(MockModelServer mock) {
-		return OpenAiStreamingChatModel.builder()
-			.baseUrl(mock.baseUrl())
-			.apiKey("sk-test")
-			.modelName(MockModelServer.MODEL)
-			.timeout(WAIT)
-			.build();
+		return openAiAt(mock.baseUrl()).timeout(WAIT).build();
 	}
 
 	static OpenAiStreamingChatModel openAi(MockModelServer mock, AbortableHttpClientBuilder http) {
-		return OpenAiStreamingChatModel.builder()
-			.httpClientBuilder(http)
-			.baseUrl(mock.baseUrl())
-			.apiKey("sk-test")
-			.modelName(MockModelServer.MODEL)
-			.timeout(WAIT)
-			.build();
+		return openAiAt(mock.baseUrl()).httpClientBuilder(http).timeout(WAIT).build();
+	}
+
+	/**
+	 * @return a builder of LangChain4j's OpenAI streaming model for the server at {@code baseUrl}, with
+	 *         the mock's model name and a test key; HTTP client and timeout as LangChain4j's defaults
+	 */
+	static OpenAiStreamingChatModel.OpenAiStreamingChatModelBuilder openAiAt(String baseUrl) {
+		return OpenAiStreamingChatModel.builder().baseUrl(baseUrl).apiKey("sk-test").modelName(MockModelServer.MODEL);
+	}
+
+	/** @return the base URL of an OpenAI-compatible server on this machine's loopback {@code port} */
+	static String loopback(int port) {
+		return "http://127.0.0.1:" + port + "/v1";
 	}
 
 	/** Waits (bounded, polling every 10 ms off the test thread) until {@code condition} holds. */

@@ -1,5 +1,7 @@
 package dev.aiguard.langchain4j;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntConsumer;
@@ -7,14 +9,8 @@ import java.util.function.IntConsumer;
 import dev.langchain4j.model.ModelProvider;
 import dev.langchain4j.model.chat.StreamingChatModel;
 import dev.langchain4j.model.chat.request.ChatRequest;
-import dev.langchain4j.model.chat.response.ChatResponse;
-import dev.langchain4j.model.chat.response.CompleteToolCall;
 import dev.langchain4j.model.chat.response.PartialResponse;
-import dev.langchain4j.model.chat.response.PartialResponseContext;
 import dev.langchain4j.model.chat.response.PartialThinking;
-import dev.langchain4j.model.chat.response.PartialThinkingContext;
-import dev.langchain4j.model.chat.response.PartialToolCall;
-import dev.langchain4j.model.chat.response.PartialToolCallContext;
 import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 
 /**
@@ -57,7 +53,7 @@ final class RecordingModel implements StreamingChatModel {
 		calls.add(new Call(request, System.nanoTime()));
 		int call = calls.size();
 		beforeCall.accept(call);
-		delegate.chat(request, new Recorder(call, handler));
+		delegate.chat(request, recorder(call, handler));
 	}
 
 	/** @return whether LangChain4j ended call {@code n} (1-based) with onError or onCompleteResponse */
@@ -66,72 +62,41 @@ final class RecordingModel implements StreamingChatModel {
 			.anyMatch(c -> c.call() == n && (c.name().equals("onError") || c.name().equals("onCompleteResponse")));
 	}
 
-	private final class Recorder implements StreamingChatResponseHandler {
+	/**
+	 * The handler LangChain4j is given for call {@code call}: each of its callbacks goes to
+	 * {@code handler} and is recorded once {@code handler} has returned. A proxy rather than an
+	 * override of each callback, so that every callback of the interface is recorded, overloads and
+	 * all, under its own name.
+	 */
+	private StreamingChatResponseHandler recorder(int call, StreamingChatResponseHandler handler) {
+		return (StreamingChatResponseHandler) Proxy.newProxyInstance(StreamingChatResponseHandler.class.getClassLoader(),
+				new Class<?>[] { StreamingChatResponseHandler.class }, (proxy, method, args) -> {
+					if (method.getDeclaringClass() == Object.class) {
+						return switch (method.getName()) {
+							case "equals" -> proxy == args[0];
+							case "hashCode" -> System.identityHashCode(proxy);
+							default -> "recording " + handler;
+						};
+					}
+					try {
+						method.invoke(handler, args);
+					}
+					catch (InvocationTargetException e) {
+						throw e.getCause();
+					}
+					callbacks.add(new Callback(call, method.getName(), argument(args[0]), System.nanoTime()));
+					return null;
+				});
+	}
 
-		private final int call;
-		private final StreamingChatResponseHandler handler;
-
-		Recorder(int call, StreamingChatResponseHandler handler) {
-			this.call = call;
-			this.handler = handler;
+	/** @return what a callback is recorded with: the text of a partial response or thinking, else its argument */
+	private static Object argument(Object argument) {
+		if (argument instanceof PartialResponse partial) {
+			return partial.text();
 		}
-
-		private void record(String name, Object argument) {
-			callbacks.add(new Callback(call, name, argument, System.nanoTime()));
+		if (argument instanceof PartialThinking thinking) {
+			return thinking.text();
 		}
-
-		@Override
-		public void onPartialResponse(String partialResponse) {
-			handler.onPartialResponse(partialResponse);
-			record("onPartialResponse", partialResponse);
-		}
-
-		@Override
-		public void onPartialResponse(PartialResponse partialResponse, PartialResponseContext context) {
-			handler.onPartialResponse(partialResponse, context);
-			record("onPartialResponse", partialResponse.text());
-		}
-
-		@Override
-		public void onPartialThinking(PartialThinking partialThinking) {
-			handler.onPartialThinking(partialThinking);
-			record("onPartialThinking", partialThinking.text());
-		}
-
-		@Override
-		public void onPartialThinking(PartialThinking partialThinking, PartialThinkingContext context) {
-			handler.onPartialThinking(partialThinking, context);
-			record("onPartialThinking", partialThinking.text());
-		}
-
-		@Override
-		public void onPartialToolCall(PartialToolCall partialToolCall) {
-			handler.onPartialToolCall(partialToolCall);
-			record("onPartialToolCall", partialToolCall);
-		}
-
-		@Override
-		public void onPartialToolCall(PartialToolCall partialToolCall, PartialToolCallContext context) {
-			handler.onPartialToolCall(partialToolCall, context);
-			record("onPartialToolCall", partialToolCall);
-		}
-
-		@Override
-		public void onCompleteToolCall(CompleteToolCall completeToolCall) {
-			handler.onCompleteToolCall(completeToolCall);
-			record("onCompleteToolCall", completeToolCall);
-		}
-
-		@Override
-		public void onCompleteResponse(ChatResponse completeResponse) {
-			handler.onCompleteResponse(completeResponse);
-			record("onCompleteResponse", completeResponse);
-		}
-
-		@Override
-		public void onError(Throwable error) {
-			handler.onError(error);
-			record("onError", error);
-		}
+		return argument;
 	}
 }

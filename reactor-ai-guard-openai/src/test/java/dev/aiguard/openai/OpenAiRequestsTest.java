@@ -40,6 +40,23 @@ class OpenAiRequestsTest {
 			ChatMessage.assistant("It is -3 °C."),
 			ChatMessage.user("And tomorrow?"));
 
+	/** @return a user message's content made of {@code parts} */
+	private static ChatCompletionUserMessageParam.Content parts(ChatCompletionContentPart... parts) {
+		return ChatCompletionUserMessageParam.Content.ofArrayOfContentParts(List.of(parts));
+	}
+
+	/** @return a text part */
+	private static ChatCompletionContentPart text(String text) {
+		return ChatCompletionContentPart.ofText(ChatCompletionContentPartText.builder().text(text).build());
+	}
+
+	/** @return an image part, by its address */
+	private static ChatCompletionContentPart image(String url) {
+		return ChatCompletionContentPart.ofImageUrl(ChatCompletionContentPartImage.builder()
+			.imageUrl(ChatCompletionContentPartImage.ImageUrl.builder().url(url).build())
+			.build());
+	}
+
 	@Test
 	void theRequestsConversationReplacesTheTemplatesAndTheOptionsStay() {
 		ChatCompletionCreateParams params = OpenAiRequests.toParams(TEMPLATE, new ChatRequest(null, CONVERSATION, null, null));
@@ -97,9 +114,7 @@ class OpenAiRequestsTest {
 		ChatCompletionCreateParams params = ChatCompletionCreateParams.builder()
 			.model("o3-mini")
 			.addDeveloperMessage("Think first.")
-			.addUserMessage(ChatCompletionUserMessageParam.Content.ofArrayOfContentParts(List.of(
-					ChatCompletionContentPart.ofText(ChatCompletionContentPartText.builder().text("Hello, ").build()),
-					ChatCompletionContentPart.ofText(ChatCompletionContentPartText.builder().text("world").build()))))
+			.addUserMessage(parts(text("Hello, "), text("world")))
 			.build();
 
 		assertThat(OpenAiRequests.toChatRequest(params).messages())
@@ -111,11 +126,7 @@ class OpenAiRequestsTest {
 		ChatCompletionCreateParams params = ChatCompletionCreateParams.builder()
 			.model("gpt-4o")
 			.addSystemMessage("Describe images.")
-			.addUserMessage(ChatCompletionUserMessageParam.Content.ofArrayOfContentParts(List.of(
-					ChatCompletionContentPart.ofText(ChatCompletionContentPartText.builder().text("What is this?").build()),
-					ChatCompletionContentPart.ofImageUrl(ChatCompletionContentPartImage.builder()
-						.imageUrl(ChatCompletionContentPartImage.ImageUrl.builder().url("https://example.com/a.png").build())
-						.build()))))
+			.addUserMessage(parts(text("What is this?"), image("https://example.com/a.png")))
 			.build();
 
 		assertThatIllegalArgumentException().isThrownBy(() -> OpenAiRequests.toChatRequest(params))

@@ -31,9 +31,8 @@ import dev.aiguard.test.mock.MockAnswers;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
@@ -48,19 +47,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class OpenAiSdkRecoveryTest {
 
-	private static SdkMock sdk;
+	@RegisterExtension
+	static final SdkMock sdk = SdkMock.shared();
 
 	private final List<GuardReport> reports = new CopyOnWriteArrayList<>();
-
-	@BeforeAll
-	static void start() {
-		sdk = SdkMock.shared();
-	}
-
-	@BeforeEach
-	void reset() {
-		sdk.reset();
-	}
 
 	/**
 	 * No stall deadlines here: these tests are about errors, and a deadline would only turn a slow

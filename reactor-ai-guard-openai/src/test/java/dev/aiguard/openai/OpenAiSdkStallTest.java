@@ -14,9 +14,8 @@ import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.test.mock.MockAnswers;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 
@@ -33,19 +32,10 @@ class OpenAiSdkStallTest {
 	private static final Duration IDLE = Duration.ofMillis(400);
 	private static final Duration SLACK = Duration.ofMillis(100);
 
-	private static SdkMock sdk;
+	@RegisterExtension
+	static final SdkMock sdk = SdkMock.shared();
 
 	private final List<GuardReport> reports = new CopyOnWriteArrayList<>();
-
-	@BeforeAll
-	static void start() {
-		sdk = SdkMock.shared();
-	}
-
-	@BeforeEach
-	void reset() {
-		sdk.reset();
-	}
 
 	private AiGuard<ChatChunk> guard() {
 		return AiGuard.of(GuardPolicy.builder("sdk-stall")

@@ -15,9 +15,8 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.test.mock.MockAnswers;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
@@ -29,17 +28,8 @@ import static org.assertj.core.api.Assertions.assertThatNullPointerException;
 /** {@link OpenAiStreams} over the real SDK client and the mock model, on loopback. */
 class OpenAiStreamsTest {
 
-	private static SdkMock sdk;
-
-	@BeforeAll
-	static void start() {
-		sdk = SdkMock.shared();
-	}
-
-	@BeforeEach
-	void reset() {
-		sdk.reset();
-	}
+	@RegisterExtension
+	static final SdkMock sdk = SdkMock.shared();
 
 	private static String text(List<ChatCompletionChunk> chunks) {
 		StringBuilder sb = new StringBuilder();

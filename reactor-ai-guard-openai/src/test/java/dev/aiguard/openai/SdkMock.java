@@ -19,6 +19,8 @@ import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -30,8 +32,14 @@ import reactor.core.publisher.Mono;
  * <p>One instance serves every test class of the module ({@link #shared()}): its first answer
  * loads the SDK, OkHttp, Jackson's Kotlin module and the guard (seconds on a busy machine, most of
  * it class loading under BlockHound's agent), which must not count against a deadline under test.
+ * A test class registers it as an extension, which readies it before each test:
+ *
+ * <pre>{@code
+ * @RegisterExtension
+ * static final SdkMock sdk = SdkMock.shared();
+ * }</pre>
  */
-final class SdkMock {
+final class SdkMock implements BeforeEachCallback {
 
 	private static SdkMock shared;
 
@@ -117,6 +125,12 @@ final class SdkMock {
 			shared = sdk;
 		}
 		return shared;
+	}
+
+	/** Back to fast pacing without faults before each test of a class that registered the mock. */
+	@Override
+	public void beforeEach(ExtensionContext context) {
+		reset();
 	}
 
 	/** The next {@code n} requests draw an error when the profile has an error rate (below 1). */

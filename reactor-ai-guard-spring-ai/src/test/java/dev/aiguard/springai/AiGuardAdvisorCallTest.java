@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.aiguard.GuardPolicy;
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
@@ -18,8 +17,6 @@ import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.test.mock.MockAnswers;
 import dev.aiguard.truncation.TruncationSpec;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.client.ChatClient;
 import org.springframework.ai.chat.messages.AssistantMessage;
@@ -35,30 +32,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** {@code ChatClient.call()} guarded by {@link AiGuardAdvisor}, against the mock model over HTTP. */
-class AiGuardAdvisorCallTest {
+class AiGuardAdvisorCallTest extends AdvisorFixture {
 
 	private static final Duration FIRST_TOKEN = Duration.ofMillis(500);
 
-	private SpringAiMock ai;
-	private final SpringAiMock.Reports reports = new SpringAiMock.Reports();
-	private final SpringAiMock.Probe probe = new SpringAiMock.Probe();
-
-	@BeforeEach
-	void start() {
-		ai = new SpringAiMock();
-	}
-
-	@AfterEach
-	void stop() {
-		ai.close();
-	}
-
-	private GuardPolicy.Builder policy() {
-		return GuardPolicy.builder("spring-ai-call").onReport(reports::add);
-	}
-
-	private ChatClient client(GuardPolicy policy) {
-		return ChatClient.builder(ai.model).defaultAdvisors(AiGuardAdvisor.of(policy), probe).build();
+	AiGuardAdvisorCallTest() {
+		super("spring-ai-call");
 	}
 
 	@Test

@@ -14,8 +14,6 @@ import dev.aiguard.retry.ContinuationStrategy;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.chat.ChatChunk;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.client.ChatClient;
 import org.springframework.ai.chat.client.ChatClientResponse;
@@ -30,23 +28,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** What the advisor makes of a policy's fallbacks and notices, and the policies it refuses. */
-class AiGuardAdvisorPolicyTest {
+class AiGuardAdvisorPolicyTest extends AdvisorFixture {
 
-	private SpringAiMock ai;
-	private final SpringAiMock.Reports reports = new SpringAiMock.Reports();
-
-	@BeforeEach
-	void start() {
-		ai = new SpringAiMock();
-	}
-
-	@AfterEach
-	void stop() {
-		ai.close();
-	}
-
-	private GuardPolicy.Builder policy() {
-		return GuardPolicy.builder("spring-ai-policy").onReport(reports::add);
+	AiGuardAdvisorPolicyTest() {
+		super("spring-ai-policy");
 	}
 
 	@Test

@@ -2,13 +2,10 @@ package dev.aiguard.springai;
 
 import java.util.List;
 
-import dev.aiguard.GuardPolicy;
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.core.Tenant;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.client.ChatClient;
 import reactor.test.StepVerifier;
@@ -22,24 +19,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * Priority and tenant of a request: the advisor parameters win over the Reactor {@code Context}; the
  * values in force reach the guard (its report) and the advisors behind it.
  */
-class AiGuardAdvisorRoutingTest {
+class AiGuardAdvisorRoutingTest extends AdvisorFixture {
 
-	private SpringAiMock ai;
-	private final SpringAiMock.Reports reports = new SpringAiMock.Reports();
-	private final SpringAiMock.Probe probe = new SpringAiMock.Probe();
-	private ChatClient chat;
+	private final ChatClient chat;
 
-	@BeforeEach
-	void start() {
-		ai = new SpringAiMock();
-		GuardPolicy policy = GuardPolicy.builder("spring-ai-routing").defaultPriority(Priority.P1).onReport(reports::add)
-			.build();
-		chat = ChatClient.builder(ai.model).defaultAdvisors(AiGuardAdvisor.of(policy), probe).build();
-	}
-
-	@AfterEach
-	void stop() {
-		ai.close();
+	AiGuardAdvisorRoutingTest() {
+		super("spring-ai-routing");
+		chat = client(policy().defaultPriority(Priority.P1).build());
 	}
 
 	@Test

@@ -23,8 +23,6 @@ import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.test.mock.MockAnswers;
 import dev.aiguard.truncation.TruncationSpec;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.client.ChatClient;
 import org.springframework.ai.chat.messages.AssistantMessage;
@@ -42,33 +40,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code ChatClient.stream()} guarded by {@link AiGuardAdvisor}, against Spring AI's real
  * {@code OpenAiChatModel} talking HTTP to the mock model.
  */
-class AiGuardAdvisorStreamTest {
+class AiGuardAdvisorStreamTest extends AdvisorFixture {
 
 	private static final Duration IDLE = Duration.ofMillis(400);
 	private static final Duration FIRST_TOKEN = Duration.ofMillis(400);
 	/** How late a deadline may be seen: the idle check's granularity (1/20 of it) and scheduling. */
 	private static final long SLACK_MILLIS = 100;
 
-	private SpringAiMock ai;
-	private final SpringAiMock.Reports reports = new SpringAiMock.Reports();
-	private final SpringAiMock.Probe probe = new SpringAiMock.Probe();
-
-	@BeforeEach
-	void start() {
-		ai = new SpringAiMock();
-	}
-
-	@AfterEach
-	void stop() {
-		ai.close();
-	}
-
-	private GuardPolicy.Builder policy() {
-		return GuardPolicy.builder("spring-ai-stream").onReport(reports::add);
-	}
-
-	private ChatClient client(GuardPolicy policy) {
-		return ChatClient.builder(ai.model).defaultAdvisors(AiGuardAdvisor.of(policy), probe).build();
+	AiGuardAdvisorStreamTest() {
+		super("spring-ai-stream");
 	}
 
 	@Test

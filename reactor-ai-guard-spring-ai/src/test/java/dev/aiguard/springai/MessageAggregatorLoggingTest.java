@@ -16,6 +16,7 @@ import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
@@ -39,12 +40,15 @@ class MessageAggregatorLoggingTest {
 	private final Logger logger = (Logger) LoggerFactory.getLogger(MessageAggregator.class);
 	private final ListAppender<ILoggingEvent> events = new ListAppender<>();
 	private Level level;
-	private SpringAiMock ai;
+	/**
+	 * Started before the logger is turned on: the JVM's first requests (SpringAiMock's warm-up) are
+	 * not this test's.
+	 */
+	@AutoClose
+	private SpringAiMock ai = new SpringAiMock();
 
 	@BeforeEach
 	void start() {
-		// the JVM's first requests (SpringAiMock's warm-up) are not this test's
-		ai = new SpringAiMock();
 		level = logger.getLevel();
 		logger.setLevel(Level.ERROR);
 		logger.setAdditive(false);
@@ -57,7 +61,6 @@ class MessageAggregatorLoggingTest {
 		logger.detachAppender(events);
 		logger.setLevel(level);
 		logger.setAdditive(true);
-		ai.close();
 	}
 
 	private List<Class<?>> logged() {

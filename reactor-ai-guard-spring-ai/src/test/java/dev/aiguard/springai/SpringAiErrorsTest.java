@@ -15,8 +15,7 @@ import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.core.StallPhase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.prompt.Prompt;
 import org.springframework.ai.retry.NonTransientAiException;
@@ -43,17 +42,8 @@ class SpringAiErrorsTest {
 			+ "tokens. However, your messages resulted in 150 tokens.\",\"type\":\"invalid_request_error\","
 			+ "\"code\":\"context_length_exceeded\"}}";
 
-	private SpringAiMock ai;
-
-	@BeforeEach
-	void start() {
-		ai = new SpringAiMock();
-	}
-
-	@AfterEach
-	void stop() {
-		ai.close();
-	}
+	@AutoClose
+	private final SpringAiMock ai = new SpringAiMock();
 
 	@Test
 	void theSdksRateLimitInACompletionExceptionIsARateLimitedExceptionWithItsRetryAfter() {
