@@ -3,6 +3,8 @@ package dev.aiguard.langchain4j;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntConsumer;
 
@@ -15,7 +17,10 @@ import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 
 /**
  * A real model seen from the outside: every {@code chat} call (its request and when it started)
- * and every callback LangChain4j makes, recorded after the bridge's handler has returned from it.
+ * and every callback LangChain4j makes. A callback is recorded before the bridge's handler sees it,
+ * so a test that has seen a stream end finds the callback that ended it; a call counts as
+ * {@linkplain #ended(int) ended} once the handler has returned from that callback, so whatever the
+ * handler did for it has happened.
  */
 final class RecordingModel implements StreamingChatModel {
 
@@ -31,6 +36,7 @@ final class RecordingModel implements StreamingChatModel {
 	private final IntConsumer beforeCall;
 	final List<Call> calls = new CopyOnWriteArrayList<>();
 	final List<Callback> callbacks = new CopyOnWriteArrayList<>();
+	private final Set<Integer> ended = ConcurrentHashMap.newKeySet();
 
 	RecordingModel(StreamingChatModel delegate) {
 		this(delegate, n -> {
@@ -56,17 +62,18 @@ final class RecordingModel implements StreamingChatModel {
 		delegate.chat(request, recorder(call, handler));
 	}
 
-	/** @return whether LangChain4j ended call {@code n} (1-based) with onError or onCompleteResponse */
+	/**
+	 * @return whether LangChain4j ended call {@code n} (1-based) with onError or onCompleteResponse and
+	 *         the bridge's handler has returned from it
+	 */
 	boolean ended(int n) {
-		return callbacks.stream()
-			.anyMatch(c -> c.call() == n && (c.name().equals("onError") || c.name().equals("onCompleteResponse")));
+		return ended.contains(n);
 	}
 
 	/**
-	 * The handler LangChain4j is given for call {@code call}: each of its callbacks goes to
-	 * {@code handler} and is recorded once {@code handler} has returned. A proxy rather than an
-	 * override of each callback, so that every callback of the interface is recorded, overloads and
-	 * all, under its own name.
+	 * The handler LangChain4j is given for call {@code call}: each of its callbacks is recorded, then
+	 * goes to {@code handler}. A proxy rather than an override of each callback, so that every
+	 * callback of the interface is recorded, overloads and all, under its own name.
 	 */
 	private StreamingChatResponseHandler recorder(int call, StreamingChatResponseHandler handler) {
 		return (StreamingChatResponseHandler) Proxy.newProxyInstance(StreamingChatResponseHandler.class.getClassLoader(),
@@ -78,13 +85,16 @@ final class RecordingModel implements StreamingChatModel {
 							default -> "recording " + handler;
 						};
 					}
+					callbacks.add(new Callback(call, method.getName(), argument(args[0]), System.nanoTime()));
 					try {
 						method.invoke(handler, args);
 					}
 					catch (InvocationTargetException e) {
 						throw e.getCause();
 					}
-					callbacks.add(new Callback(call, method.getName(), argument(args[0]), System.nanoTime()));
+					if (method.getName().equals("onError") || method.getName().equals("onCompleteResponse")) {
+						ended.add(call);
+					}
 					return null;
 				});
 	}

@@ -127,10 +127,15 @@ final class SdkMock implements BeforeEachCallback {
 		return shared;
 	}
 
-	/** Back to fast pacing without faults before each test of a class that registered the mock. */
+	/**
+	 * Back to fast pacing without faults, and no response of an earlier test (or of the warm-up's
+	 * stalls, which end at the SDK's read timeout) still open: the mock's counters move for this test
+	 * alone.
+	 */
 	@Override
 	public void beforeEach(ExtensionContext context) {
 		reset();
+		await(() -> mock.stats().inProgress(), 0);
 	}
 
 	/** The next {@code n} requests draw an error when the profile has an error rate (below 1). */
