@@ -1,6 +1,7 @@
 package dev.aiguard.demo;
 
 import java.lang.reflect.RecordComponent;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -30,14 +31,16 @@ final class GuardStatusHandler {
 	private final PriorityLanes lanes;
 	private final GuardStats stats;
 	private final ModelUpstream upstream;
+	private final AnswerClient defaultClient;
 
 	GuardStatusHandler(CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes, GuardStats stats,
-			ModelUpstream upstream) {
+			ModelUpstream upstream, AnswerClient defaultClient) {
 		this.breaker = breaker;
 		this.waits = waits;
 		this.lanes = lanes;
 		this.stats = stats;
 		this.upstream = upstream;
+		this.defaultClient = defaultClient;
 	}
 
 	Mono<ServerResponse> status(ServerRequest request) {
@@ -47,6 +50,10 @@ final class GuardStatusHandler {
 	Map<String, Object> snapshot() {
 		Map<String, Object> body = new LinkedHashMap<>();
 		body.put("upstream", upstream.describe());
+		Map<String, Object> clients = new LinkedHashMap<>();
+		clients.put("default", defaultClient.id());
+		clients.put("available", Arrays.stream(AnswerClient.values()).map(AnswerClient::id).toList());
+		body.put("client", clients);
 		body.put("breaker", breaker());
 		body.put("lanes", lanes());
 		// the library has no load governor: the field is part of the contract and stays null
@@ -57,6 +64,7 @@ final class GuardStatusHandler {
 		counters.put("tokens", stats.tokens());
 		counters.put("outcomes", stats.outcomes());
 		counters.put("sources", stats.sources());
+		counters.put("clients", stats.clients());
 		body.put("counters", counters);
 		body.put("recent", stats.recent());
 		body.put("mock", mock(upstream.mock()));

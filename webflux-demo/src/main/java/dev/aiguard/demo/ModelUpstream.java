@@ -59,6 +59,16 @@ final class ModelUpstream {
 		return Flux.defer(() -> client().stream(request));
 	}
 
+	/** @return the API root answers come from now: the mock's (it changes when the mock restarts) or the named server's */
+	String baseUrl() {
+		return mock != null ? mock.baseUrl() : Objects.requireNonNull(properties.baseUrl(), "baseUrl");
+	}
+
+	/** @return the bearer token for {@link #baseUrl()}; a placeholder for the mock, which takes any */
+	String apiKey() {
+		return mock != null ? "mock-accepts-any-key" : Objects.requireNonNull(properties.apiKey(), "apiKey");
+	}
+
 	/** @return the model asked, for the request body */
 	String model() {
 		return properties.usesMock() ? MockModelServer.MODEL : properties.model();
