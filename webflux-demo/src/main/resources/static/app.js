@@ -325,7 +325,9 @@
     }
     if (b.state === 'HALF_OPEN') return 'HALF OPEN — probing; a failed probe re-opens it for ' + seconds(b.nextOpenWaitMs);
     if (b.state === 'CLOSED') {
-      const streak = b.openWaitBackoff && b.nextOpenWaitMs > b.openWaitBackoff.initialMs;
+      // longer than the first wait with the most jitter can add: a re-open continues the doubling
+      const w = b.openWaitBackoff;
+      const streak = w && b.nextOpenWaitMs > w.initialMs * (1 + (w.jitter || 0));
       return 'a trip would open it for ' + seconds(b.nextOpenWaitMs) + (streak ? ' (it re-opened recently)' : '');
     }
     return state + ' — set by an operator';
@@ -339,7 +341,10 @@
     $('breaker-wait').textContent = breakerWaitText(b);
     $('breaker-wait').dataset.retryInMs = b.retryInMs == null ? '' : String(b.retryInMs);
     const w = b.openWaitBackoff;
-    if (w) $('breaker-backoff').textContent = seconds(w.initialMs) + ', ×' + w.multiplier + ' per re-open, up to ' + seconds(w.maxMs);
+    if (w) {
+      $('breaker-backoff').textContent = seconds(w.initialMs) + ', ×' + w.multiplier + ' per re-open, up to '
+        + seconds(w.maxMs) + (w.jitter ? ', + up to ' + Math.round(w.jitter * 100) + ' %' : '');
+    }
     const pct = Math.round(b.failureRate * 100);
     $('breaker-rate').textContent = pct + ' %';
     const bar = $('breaker-rate-bar');

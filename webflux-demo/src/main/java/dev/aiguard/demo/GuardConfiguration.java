@@ -9,7 +9,6 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerClock;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
@@ -94,8 +93,9 @@ class GuardConfiguration {
 
 	/**
 	 * The breaker's settings. Each consecutive re-open doubles the open wait, up to 8 times the
-	 * first; no jitter (one instance has no replicas to keep out of step), so the page can say
-	 * exactly when the next probe goes through.
+	 * first, and jitter adds up to 10 % of it (the library's default: replicas of the demo do not
+	 * probe in step). The breaker says the wait it drew, so the page still shows exactly when the
+	 * next probe goes through.
 	 */
 	static BreakerConfig breakerConfig(DemoProperties.Breaker b) {
 		return BreakerConfig.custom()
@@ -105,18 +105,12 @@ class GuardConfiguration {
 			.openWait(b.openWait())
 			.openWaitMultiplier(2)
 			.maxOpenWait(b.openWait().multipliedBy(8))
-			.openWaitJitter(0)
+			.openWaitJitter(0.1)
 			.halfOpenProbes(b.halfOpenProbes())
 			.successesToClose(b.successesToClose())
 			.minimumDwell(b.minimumDwell())
 			.slowTimeToFirstToken(b.slowTimeToFirstToken())
 			.build();
-	}
-
-	@Bean
-	BreakerOpenWait breakerOpenWait(CircuitBreaker breaker) {
-		// the breaker's default clock, the same one the waits are measured on
-		return BreakerOpenWait.follow(breaker, BreakerClock.system(), Clock.systemUTC());
 	}
 
 	@Bean(destroyMethod = "dispose")
@@ -229,7 +223,7 @@ class GuardConfiguration {
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
 			ModelUpstream upstream, SpringAiClient springAi, JsonMapper json, CircuitBreaker breaker,
-			BreakerOpenWait waits, PriorityLanes lanes, GuardStats stats) {
+			PriorityLanes lanes, GuardStats stats) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
@@ -237,7 +231,8 @@ class GuardConfiguration {
 		ChatHandler chat = new ChatHandler(guard, upstream, springAi, defaultClient, json,
 				(int) properties.chat().maxBodySize().toBytes());
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
-		GuardStatusHandler status = new GuardStatusHandler(breaker, waits, lanes, stats, upstream, defaultClient);
+		GuardStatusHandler status = new GuardStatusHandler(breaker, Clock.systemUTC(), lanes, stats, upstream,
+				defaultClient);
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)

@@ -1,6 +1,7 @@
 package dev.aiguard.demo;
 
 import java.lang.reflect.RecordComponent;
+import java.time.Clock;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -27,16 +28,17 @@ final class GuardStatusHandler {
 	private static final RecordComponent[] STATS = MockModelServer.Stats.class.getRecordComponents();
 
 	private final CircuitBreaker breaker;
-	private final BreakerOpenWait waits;
+	private final Clock wallClock;
 	private final PriorityLanes lanes;
 	private final GuardStats stats;
 	private final ModelUpstream upstream;
 	private final AnswerClient defaultClient;
 
-	GuardStatusHandler(CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes, GuardStats stats,
+	/** @param wallClock for the epoch time of {@code openUntil} */
+	GuardStatusHandler(CircuitBreaker breaker, Clock wallClock, PriorityLanes lanes, GuardStats stats,
 			ModelUpstream upstream, AnswerClient defaultClient) {
 		this.breaker = breaker;
-		this.waits = waits;
+		this.wallClock = wallClock;
 		this.lanes = lanes;
 		this.stats = stats;
 		this.upstream = upstream;
@@ -85,7 +87,7 @@ final class GuardStatusHandler {
 		b.put("stalls", window.stalls());
 		b.put("incomplete", window.incomplete());
 		b.put("rejected", breaker.rejectedCalls());
-		BreakerOpenWait.View wait = waits.view();
+		BreakerWaits.View wait = BreakerWaits.of(breaker, wallClock);
 		b.put("openUntil", wait.openUntil());
 		b.put("retryInMs", wait.retryInMs());
 		b.put("openWaitMs", wait.openWaitMs());

@@ -162,12 +162,12 @@ class BrowserTest extends DemoTestSupport {
 			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
 		}
 		wait.until(d -> "OPEN".equals(breakerState()));
-		// the first open lasts aiguard.breaker.open-wait (60 s here), and the page counts it down
+		// the first open lasts aiguard.breaker.open-wait (60 s here, and up to 10 % jitter), and the page counts it down
 		String countdown = wait.until(d -> {
 			String text = d.findElement(By.id("breaker-wait")).getText();
 			return text.matches("OPEN — probe allowed in \\d+ s") ? text : null;
 		});
-		assertThat(Integer.parseInt(countdown.replaceAll("\\D", ""))).isBetween(1, 60);
+		assertThat(Integer.parseInt(countdown.replaceAll("\\D", ""))).isBetween(1, 66);
 		WebElement fallback = answers().get(answers().size() - 1);
 		WebElement label = wait.until(d -> first(fallback.findElements(By.className("source-label"))));
 		assertThat(label.getDomAttribute("data-source")).isNotEqualTo("REALTIME");
@@ -221,6 +221,11 @@ class BrowserTest extends DemoTestSupport {
 			.isEqualTo("a trip would open it for 15 s");
 		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 60000, openWaitBackoff: {initialMs: 15000}}"))
 			.isEqualTo("a trip would open it for 60 s (it re-opened recently)");
+		// jitter lengthens a first wait too: that is no streak
+		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 16400, openWaitBackoff: {initialMs: 15000, jitter: 0.1}}"))
+			.isEqualTo("a trip would open it for 17 s");
+		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 30100, openWaitBackoff: {initialMs: 15000, jitter: 0.1}}"))
+			.isEqualTo("a trip would open it for 31 s (it re-opened recently)");
 	}
 
 	private Object js(String script, Object... args) {
