@@ -8,7 +8,7 @@ import java.util.concurrent.TimeUnit;
 
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The breaker's waits as {@code /api/guard} shows them, read from the breaker itself

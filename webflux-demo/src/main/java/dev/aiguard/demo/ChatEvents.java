@@ -19,9 +19,9 @@ import dev.aiguard.sse.SseFormatException;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.codec.ServerSentEvent;
 import reactor.core.Exceptions;
-import reactor.util.annotation.Nullable;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
 

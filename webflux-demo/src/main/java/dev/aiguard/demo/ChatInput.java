@@ -6,7 +6,7 @@ import java.util.Locale;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatMessage;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;

@@ -2,10 +2,10 @@ package dev.aiguard.demo;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.util.unit.DataSize;
-import reactor.util.annotation.Nullable;
 
 /**
  * Settings of the demo under {@code aiguard.*}. The upstream comes from the environment

@@ -15,7 +15,7 @@ import java.util.function.Consumer;
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the page's live panel shows about answers: counts by outcome, source and client, and the

@@ -12,11 +12,11 @@ import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.MockModelServer;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
-import reactor.util.annotation.Nullable;
 
 /**
  * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state, rates and waits (when

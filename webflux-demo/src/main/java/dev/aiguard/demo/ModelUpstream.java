@@ -7,8 +7,8 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.provider.OpenAiCompatibleClient;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
-import reactor.util.annotation.Nullable;
 
 /**
  * The model the guard protects: the embedded mock, or the OpenAI-compatible server named by

@@ -11,6 +11,7 @@ import dev.aiguard.chat.Usage;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.springai.SpringAiChunks;
+import org.jspecify.annotations.Nullable;
 import org.springframework.ai.chat.client.ChatClientResponse;
 import org.springframework.ai.chat.messages.AssistantMessage;
 import org.springframework.ai.chat.metadata.ChatGenerationMetadata;
@@ -19,7 +20,6 @@ import org.springframework.ai.chat.metadata.DefaultUsage;
 import org.springframework.ai.chat.model.ChatResponse;
 import org.springframework.ai.chat.model.Generation;
 import reactor.core.publisher.Mono;
-import reactor.util.annotation.Nullable;
 
 /**
  * The demo's one response cache as the Spring AI client's guard sees it. The advisor stores the

@@ -8,6 +8,7 @@ import java.util.Objects;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.core.Priority;
 import dev.aiguard.springai.AiGuardAdvisor;
+import org.jspecify.annotations.Nullable;
 import org.springframework.ai.chat.client.ChatClient;
 import org.springframework.ai.chat.client.ChatClientResponse;
 import org.springframework.ai.chat.messages.AssistantMessage;
@@ -21,7 +22,6 @@ import org.springframework.ai.openai.OpenAiChatOptions;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.annotation.Nullable;
 
 /**
  * The {@code spring-ai} client: Spring AI's {@link ChatClient} over its {@link OpenAiChatModel},
