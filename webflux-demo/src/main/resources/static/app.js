@@ -93,8 +93,17 @@
     $('stop').disabled = !busy;
   }
 
+  const CLIENT_NAMES = { 'library': 'library client', 'spring-ai': 'Spring AI ChatClient' };
+  let clientChosen = false;          // once the user picks a client, the server's default no longer applies
+
+  /** The badge that says which client asked the model for an answer. */
+  function clientBadge(client) {
+    return badge('via ' + (CLIENT_NAMES[client] || client), 'client-label', { 'data-client': client });
+  }
+
   async function send(prompt) {
     const priority = $('priority').value;
+    const client = $('client').value;
     history.push({ role: 'user', content: prompt });
     bubble('user', prompt);
     const el = bubble('assistant', '');
@@ -111,7 +120,7 @@
       const response = await fetch('/api/chat', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'Accept': 'text/event-stream' },
-        body: JSON.stringify({ messages: history, priority }),
+        body: JSON.stringify({ messages: history, priority, client }),
         signal: controller.signal,
       });
       if (!response.ok) {
@@ -125,6 +134,7 @@
         const data = JSON.parse(ev.data);
         if (ev.event === 'meta') {
           el.dataset.requestId = data.requestId;
+          el.dataset.client = data.client;
         } else if (ev.event === 'token') {
           if (firstTokenAt === null) firstTokenAt = performance.now();
           answer += data.text;
@@ -136,6 +146,7 @@
           const ttft = firstTokenAt === null ? '—' : Math.round(firstTokenAt - started) + ' ms to first token';
           addMeta(el, [
             badge(data.source, 'source-label source-' + data.source, { 'data-source': data.source }),
+            clientBadge(el.dataset.client),
             note((data.finishReason || 'no finish reason') + ' · ' + data.tokens + ' tokens · ' + ttft),
           ]);
           showLastSource(data.source);
@@ -144,6 +155,7 @@
           history.pop();
           addMeta(el, [
             badge('error: ' + data.type, 'error-label outcome-error', { 'data-error': data.type }),
+            clientBadge(el.dataset.client),
             note(data.message + (data.partial ? ' (answer cut: partial)' : '')),
           ]);
           if (!answer) text.textContent = '';
@@ -182,6 +194,7 @@
     }
   });
   $('stop').addEventListener('click', () => current && current.controller.abort());
+  $('client').addEventListener('change', () => { clientChosen = true; });
   $('new-chat').addEventListener('click', () => {
     if (current) current.controller.abort();
     history.length = 0;
@@ -312,7 +325,9 @@
     }
     if (b.state === 'HALF_OPEN') return 'HALF OPEN — probing; a failed probe re-opens it for ' + seconds(b.nextOpenWaitMs);
     if (b.state === 'CLOSED') {
-      const streak = b.openWaitBackoff && b.nextOpenWaitMs > b.openWaitBackoff.initialMs;
+      // longer than the first wait with the most jitter can add: a re-open continues the doubling
+      const w = b.openWaitBackoff;
+      const streak = w && b.nextOpenWaitMs > w.initialMs * (1 + (w.jitter || 0));
       return 'a trip would open it for ' + seconds(b.nextOpenWaitMs) + (streak ? ' (it re-opened recently)' : '');
     }
     return state + ' — set by an operator';
@@ -326,7 +341,10 @@
     $('breaker-wait').textContent = breakerWaitText(b);
     $('breaker-wait').dataset.retryInMs = b.retryInMs == null ? '' : String(b.retryInMs);
     const w = b.openWaitBackoff;
-    if (w) $('breaker-backoff').textContent = seconds(w.initialMs) + ', ×' + w.multiplier + ' per re-open, up to ' + seconds(w.maxMs);
+    if (w) {
+      $('breaker-backoff').textContent = seconds(w.initialMs) + ', ×' + w.multiplier + ' per re-open, up to '
+        + seconds(w.maxMs) + (w.jitter ? ', + up to ' + Math.round(w.jitter * 100) + ' %' : '');
+    }
     const pct = Math.round(b.failureRate * 100);
     $('breaker-rate').textContent = pct + ' %';
     const bar = $('breaker-rate-bar');
@@ -461,6 +479,8 @@
     let html = parts.join(' · ');
     if (outcomes.length) html += '<br>outcomes: ' + outcomes.join(', ');
     if (sources.length) html += '<br>sources: ' + sources.join(', ');
+    const clients = Object.entries(c.clients || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n);
+    if (clients.length) html += '<br>clients: ' + clients.join(', ');
     if (mock) html += '<br>the mock saw ' + mock.requests + ' call' + (mock.requests === 1 ? '' : 's') + ', '
       + mock.cancelled + ' abandoned by the guard or the client';
     $('counters').innerHTML = html;
@@ -472,6 +492,7 @@
       if (!response.ok) return;
       const s = await response.json();
       $('upstream').textContent = s.upstream;
+      if (!clientChosen && s.client && s.client.default) $('client').value = s.client.default;
       $('mock-address').hidden = !(s.mock && s.mock.baseUrl);
       $('mock-url').textContent = s.mock && s.mock.baseUrl ? s.mock.baseUrl : '';
       renderBreaker(s.breaker);

@@ -1,5 +1,7 @@
 package dev.aiguard.demo;
 
+import java.util.Locale;
+
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.AdmissionRejectedException;
@@ -13,9 +15,11 @@ import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
+import dev.aiguard.sse.SseFormatException;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.codec.ServerSentEvent;
 import reactor.core.Exceptions;
 import tools.jackson.databind.json.JsonMapper;
@@ -33,8 +37,11 @@ final class ChatEvents {
 		this.json = json;
 	}
 
-	ServerSentEvent<String> meta(String requestId, Priority priority) {
-		return event("meta", json.createObjectNode().put("requestId", requestId).put("priority", priority.name()));
+	ServerSentEvent<String> meta(String requestId, Priority priority, AnswerClient client) {
+		return event("meta", json.createObjectNode()
+			.put("requestId", requestId)
+			.put("priority", priority.name())
+			.put("client", client.id()));
 	}
 
 	ServerSentEvent<String> token(String text) {
@@ -44,8 +51,17 @@ final class ChatEvents {
 	ServerSentEvent<String> done(GuardReport report) {
 		return event("done", json.createObjectNode()
 			.put("source", report.source().name())
-			.put("finishReason", report.finishReason())
+			.put("finishReason", finishReason(report.finishReason()))
 			.put("tokens", report.tokens()));
+	}
+
+	/**
+	 * @return a finish reason in lower case, as OpenAI writes it, whichever client answered (Spring AI
+	 *         writes {@code STOP}); {@code null} when the answer had none
+	 */
+	@Nullable
+	static String finishReason(@Nullable String reported) {
+		return reported == null ? null : reported.toLowerCase(Locale.ROOT);
 	}
 
 	/** @param partial whether tokens of this answer were already sent */
@@ -100,7 +116,8 @@ final class ChatEvents {
 		if (e instanceof ProviderStreamException) {
 			return "stream_error";
 		}
-		if (e instanceof ProviderFormatException) {
+		if (e instanceof ProviderFormatException || e instanceof SseFormatException) {
+			// a response the client cannot read: bad JSON, or an event line over the decoder's limit
 			return "bad_response";
 		}
 		return "internal";

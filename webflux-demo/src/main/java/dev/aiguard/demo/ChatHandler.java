@@ -21,8 +21,11 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * {@code POST /api/chat}: checks the body, then streams the guarded answer as the contract's
  * events — {@code meta}, a {@code token} per content chunk, then exactly one {@code done} (built
- * from the request's {@link dev.aiguard.GuardReport}) or {@code error}. Closing the response
- * cancels the guarded stream and with it the upstream call.
+ * from the request's {@link dev.aiguard.GuardReport}) or {@code error}. The request's client asks
+ * the model: the library's {@code OpenAiCompatibleClient} through {@code AiGuard.call}, or Spring
+ * AI's {@code ChatClient} through its {@code AiGuardAdvisor}; both guards share one policy's parts
+ * and put their report into the request's {@link GuardSignals}, so the events are the same. Closing
+ * the response cancels the guarded stream and with it the upstream call.
  */
 final class ChatHandler {
 
@@ -30,15 +33,20 @@ final class ChatHandler {
 
 	private final AiGuard<ChatChunk> guard;
 	private final ModelUpstream upstream;
+	private final SpringAiClient springAi;
+	private final AnswerClient defaultClient;
 	private final JsonMapper json;
 	private final ChatEvents events;
 	private final int maxBodyBytes;
 	private final String idPrefix = Long.toString(ThreadLocalRandom.current().nextLong(1L << 20, 1L << 24), 36);
 	private final AtomicLong ids = new AtomicLong();
 
-	ChatHandler(AiGuard<ChatChunk> guard, ModelUpstream upstream, JsonMapper json, int maxBodyBytes) {
+	ChatHandler(AiGuard<ChatChunk> guard, ModelUpstream upstream, SpringAiClient springAi, AnswerClient defaultClient,
+			JsonMapper json, int maxBodyBytes) {
 		this.guard = guard;
 		this.upstream = upstream;
+		this.springAi = springAi;
+		this.defaultClient = defaultClient;
 		this.json = json;
 		this.events = new ChatEvents(json);
 		this.maxBodyBytes = maxBodyBytes;
@@ -46,8 +54,9 @@ final class ChatHandler {
 
 	Mono<ServerResponse> chat(ServerRequest request) {
 		String header = request.headers().firstHeader("X-Priority");
+		String client = request.queryParam("client").orElse(null);
 		return RequestBodies.text(request, maxBodyBytes)
-			.map(body -> ChatInput.parse(json, body, header))
+			.map(body -> ChatInput.parse(json, body, header, client, defaultClient))
 			.flatMap(input -> ServerResponse.ok()
 				.contentType(MediaType.TEXT_EVENT_STREAM)
 				.header("Cache-Control", "no-cache")
@@ -63,13 +72,12 @@ final class ChatHandler {
 	private Flux<ServerSentEvent<String>> newAnswer(ChatInput input) {
 		String requestId = idPrefix + '-' + ids.incrementAndGet();
 		GuardSignals signals = GuardSignals.create();
-		ChatRequest request = ChatRequest.of(upstream.model(), input.messages());
 		TokensSent sent = new TokensSent();
-		Flux<ServerSentEvent<String>> tokens = guarded(request)
-			.filter(chunk -> chunk.text() != null && !chunk.text().isEmpty())
-			.map(chunk -> {
+		Flux<ServerSentEvent<String>> tokens = guarded(input)
+			.filter(text -> !text.isEmpty())
+			.map(text -> {
 				sent.count++;
-				return events.token(chunk.text());
+				return events.token(text);
 			});
 		Flux<ServerSentEvent<String>> answer = tokens
 			.concatWith(signals.report().map(events::done))
@@ -77,14 +85,21 @@ final class ChatHandler {
 				log.debug("request {} failed after {} tokens: {}", requestId, sent.count, e.toString());
 				return Mono.just(events.error(e, sent.count > 0));
 			});
-		return Flux.concat(Mono.just(events.meta(requestId, input.priority())), answer)
+		return Flux.concat(Mono.just(events.meta(requestId, input.priority(), input.client())), answer)
 			.contextWrite(signals::into)
 			.contextWrite(input.priority().asContext());
 	}
 
-	/** The call form: the guard owns the request, so it can retry, shrink it, and hand it to the fallbacks. */
-	private Flux<ChatChunk> guarded(ChatRequest request) {
-		return guard.call(request, upstream::stream);
+	/**
+	 * The answer's text deltas. Either way the guard owns the request (the call form, which the
+	 * advisor uses too), so it can retry, shrink it, and hand it to the fallbacks.
+	 */
+	private Flux<String> guarded(ChatInput input) {
+		return switch (input.client()) {
+			case LIBRARY -> guard.call(ChatRequest.of(upstream.model(), input.messages()), upstream::stream)
+				.map(ChatChunk::text);
+			case SPRING_AI -> springAi.stream(input.messages(), input.priority());
+		};
 	}
 
 	/** Tokens sent so far; written and read only by the serialised signals of one answer. */

@@ -6,25 +6,30 @@ import java.util.Locale;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatMessage;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * A checked {@code POST /api/chat} body: {@code {"messages":[{"role","content"}...],"priority"}}.
+ * A checked {@code POST /api/chat} body:
+ * {@code {"messages":[{"role","content"}...],"priority","client"}}.
  *
  * @param messages the conversation, never empty
  * @param priority from the body, else the {@code X-Priority} header, else P1
+ * @param client from the body, else the {@code client} query parameter, else {@code aiguard.chat.client}
  */
-record ChatInput(List<ChatMessage> messages, Priority priority) {
+record ChatInput(List<ChatMessage> messages, Priority priority, AnswerClient client) {
 
 	/**
 	 * @param body the request body
 	 * @param priorityHeader the {@code X-Priority} header, or {@code null}
+	 * @param clientParam the {@code client} query parameter, or {@code null}
+	 * @param defaultClient the client of a request that names none
 	 * @throws BadRequestException saying what is wrong, for a 400
 	 */
-	static ChatInput parse(JsonMapper json, String body, @Nullable String priorityHeader) {
+	static ChatInput parse(JsonMapper json, String body, @Nullable String priorityHeader, @Nullable String clientParam,
+			AnswerClient defaultClient) {
 		if (body.isBlank()) {
 			throw BadRequestException.of("malformed_json", "the request body is empty; expected a JSON object");
 		}
@@ -52,7 +57,8 @@ record ChatInput(List<ChatMessage> messages, Priority priority) {
 		for (int i = 0; i < array.size(); i++) {
 			messages.add(message(array.get(i), i));
 		}
-		return new ChatInput(List.copyOf(messages), priority(root.get("priority"), priorityHeader));
+		return new ChatInput(List.copyOf(messages), priority(root.get("priority"), priorityHeader),
+				client(root.get("client"), clientParam, defaultClient));
 	}
 
 	private static ChatMessage message(JsonNode node, int index) {
@@ -98,6 +104,31 @@ record ChatInput(List<ChatMessage> messages, Priority priority) {
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("unknown_priority", where + " '" + text + "' is not one of P0, P1, P2");
+		}
+	}
+
+	private static AnswerClient client(@Nullable JsonNode fromBody, @Nullable String fromQuery, AnswerClient fallback) {
+		String text;
+		String where;
+		if (fromBody != null && !fromBody.isNull()) {
+			if (!fromBody.isString()) {
+				throw BadRequestException.of("unknown_client", "client must be a string: library or spring-ai");
+			}
+			text = fromBody.stringValue();
+			where = "client";
+		}
+		else if (fromQuery != null) {
+			text = fromQuery;
+			where = "query parameter client";
+		}
+		else {
+			return fallback;
+		}
+		try {
+			return AnswerClient.parse(text);
+		}
+		catch (IllegalArgumentException e) {
+			throw BadRequestException.of("unknown_client", where + " " + e.getMessage());
 		}
 	}
 }

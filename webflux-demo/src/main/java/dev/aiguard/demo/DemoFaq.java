@@ -9,6 +9,7 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackRequest;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 
@@ -53,7 +54,7 @@ final class DemoFaq {
 		return Flux.empty();
 	}
 
-	private static String lastUserText(ChatRequest request) {
+	private static String lastUserText(@Nullable ChatRequest request) {
 		if (request == null) {
 			return "";
 		}

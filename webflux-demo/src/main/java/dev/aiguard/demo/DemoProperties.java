@@ -2,10 +2,10 @@ package dev.aiguard.demo;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.util.unit.DataSize;
-import reactor.util.annotation.Nullable;
 
 /**
  * Settings of the demo under {@code aiguard.*}. The upstream comes from the environment
@@ -21,7 +21,7 @@ import reactor.util.annotation.Nullable;
 record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullable String model,
 		@DefaultValue Chat chat, @DefaultValue Mock mock, @DefaultValue Stall stall, @DefaultValue Breaker breaker,
 		@DefaultValue Lanes lanes, @DefaultValue Retry retry, @DefaultValue Truncation truncation,
-		@DefaultValue Fallback fallback) {
+		@DefaultValue Fallback fallback, @DefaultValue SpringAi springAi) {
 
 	/** @return whether the embedded mock model answers */
 	boolean usesMock() {
@@ -35,8 +35,11 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 				+ (apiKey == null || apiKey.isBlank() ? "(none)" : "(set)") + ", model=" + model + '}';
 	}
 
-	/** @param maxBodySize the largest {@code POST /api/chat} body accepted; larger ones get 413 */
-	record Chat(@DefaultValue("1MB") DataSize maxBodySize) {
+	/**
+	 * @param maxBodySize the largest {@code POST /api/chat} body accepted; larger ones get 413
+	 * @param client the client that answers a request naming none: {@code library} or {@code spring-ai}
+	 */
+	record Chat(@DefaultValue("1MB") DataSize maxBodySize, @DefaultValue("library") AnswerClient client) {
 	}
 
 	/**
@@ -101,5 +104,21 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 			@DefaultValue("The assistant is busy right now, so this is a canned reply. Please try again in a minute.") String staticText,
 			@DefaultValue("2s") Duration timeout, @DefaultValue("1000") long cacheEntries,
 			@DefaultValue("30m") Duration cacheTtl) {
+	}
+
+	/**
+	 * Spring AI's {@code OpenAiChatModel}, the {@code spring-ai} client.
+	 *
+	 * @param timeout the OpenAI SDK's timeout: the read timeout of each socket read and the cap on
+	 *        a whole call, streamed answer included. Keep it above the longest answer; a stream the
+	 *        guard abandons keeps its connection (and an SDK thread) until a read times out.
+	 */
+	record SpringAi(@DefaultValue("2m") Duration timeout) {
+
+		SpringAi {
+			if (timeout.isNegative() || timeout.isZero()) {
+				throw new IllegalArgumentException("aiguard.spring-ai.timeout must be positive, was " + timeout);
+			}
+		}
 	}
 }

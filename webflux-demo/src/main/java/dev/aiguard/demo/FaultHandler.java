@@ -1,15 +1,14 @@
 package dev.aiguard.demo;
 
 import java.util.List;
-import java.util.function.UnaryOperator;
 
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
-import reactor.util.annotation.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -20,8 +19,9 @@ import tools.jackson.databind.node.ObjectNode;
  * replaces the whole profile (fields left out take their reset values); {@code PATCH} changes the
  * fields it names and keeps the others ({@code null} puts a field back to its reset value). Both
  * accept exactly the contract's fields and check every value before anything changes. Each change
- * is applied to the profile in force at that moment, never to a copy read earlier, so concurrent
- * partial changes all land; the new profile applies to requests that arrive afterwards.
+ * is applied to the profile in force at that moment, never to a copy read earlier
+ * ({@link MockModelServer#updateFaults}, atomic), so concurrent partial changes all land; the new
+ * profile applies to requests that arrive afterwards.
  */
 final class FaultHandler {
 
@@ -34,8 +34,6 @@ final class FaultHandler {
 	@Nullable
 	private final MockModelServer mock;
 	private final JsonMapper json;
-	/** Orders this handler's changes of the mock's profile (see {@link #update}). */
-	private final Object changes = new Object();
 
 	FaultHandler(@Nullable MockModelServer mock, JsonMapper json) {
 		this.mock = mock;
@@ -57,7 +55,7 @@ final class FaultHandler {
 
 	Mono<ServerResponse> reset(ServerRequest request) {
 		MockModelServer m = mock;
-		return m == null ? noMock() : ok(update(m, current -> m.defaultFaults()));
+		return m == null ? noMock() : ok(m.resetFaults());
 	}
 
 	private Mono<ServerResponse> change(ServerRequest request, boolean partial) {
@@ -83,21 +81,8 @@ final class FaultHandler {
 		FaultProfile defaults = m.defaultFaults();
 		// no field of a profile constrains another: a body valid over the defaults is valid over any profile
 		FaultProfile replacement = merge(fields, defaults, defaults);
-		return update(m, partial ? current -> merge(fields, current, defaults) : current -> replacement);
-	}
-
-	/**
-	 * One change of the mock's profile, computed from the profile in force. The mock offers only get
-	 * and set, so a monitor makes this read-modify-write whole against every other change made here:
-	 * two requests can no longer each start from the same profile and the later set lose the earlier
-	 * one's field. It holds no I/O, only the computation of one small record.
-	 */
-	private FaultProfile update(MockModelServer m, UnaryOperator<FaultProfile> change) {
-		synchronized (changes) {
-			FaultProfile next = change.apply(m.faults());
-			m.faults(next);
-			return next;
-		}
+		// a pure function of the profile in force: the mock may apply it again when another change won the race
+		return m.updateFaults(partial ? current -> merge(fields, current, defaults) : current -> replacement);
 	}
 
 	private ObjectNode fields(String body) {

@@ -9,7 +9,6 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerClock;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
@@ -24,6 +23,7 @@ import dev.aiguard.metrics.MicrometerGuardMetrics;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
+import dev.aiguard.springai.AiGuardAdvisor;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -93,8 +93,9 @@ class GuardConfiguration {
 
 	/**
 	 * The breaker's settings. Each consecutive re-open doubles the open wait, up to 8 times the
-	 * first; no jitter (one instance has no replicas to keep out of step), so the page can say
-	 * exactly when the next probe goes through.
+	 * first, and jitter adds up to 10 % of it (the library's default: replicas of the demo do not
+	 * probe in step). The breaker says the wait it drew, so the page still shows exactly when the
+	 * next probe goes through.
 	 */
 	static BreakerConfig breakerConfig(DemoProperties.Breaker b) {
 		return BreakerConfig.custom()
@@ -104,18 +105,12 @@ class GuardConfiguration {
 			.openWait(b.openWait())
 			.openWaitMultiplier(2)
 			.maxOpenWait(b.openWait().multipliedBy(8))
-			.openWaitJitter(0)
+			.openWaitJitter(0.1)
 			.halfOpenProbes(b.halfOpenProbes())
 			.successesToClose(b.successesToClose())
 			.minimumDwell(b.minimumDwell())
 			.slowTimeToFirstToken(b.slowTimeToFirstToken())
 			.build();
-	}
-
-	@Bean
-	BreakerOpenWait breakerOpenWait(CircuitBreaker breaker) {
-		// the breaker's default clock, the same one the waits are measured on
-		return BreakerOpenWait.follow(breaker, BreakerClock.system(), Clock.systemUTC());
 	}
 
 	@Bean(destroyMethod = "dispose")
@@ -158,9 +153,14 @@ class GuardConfiguration {
 			.build();
 	}
 
+	/**
+	 * The guard policy both clients use: one breaker, one set of lanes, one retry budget, the same
+	 * deadlines and fallback ladder. Each client's guard adds where it stores complete answers (one
+	 * cache in the end) and whose reports it files.
+	 */
 	@Bean
-	GuardPolicy guardPolicy(DemoProperties properties, GuardMetrics metrics, GuardStats stats, CircuitBreaker breaker,
-			PriorityLanes lanes, FallbackChain<ChatChunk> fallback, ResponseCache<ChatChunk> cache) {
+	GuardPolicy guardPolicy(DemoProperties properties, GuardMetrics metrics, CircuitBreaker breaker,
+			PriorityLanes lanes, FallbackChain<ChatChunk> fallback) {
 		DemoProperties.Stall s = properties.stall();
 		DemoProperties.Retry r = properties.retry();
 		DemoProperties.Truncation t = properties.truncation();
@@ -181,15 +181,38 @@ class GuardConfiguration {
 				.maxTruncations(t.maxTruncations())
 				.reservedOutputTokens(t.reservedOutputTokens()))
 			.fallback(fallback)
-			.responseCache(cache)
 			.metrics(metrics)
-			.onReport(stats)
 			.build();
 	}
 
+	/** The library client's guard: the shared policy, storing its answers in the response cache. */
 	@Bean
-	AiGuard<ChatChunk> chatGuard(GuardPolicy policy) {
-		return AiGuard.of(policy);
+	AiGuard<ChatChunk> chatGuard(GuardPolicy policy, ResponseCache<ChatChunk> cache, GuardStats stats) {
+		return AiGuard.of(policy.toBuilder()
+			.responseCache(cache)
+			.onReport(stats.listener(AnswerClient.LIBRARY))
+			.build());
+	}
+
+	/**
+	 * The Spring AI client's guard: the same policy in an advisor, storing its answers in the same
+	 * cache (as the library's chunks, see {@link SpringAiAnswerCache}). Its upstream, the rest of the
+	 * advisor chain down to the OpenAI SDK, blocks the thread that subscribes it: the SDK prepares
+	 * each request there, with Kotlin reflection that reads class files from the jars. So each
+	 * attempt is subscribed on the request's lane threads, never on the event loop or the timer.
+	 */
+	@Bean
+	AiGuardAdvisor springAiAdvisor(GuardPolicy policy, ResponseCache<ChatChunk> cache, GuardStats stats) {
+		return AiGuardAdvisor.of(policy.toBuilder()
+			.blockingUpstream(true)
+			.responseCache(new SpringAiAnswerCache(cache))
+			.onReport(stats.listener(AnswerClient.SPRING_AI))
+			.build());
+	}
+
+	@Bean
+	SpringAiClient springAiClient(ModelUpstream upstream, AiGuardAdvisor advisor, DemoProperties properties) {
+		return new SpringAiClient(upstream, advisor, properties.springAi().timeout());
 	}
 
 	@Bean
@@ -199,14 +222,17 @@ class GuardConfiguration {
 
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
-			ModelUpstream upstream, JsonMapper json, CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes,
-			GuardStats stats) {
+			ModelUpstream upstream, SpringAiClient springAi, JsonMapper json, CircuitBreaker breaker,
+			PriorityLanes lanes, GuardStats stats) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
-		ChatHandler chat = new ChatHandler(guard, upstream, json, (int) properties.chat().maxBodySize().toBytes());
+		AnswerClient defaultClient = properties.chat().client();
+		ChatHandler chat = new ChatHandler(guard, upstream, springAi, defaultClient, json,
+				(int) properties.chat().maxBodySize().toBytes());
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
-		GuardStatusHandler status = new GuardStatusHandler(breaker, waits, lanes, stats, upstream);
+		GuardStatusHandler status = new GuardStatusHandler(breaker, Clock.systemUTC(), lanes, stats, upstream,
+				defaultClient);
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)

@@ -15,14 +15,18 @@ import java.util.function.Consumer;
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 
 /**
- * What the page's live panel shows about answers: counts by outcome and source, and the last few
- * requests. Fed by the guard's report listener, once per request after it ended; lock-free, so
- * it never holds up the thread that ends a stream.
+ * What the page's live panel shows about answers: counts by outcome, source and client, and the
+ * last few requests. Fed by the report listener of each client's guard ({@link #listener}), once per
+ * request after it ended; lock-free, so it never holds up the thread that ends a stream.
+ *
+ * <pre>{@code
+ * GuardPolicy.builder("chat").onReport(stats.listener(AnswerClient.LIBRARY))...
+ * }</pre>
  */
-final class GuardStats implements Consumer<GuardReport> {
+final class GuardStats {
 
 	/** How many recent requests are kept for the chart. */
 	static final int RECENT = 40;
@@ -32,6 +36,7 @@ final class GuardStats implements Consumer<GuardReport> {
 	private final LongAdder tokens = new LongAdder();
 	private final Map<Outcome, LongAdder> outcomes = new EnumMap<>(Outcome.class);
 	private final Map<Source, LongAdder> sources = new EnumMap<>(Source.class);
+	private final Map<AnswerClient, LongAdder> clients = new EnumMap<>(AnswerClient.class);
 	private final ConcurrentLinkedDeque<Recent> recent = new ConcurrentLinkedDeque<>();
 	private final AtomicInteger recentSize = new AtomicInteger();
 
@@ -42,29 +47,39 @@ final class GuardStats implements Consumer<GuardReport> {
 		for (Source s : Source.values()) {
 			sources.put(s, new LongAdder());
 		}
+		for (AnswerClient c : AnswerClient.values()) {
+			clients.put(c, new LongAdder());
+		}
 	}
 
 	/**
 	 * One finished request.
 	 *
 	 * @param at wall-clock end, epoch milliseconds
+	 * @param client the client that asked the model: {@code library} or {@code spring-ai}
 	 * @param timeToFirstTokenMs {@code null} when no token arrived
 	 */
-	record Recent(long at, String priority, String outcome, String source, @Nullable Long timeToFirstTokenMs,
-			long tokens, long durationMs, int attempts, @Nullable String finishReason) {
+	record Recent(long at, String client, String priority, String outcome, String source,
+			@Nullable Long timeToFirstTokenMs, long tokens, long durationMs, int attempts, @Nullable String finishReason) {
 	}
 
-	@Override
-	public void accept(GuardReport report) {
+	/** @return the report listener of the guard that answers through {@code client} */
+	Consumer<GuardReport> listener(AnswerClient client) {
+		return report -> accept(report, client);
+	}
+
+	private void accept(GuardReport report, AnswerClient client) {
 		requests.increment();
+		clients.get(client).increment();
 		attempts.add(Math.max(1, report.attempts().size()));
 		tokens.add(report.tokens());
 		outcomes.get(report.outcome()).increment();
 		sources.get(report.source()).increment();
 		Duration ttft = report.timeToFirstToken();
-		recent.addLast(new Recent(System.currentTimeMillis(), report.priority().name(), report.outcome().name(),
+		recent.addLast(new Recent(System.currentTimeMillis(), client.id(), report.priority().name(), report.outcome().name(),
 				report.source().name(), ttft == null ? null : ttft.toMillis(), report.tokens(),
-				report.duration().toMillis(), report.attempts().size(), report.finishReason()));
+				report.duration().toMillis(), report.attempts().size(),
+				ChatEvents.finishReason(report.finishReason())));
 		if (recentSize.incrementAndGet() > RECENT) {
 			recent.pollFirst();
 			recentSize.decrementAndGet();
@@ -92,6 +107,13 @@ final class GuardStats implements Consumer<GuardReport> {
 	Map<String, Long> sources() {
 		Map<String, Long> m = new LinkedHashMap<>();
 		sources.forEach((k, v) -> m.put(k.name(), v.sum()));
+		return m;
+	}
+
+	/** @return requests per client, by the client's id */
+	Map<String, Long> clients() {
+		Map<String, Long> m = new LinkedHashMap<>();
+		clients.forEach((k, v) -> m.put(k.id(), v.sum()));
 		return m;
 	}
 

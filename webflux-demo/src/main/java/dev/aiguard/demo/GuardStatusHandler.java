@@ -1,6 +1,8 @@
 package dev.aiguard.demo;
 
 import java.lang.reflect.RecordComponent;
+import java.time.Clock;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -10,11 +12,11 @@ import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.MockModelServer;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
-import reactor.util.annotation.Nullable;
 
 /**
  * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state, rates and waits (when
@@ -26,18 +28,21 @@ final class GuardStatusHandler {
 	private static final RecordComponent[] STATS = MockModelServer.Stats.class.getRecordComponents();
 
 	private final CircuitBreaker breaker;
-	private final BreakerOpenWait waits;
+	private final Clock wallClock;
 	private final PriorityLanes lanes;
 	private final GuardStats stats;
 	private final ModelUpstream upstream;
+	private final AnswerClient defaultClient;
 
-	GuardStatusHandler(CircuitBreaker breaker, BreakerOpenWait waits, PriorityLanes lanes, GuardStats stats,
-			ModelUpstream upstream) {
+	/** @param wallClock for the epoch time of {@code openUntil} */
+	GuardStatusHandler(CircuitBreaker breaker, Clock wallClock, PriorityLanes lanes, GuardStats stats,
+			ModelUpstream upstream, AnswerClient defaultClient) {
 		this.breaker = breaker;
-		this.waits = waits;
+		this.wallClock = wallClock;
 		this.lanes = lanes;
 		this.stats = stats;
 		this.upstream = upstream;
+		this.defaultClient = defaultClient;
 	}
 
 	Mono<ServerResponse> status(ServerRequest request) {
@@ -47,6 +52,10 @@ final class GuardStatusHandler {
 	Map<String, Object> snapshot() {
 		Map<String, Object> body = new LinkedHashMap<>();
 		body.put("upstream", upstream.describe());
+		Map<String, Object> clients = new LinkedHashMap<>();
+		clients.put("default", defaultClient.id());
+		clients.put("available", Arrays.stream(AnswerClient.values()).map(AnswerClient::id).toList());
+		body.put("client", clients);
 		body.put("breaker", breaker());
 		body.put("lanes", lanes());
 		// the library has no load governor: the field is part of the contract and stays null
@@ -57,6 +66,7 @@ final class GuardStatusHandler {
 		counters.put("tokens", stats.tokens());
 		counters.put("outcomes", stats.outcomes());
 		counters.put("sources", stats.sources());
+		counters.put("clients", stats.clients());
 		body.put("counters", counters);
 		body.put("recent", stats.recent());
 		body.put("mock", mock(upstream.mock()));
@@ -77,7 +87,7 @@ final class GuardStatusHandler {
 		b.put("stalls", window.stalls());
 		b.put("incomplete", window.incomplete());
 		b.put("rejected", breaker.rejectedCalls());
-		BreakerOpenWait.View wait = waits.view();
+		BreakerWaits.View wait = BreakerWaits.of(breaker, wallClock);
 		b.put("openUntil", wait.openUntil());
 		b.put("retryInMs", wait.retryInMs());
 		b.put("openWaitMs", wait.openWaitMs());

@@ -7,8 +7,8 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.provider.OpenAiCompatibleClient;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
-import reactor.util.annotation.Nullable;
 
 /**
  * The model the guard protects: the embedded mock, or the OpenAI-compatible server named by
@@ -57,6 +57,16 @@ final class ModelUpstream {
 	/** @return the answer to {@code request}, unguarded: the caller guards it */
 	Flux<ChatChunk> stream(ChatRequest request) {
 		return Flux.defer(() -> client().stream(request));
+	}
+
+	/** @return the API root answers come from now: the mock's (it changes when the mock restarts) or the named server's */
+	String baseUrl() {
+		return mock != null ? mock.baseUrl() : Objects.requireNonNull(properties.baseUrl(), "baseUrl");
+	}
+
+	/** @return the bearer token for {@link #baseUrl()}; a placeholder for the mock, which takes any */
+	String apiKey() {
+		return mock != null ? "mock-accepts-any-key" : Objects.requireNonNull(properties.apiKey(), "apiKey");
 	}
 
 	/** @return the model asked, for the request body */

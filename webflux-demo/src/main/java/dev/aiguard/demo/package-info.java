@@ -7,4 +7,7 @@
  * java -jar webflux-demo/target/webflux-demo.jar      # http://127.0.0.1:8080/
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.demo;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,7 +1,10 @@
 package dev.aiguard.demo;
 
+import java.util.List;
+
 import org.junit.jupiter.api.Test;
 import org.springframework.http.MediaType;
+import org.springframework.http.codec.ServerSentEvent;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -64,6 +67,22 @@ class BadInputTest extends DemoTestSupport {
 	}
 
 	@Test
+	void unknownClientInBodyOrQueryIs400() {
+		refused("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"client\": \"langchain\"}", 400,
+				"unknown_client", "client 'langchain' is not one of library, spring-ai");
+		refused("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"client\": 1}", 400,
+				"unknown_client", "must be a string");
+		long calls = mock.stats().requests();
+		client.post().uri("/api/chat?client=openai").contentType(MediaType.APPLICATION_JSON).bodyValue(ask("hi"))
+			.exchange()
+			.expectStatus().isBadRequest()
+			.expectBody()
+			.jsonPath("$.error").isEqualTo("unknown_client")
+			.jsonPath("$.message").isEqualTo("query parameter client 'openai' is not one of library, spring-ai");
+		assertThat(mock.stats().requests()).isEqualTo(calls);
+	}
+
+	@Test
 	void bodyOverTheLimitIs413() {
 		String huge = ask("x".repeat(1024 * 1024));
 		refused(huge, 413, "body_too_large", "larger than 1048576 bytes");
@@ -73,7 +92,10 @@ class BadInputTest extends DemoTestSupport {
 	void bodyJustUnderTheLimitIsAccepted() {
 		String question = "y".repeat(1024 * 1024 - ask("").length());
 		assertThat(ask(question).length()).isEqualTo(1024 * 1024);
-		client.post().uri("/api/chat").contentType(MediaType.APPLICATION_JSON).bodyValue(ask(question))
-			.exchange().expectStatus().isOk();
+		// read to the end: an answer still streaming would reach the mock during the next test's count
+		List<ServerSentEvent<String>> events = chatToEnd(ask(question));
+		assertThat(events.get(0).event()).isEqualTo("meta");
+		// the mock echoes the question: its first event's line is longer than the SSE decoder takes
+		assertThat(data(last(events)).get("type").stringValue()).isEqualTo("bad_response");
 	}
 }

@@ -28,6 +28,7 @@ import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -84,7 +85,6 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void streamsAnAnswerThenShowsTheGuardKeepingThePageAliveWhenTheModelBreaks() throws IOException {
-		faults(mock.faults().withPace(20, 40));       // slow enough to watch the tokens arrive
 		driver.get("http://127.0.0.1:" + port + "/");
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(20));
 
@@ -93,6 +93,23 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(driver.findElement(By.id("upstream")).getText()).isEqualTo("embedded mock model");
 		checkTheChartScaleAndTheBreakerWaitWording();
 		wait.until(d -> mock.baseUrl().equals(d.findElement(By.id("mock-url")).getText()));
+
+		// 0. the client selector: one question through Spring AI's ChatClient, at the mock's quick pace
+		Select clients = new Select(driver.findElement(By.id("client")));
+		assertThat(clients.getFirstSelectedOption().getDomAttribute("value")).as("aiguard.chat.client").isEqualTo("library");
+		clients.selectByValue("spring-ai");
+		String viaSpringAi = "What does the advisor guard?";
+		type(viaSpringAi);
+		WebElement springAi = wait.until(d -> lastAnswer(d));
+		WebElement springAiClient = wait.until(d -> first(springAi.findElements(By.className("client-label"))));
+		assertThat(springAiClient.getDomAttribute("data-client")).isEqualTo("spring-ai");
+		assertThat(springAi.findElement(By.className("source-label")).getDomAttribute("data-source")).isEqualTo("REALTIME");
+		assertThat(springAi.findElement(By.className("text")).getText()).isEqualTo(MockAnswers.text(viaSpringAi).strip());
+		wait.until(d -> d.findElement(By.id("counters")).getText().matches("(?s).*clients: .*spring-ai [1-9].*"));
+		clients.selectByValue("library");
+		driver.findElement(By.id("new-chat")).click();
+
+		faults(mock.faults().withPace(20, 40));       // slow enough to watch the tokens arrive
 
 		// 1. tokens stream into the page, then the done event's source label appears
 		String question = "How does the guard protect a stream?";
@@ -105,6 +122,7 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(source.getDomAttribute("data-source")).isEqualTo("REALTIME");
 		String full = answer.findElement(By.className("text")).getText();
 		assertThat(full).isEqualTo(MockAnswers.text(question).strip());
+		assertThat(answer.findElement(By.className("client-label")).getDomAttribute("data-client")).isEqualTo("library");
 		assertThat(partial.length()).as("text was shown while streaming").isLessThan(full.length());
 		shoot("1-answer");
 
@@ -144,12 +162,12 @@ class BrowserTest extends DemoTestSupport {
 			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
 		}
 		wait.until(d -> "OPEN".equals(breakerState()));
-		// the first open lasts aiguard.breaker.open-wait (60 s here), and the page counts it down
+		// the first open lasts aiguard.breaker.open-wait (60 s here, and up to 10 % jitter), and the page counts it down
 		String countdown = wait.until(d -> {
 			String text = d.findElement(By.id("breaker-wait")).getText();
 			return text.matches("OPEN — probe allowed in \\d+ s") ? text : null;
 		});
-		assertThat(Integer.parseInt(countdown.replaceAll("\\D", ""))).isBetween(1, 60);
+		assertThat(Integer.parseInt(countdown.replaceAll("\\D", ""))).isBetween(1, 66);
 		WebElement fallback = answers().get(answers().size() - 1);
 		WebElement label = wait.until(d -> first(fallback.findElements(By.className("source-label"))));
 		assertThat(label.getDomAttribute("data-source")).isNotEqualTo("REALTIME");
@@ -203,6 +221,11 @@ class BrowserTest extends DemoTestSupport {
 			.isEqualTo("a trip would open it for 15 s");
 		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 60000, openWaitBackoff: {initialMs: 15000}}"))
 			.isEqualTo("a trip would open it for 60 s (it re-opened recently)");
+		// jitter lengthens a first wait too: that is no streak
+		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 16400, openWaitBackoff: {initialMs: 15000, jitter: 0.1}}"))
+			.isEqualTo("a trip would open it for 17 s");
+		assertThat(waitText("{state: 'CLOSED', nextOpenWaitMs: 30100, openWaitBackoff: {initialMs: 15000, jitter: 0.1}}"))
+			.isEqualTo("a trip would open it for 31 s (it re-opened recently)");
 	}
 
 	private Object js(String script, Object... args) {

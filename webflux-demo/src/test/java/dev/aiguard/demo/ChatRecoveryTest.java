@@ -94,13 +94,20 @@ class ChatRecoveryTest extends DemoTestSupport {
 		JsonNode status = json.readTree(client.get().uri("/api/guard").exchange().expectStatus().isOk()
 			.expectBody(String.class).returnResult().getResponseBody()).get("breaker");
 		assertThat(status.get("state").stringValue()).isEqualTo("OPEN");
-		assertThat(status.get("openWaitMs").longValue()).as("the first open: aiguard.breaker.open-wait").isEqualTo(60_000);
-		assertThat(status.get("retryInMs").longValue()).isBetween(50_000L, 60_000L);
-		assertThat(status.get("openUntil").longValue()).isBetween(before + 50_000, System.currentTimeMillis() + 60_000);
-		assertThat(status.get("nextOpenWaitMs").longValue()).as("a failed probe doubles it").isEqualTo(120_000);
+		long after = System.currentTimeMillis();
+		long openWait = breaker.lastOpenWait().toMillis();
+		assertThat(status.get("openWaitMs").longValue()).as("the breaker's own wait").isEqualTo(openWait)
+			.as("the first open: aiguard.breaker.open-wait and up to 10 % jitter").isBetween(60_000L, 66_000L);
+		long retryIn = status.get("retryInMs").longValue();
+		assertThat(retryIn).isBetween(openWait - 10_000, openWait)
+			.isGreaterThanOrEqualTo(breaker.untilProbe().orElseThrow().toMillis());
+		assertThat(status.get("openUntil").longValue()).isBetween(before + retryIn, after + retryIn);
+		assertThat(status.get("nextOpenWaitMs").longValue()).as("the breaker's own: a failed probe doubles it")
+			.isEqualTo(breaker.nextOpenWait().toMillis()).isBetween(120_000L, 132_000L);
 		assertThat(status.get("openWaitBackoff").get("initialMs").longValue()).isEqualTo(60_000);
 		assertThat(status.get("openWaitBackoff").get("multiplier").doubleValue()).isEqualTo(2.0);
 		assertThat(status.get("openWaitBackoff").get("maxMs").longValue()).isEqualTo(480_000);
+		assertThat(status.get("openWaitBackoff").get("jitter").doubleValue()).isEqualTo(0.1);
 
 		long upstreamCalls = mock.stats().requests();
 		long rejectedBefore = breaker.rejectedCalls();

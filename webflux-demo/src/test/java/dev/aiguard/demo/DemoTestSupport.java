@@ -17,13 +17,15 @@ import org.springframework.http.codec.ServerSentEvent;
 import org.springframework.test.web.reactive.server.WebTestClient;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.HttpResources;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The running demo on a random loopback port, shared by the test classes (one Spring context):
- * a fast mock, short deadlines, a breaker that trips after a handful of calls. Each test starts
- * from a well-behaved mock and a closed, empty breaker.
+ * a fast mock, short deadlines, a breaker that trips after a handful of calls, an OpenAI SDK timeout
+ * of 3 s under the Spring AI client. Each test starts from a well-behaved mock and a closed, empty
+ * breaker.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		"aiguard.mock.first-token-delay=5ms",
@@ -37,6 +39,7 @@ import tools.jackson.databind.json.JsonMapper;
 		"aiguard.retry.min-backoff=20ms",
 		"aiguard.retry.max-backoff=100ms",
 		"aiguard.fallback.timeout=1s",
+		"aiguard.spring-ai.timeout=3s",
 		"logging.level.dev.aiguard=INFO" })
 abstract class DemoTestSupport {
 
@@ -59,16 +62,64 @@ abstract class DemoTestSupport {
 
 	WebTestClient client;
 
+	/** Whether this JVM has answered through the Spring AI client yet. */
+	private static boolean springAiWarm;
+
+	/** Reactor Netty's global resources when this JVM's shared context last checked its mock. */
+	private static HttpResources mockResources;
+
 	@BeforeEach
 	void resetTheWorld() {
-		mock.resetFaults();
-		breaker.transitionToClosed();
 		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT).build();
+		restartTheMockWhenItsLoopsWereDisposed();
+		mock.resetFaults();
+		warmUpSpringAi();
+		breaker.transitionToClosed();
+	}
+
+	/**
+	 * The mock listens on Reactor Netty's global event loops. An app context that closes disposes
+	 * them: Spring's test framework pauses this shared context first (the mock stops and starts
+	 * again with it), but a test that starts and closes an app of its own ({@link MockAddressTest},
+	 * {@link UpstreamConfigTest}) leaves this context's mock bound on loops that are gone. New global
+	 * resources then tell it: the mock binds anew, and the clients follow its new base URL.
+	 */
+	private void restartTheMockWhenItsLoopsWereDisposed() {
+		synchronized (DemoTestSupport.class) {
+			HttpResources now = HttpResources.get();
+			if (mockResources != null && mockResources != now) {
+				mock.stop();
+				mock.start();
+			}
+			mockResources = now;
+		}
+	}
+
+	/**
+	 * The first answer through the Spring AI client loads the OpenAI SDK, Kotlin's reflection,
+	 * OkHttp and Spring AI's chat client, each class instrumented by BlockHound as it loads: over a
+	 * second to the first token on a busy machine, close to the 1.5 s first-token deadline. It is
+	 * taken once per JVM, here, so the tests' deadlines measure answers and not class loading.
+	 */
+	private void warmUpSpringAi() {
+		synchronized (DemoTestSupport.class) {
+			if (!springAiWarm) {
+				chatToEnd(ask("warm up", AnswerClient.SPRING_AI));
+				springAiWarm = true;
+			}
+		}
 	}
 
 	/** @return a chat body with one user message */
 	String ask(String question) {
 		return json.writeValueAsString(json.createObjectNode()
+			.set("messages", json.createArrayNode().add(json.createObjectNode().put("role", "user").put("content", question))));
+	}
+
+	/** @return a chat body with one user message, answered through {@code client} */
+	String ask(String question, AnswerClient client) {
+		return json.writeValueAsString(json.createObjectNode()
+			.put("client", client.id())
 			.set("messages", json.createArrayNode().add(json.createObjectNode().put("role", "user").put("content", question))));
 	}
 

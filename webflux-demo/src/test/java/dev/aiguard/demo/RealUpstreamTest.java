@@ -26,14 +26,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The demo in front of a "real" OpenAI-compatible server named by {@code AIGUARD_BASE_URL} (here a
- * mock started outside the app): answers flow through the library's client, fault injection is
- * refused, and the API key shows up in no response and no log line.
+ * mock started outside the app): answers flow through both clients (Spring AI's by default here,
+ * {@code aiguard.chat.client=spring-ai}), fault injection is refused, and the API key shows up in
+ * no response and no log line.
  */
 @ExtendWith(OutputCaptureExtension.class)
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = "aiguard.chat.client=spring-ai")
 class RealUpstreamTest {
 
 	static final String KEY = "sk-demo-THIS-KEY-MUST-STAY-SECRET-42";
+
+	static final JsonMapper JSON = JsonMapper.builder().build();
 
 	static final MockModelServer provider = MockModelServer.builder().random(() -> 0.0).build();
 
@@ -65,10 +68,14 @@ class RealUpstreamTest {
 	@Test
 	void answersComeFromTheNamedServerAndTheKeyNeverShows(CapturedOutput output) {
 		List<ServerSentEvent<String>> ok = chat("Hello real world");
-		String answer = String.join("", ok.stream().filter(e -> "token".equals(e.event()))
-			.map(e -> JsonMapper.builder().build().readTree(e.data()).get("text").stringValue()).toList());
-		assertThat(answer).isEqualTo(MockAnswers.text("Hello real world"));
+		assertThat(JSON.readTree(ok.get(0).data()).get("client").stringValue()).as("aiguard.chat.client")
+			.isEqualTo("spring-ai");
+		assertThat(text(ok)).isEqualTo(MockAnswers.text("Hello real world"));
 		assertThat(ok.get(ok.size() - 1).event()).isEqualTo("done");
+		List<ServerSentEvent<String>> library = chat("Hello library", "library");
+		assertThat(JSON.readTree(library.get(0).data()).get("client").stringValue()).isEqualTo("library");
+		assertThat(text(library)).isEqualTo(MockAnswers.text("Hello library"));
+		assertThat(provider.stats().requests()).as("one call per answer, each client with the key").isEqualTo(2);
 
 		provider.faults(provider.faults().withErrors(1.0, 500, 0));
 		List<ServerSentEvent<String>> failed = chat("and now it fails");
@@ -76,6 +83,7 @@ class RealUpstreamTest {
 
 		StringBuilder seen = new StringBuilder();
 		ok.forEach(e -> seen.append(e.data()));
+		library.forEach(e -> seen.append(e.data()));
 		failed.forEach(e -> seen.append(e.data()));
 		for (String path : List.of("/api/guard", "/actuator/health", "/actuator/prometheus", "/", "/app.js")) {
 			seen.append(client.get().uri(path).exchange().expectStatus().isOk().expectBody(String.class).returnResult()
@@ -92,11 +100,22 @@ class RealUpstreamTest {
 	}
 
 	private List<ServerSentEvent<String>> chat(String question) {
+		return chat(question, null);
+	}
+
+	/** @param answerClient the client to name in the body, or {@code null} for the default */
+	private List<ServerSentEvent<String>> chat(String question, String answerClient) {
 		return client.post().uri("/api/chat").contentType(MediaType.APPLICATION_JSON)
-			.bodyValue("{\"messages\":[{\"role\":\"user\",\"content\":\"" + question + "\"}]}")
+			.bodyValue("{\"messages\":[{\"role\":\"user\",\"content\":\"" + question + "\"}]"
+					+ (answerClient == null ? "" : ",\"client\":\"" + answerClient + "\"") + "}")
 			.exchange().expectStatus().isOk()
 			.returnResult(new ParameterizedTypeReference<ServerSentEvent<String>>() {
 			})
 			.getResponseBody().collectList().block(Duration.ofSeconds(20));
+	}
+
+	private static String text(List<ServerSentEvent<String>> events) {
+		return String.join("", events.stream().filter(e -> "token".equals(e.event()))
+			.map(e -> JSON.readTree(e.data()).get("text").stringValue()).toList());
 	}
 }

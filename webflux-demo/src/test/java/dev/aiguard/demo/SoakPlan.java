@@ -7,7 +7,7 @@ import java.util.SplittableRandom;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.test.mock.MockAnswers;
-import reactor.util.annotation.Nullable;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
