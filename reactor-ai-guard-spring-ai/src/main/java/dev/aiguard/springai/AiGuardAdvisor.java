@@ -57,7 +57,9 @@ import reactor.util.context.ContextView;
  * attempt are typed with {@link SpringAiErrors#map}.
  * <ul>
  * <li>{@code stream()}: the guard watches the chain's {@code Flux<ChatClientResponse>}, read by
- * {@link SpringAiChunks#chatClientResponses()}.</li>
+ * {@link SpringAiChunks#chatClientResponses()}. Each attempt subscribes the chain on the
+ * {@linkplain Builder#streamScheduler stream scheduler} ({@code boundedElastic} by default): the
+ * model may block while it prepares the request, and the subscriber may be on an event loop.</li>
  * <li>{@code call()}: the chain's blocking call runs on the {@linkplain Builder#callScheduler call
  * scheduler} ({@code boundedElastic} by default) as a one-response stream the guard watches, and the
  * calling thread waits for the guarded answer. So deadlines, retries, the breaker, lanes and fallbacks
@@ -106,6 +108,7 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 	private final int order;
 	private final AiGuard<Object> guard;
 	private final Scheduler callScheduler;
+	private final Scheduler streamScheduler;
 	private final Function<Throwable, Throwable> errors;
 
 	private AiGuardAdvisor(Builder b) {
@@ -113,6 +116,7 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 		this.order = b.order;
 		this.guard = AiGuard.of(b.policy, new AnswerInspector(b.inspector));
 		this.callScheduler = b.callScheduler;
+		this.streamScheduler = b.streamScheduler;
 		this.errors = b.errors;
 	}
 
@@ -154,8 +158,12 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 			ChatClientRequest forwarded = routing.forward(request);
 			PromptConversion conversion = PromptConversion.of(forwarded.prompt());
 			return guard
-				.call(conversion.request(), sent -> chain.copy(this)
-					.nextStream(conversion.toClientRequest(forwarded, sent))
+				// subscribing the chain may block (the OpenAI SDK reads jar files the first time it
+				// prepares a request; building a request may read system properties files): never on
+				// the subscriber's thread, which may be an event loop
+				.call(conversion.request(), sent -> Flux.defer(() -> chain.copy(this)
+					.nextStream(conversion.toClientRequest(forwarded, sent)))
+					.subscribeOn(streamScheduler)
 					.onErrorMap(errors))
 				.<ChatClientResponse>handle((chunk, sink) -> {
 					ChatClientResponse response = ChunkConversion.toResponse(chunk, forwarded);
@@ -344,6 +352,7 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 		private int order = DEFAULT_ORDER;
 		private ChunkInspector<ChatResponse> inspector = SpringAiChunks.chatResponses();
 		private Scheduler callScheduler = Schedulers.boundedElastic();
+		private Scheduler streamScheduler = Schedulers.boundedElastic();
 		private Function<Throwable, Throwable> errors = SpringAiErrors::map;
 
 		private Builder(GuardPolicy policy) {
@@ -387,6 +396,22 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 				throw new IllegalArgumentException("callScheduler must not be null");
 			}
 			this.callScheduler = scheduler;
+			return this;
+		}
+
+		/**
+		 * @param scheduler where {@code stream()} subscribes the rest of the chain for each attempt.
+		 *        Spring AI's OpenAI model blocks while it prepares a request (the SDK reads jar files
+		 *        the first time, HTTP client setup reads properties files), so the default,
+		 *        {@code Schedulers.boundedElastic()}, keeps that off the subscriber's thread, which
+		 *        may be an event loop. {@code Schedulers.immediate()} subscribes on the caller's
+		 *        thread, for a model known not to block.
+		 */
+		public Builder streamScheduler(Scheduler scheduler) {
+			if (scheduler == null) {
+				throw new IllegalArgumentException("streamScheduler must not be null");
+			}
+			this.streamScheduler = scheduler;
 			return this;
 		}
 

@@ -3,6 +3,7 @@ package dev.aiguard.springai;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -25,12 +26,18 @@ import dev.aiguard.test.mock.MockAnswers;
 import dev.aiguard.truncation.TruncationSpec;
 import org.junit.jupiter.api.Test;
 import org.springframework.ai.chat.client.ChatClient;
+import org.springframework.ai.chat.client.ChatClientRequest;
+import org.springframework.ai.chat.client.ChatClientResponse;
+import org.springframework.ai.chat.client.advisor.api.StreamAdvisor;
+import org.springframework.ai.chat.client.advisor.api.StreamAdvisorChain;
 import org.springframework.ai.chat.messages.AssistantMessage;
 import org.springframework.ai.chat.messages.Message;
 import org.springframework.ai.chat.messages.SystemMessage;
 import org.springframework.ai.chat.messages.UserMessage;
 import org.springframework.ai.openai.OpenAiChatOptions;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 
 import static dev.aiguard.springai.SpringAiMock.WAIT;
@@ -65,6 +72,56 @@ class AiGuardAdvisorStreamTest extends AdvisorFixture {
 		assertThat(report.finishReason()).isEqualTo("STOP");
 		assertThat(report.outputTruncated()).isFalse();
 		assertThat(probe.attempts).hasSize(1);
+	}
+
+	/** Behind the guard: records the thread each attempt's chain is subscribed on. */
+	static final class SubscribingThread implements StreamAdvisor {
+
+		final List<String> threads = new CopyOnWriteArrayList<>();
+
+		@Override
+		public Flux<ChatClientResponse> adviseStream(ChatClientRequest request, StreamAdvisorChain chain) {
+			return Flux.defer(() -> {
+				threads.add(Thread.currentThread().getName());
+				return chain.nextStream(request);
+			});
+		}
+
+		@Override
+		public String getName() {
+			return "subscribing-thread";
+		}
+
+		@Override
+		public int getOrder() {
+			return AiGuardAdvisor.DEFAULT_ORDER + 1;
+		}
+	}
+
+	@Test
+	void theChainIsSubscribedOnTheStreamSchedulerNeverOnTheSubscribersThread() {
+		Scheduler single = Schedulers.newSingle("stream-subscribe");
+		try {
+			SubscribingThread defaults = new SubscribingThread();
+			ChatClient chat = ChatClient.builder(ai.model)
+				.defaultAdvisors(AiGuardAdvisor.of(policy().build()), defaults)
+				.build();
+			// subscribed from a non-blocking thread, as a WebFlux handler would
+			assertThat(String.join("", chat.prompt("Hello").stream().content().subscribeOn(Schedulers.parallel())
+					.collectList().block(WAIT))).isEqualTo(MockAnswers.text("Hello"));
+			assertThat(defaults.threads).singleElement().asString().startsWith("boundedElastic");
+
+			SubscribingThread chosen = new SubscribingThread();
+			ChatClient onSingle = ChatClient.builder(ai.model)
+				.defaultAdvisors(AiGuardAdvisor.builder(policy().build()).streamScheduler(single).build(), chosen)
+				.build();
+			assertThat(String.join("", onSingle.prompt("Hello").stream().content().collectList().block(WAIT)))
+				.isEqualTo(MockAnswers.text("Hello"));
+			assertThat(chosen.threads).singleElement().asString().startsWith("stream-subscribe");
+		}
+		finally {
+			single.dispose();
+		}
 	}
 
 	@Test

@@ -198,8 +198,9 @@ class GuardConfiguration {
 	 * The Spring AI client's guard: the same policy in an advisor, storing its answers in the same
 	 * cache (as the library's chunks, see {@link SpringAiAnswerCache}). Its upstream, the rest of the
 	 * advisor chain down to the OpenAI SDK, blocks the thread that subscribes it: the SDK prepares
-	 * each request there, with Kotlin reflection that reads class files from the jars. So each
-	 * attempt is subscribed on the request's lane threads, never on the event loop or the timer.
+	 * each request there, with Kotlin reflection that reads class files from the jars. The advisor
+	 * subscribes each attempt on boundedElastic by itself; the demo puts them on the request's own
+	 * lane threads instead, so batch questions cannot take the threads interactive ones need.
 	 */
 	@Bean
 	AiGuardAdvisor springAiAdvisor(GuardPolicy policy, ResponseCache<ChatChunk> cache, GuardStats stats) {
