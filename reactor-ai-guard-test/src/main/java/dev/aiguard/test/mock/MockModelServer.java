@@ -14,6 +14,7 @@ import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
+import reactor.netty.resources.LoopResources;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -85,6 +86,8 @@ public final class MockModelServer implements AutoCloseable {
 
 	@Nullable
 	private volatile DisposableServer server;
+	@Nullable
+	private LoopResources loops;
 
 	private MockModelServer(Builder builder) {
 		this.defaults = builder.faults;
@@ -311,7 +314,12 @@ public final class MockModelServer implements AutoCloseable {
 	/** Binds the server; does nothing when it is running already. */
 	public synchronized void start() {
 		if (server == null) {
+			// event loops of its own: a client or an application context that disposes Reactor Netty's
+			// global resources (as stopping a Spring context does) must not take the mock down with them
+			LoopResources own = LoopResources.create("aiguard-mock", 1, 2, true);
+			loops = own;
 			server = HttpServer.create()
+				.runOn(own)
 				.host("127.0.0.1")
 				.port(port)
 				.doOnChannelInit((observer, channel, remote) -> capture.install(channel.pipeline()))
@@ -331,6 +339,11 @@ public final class MockModelServer implements AutoCloseable {
 		server = null;
 		if (s != null) {
 			s.disposeNow(Duration.ofSeconds(5));
+		}
+		LoopResources l = loops;
+		loops = null;
+		if (l != null) {
+			l.disposeLater(Duration.ZERO, Duration.ofSeconds(5)).block(Duration.ofSeconds(10));
 		}
 	}
 

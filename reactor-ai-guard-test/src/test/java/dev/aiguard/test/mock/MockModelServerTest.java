@@ -21,6 +21,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.ByteBufFlux;
+import reactor.netty.http.HttpResources;
 import reactor.netty.http.client.HttpClient;
 import reactor.test.StepVerifier;
 
@@ -129,6 +130,15 @@ class MockModelServerTest {
 		StepVerifier.create(untilNoneInProgress()).expectNextCount(1).verifyComplete();
 		assertThat(mock.stats().stalled()).isEqualTo(1);
 		assertThat(mock.stats().completed()).isZero();
+	}
+
+	@Test
+	void disposingReactorNettysGlobalResourcesLeavesTheMockRunning() {
+		// what stopping a Spring application context does to the shared event loops
+		HttpResources.disposeLoopsAndConnections();
+		OpenAiCompatibleClient fresh = OpenAiCompatibleClient.builder(mock.baseUrl()).model(MockModelServer.MODEL).build();
+		assertThat(text(fresh.stream(ask("Still there?")).collectList().block(WAIT)))
+			.isEqualTo(MockAnswers.text("Still there?"));
 	}
 
 	@Test
