@@ -11,7 +11,9 @@ import org.springframework.util.unit.DataSize;
  * Settings of the demo under {@code aiguard.*}. The upstream comes from the environment
  * ({@code AIGUARD_BASE_URL}, {@code AIGUARD_API_KEY}, {@code AIGUARD_MODEL}); without a base URL
  * the embedded mock model answers. Everything else has defaults that suit a person watching the
- * page; tests shorten them.
+ * page; tests shorten them. The guard's own settings (deadlines, retries, breaker, lanes) are the
+ * starter's, under {@code aiguard.policies.chat}, {@code aiguard.breakers.model} and
+ * {@code aiguard.lanes}: none of this record's keys is one of the starter's.
  *
  * @param baseUrl an OpenAI-compatible API root, or empty for the embedded mock
  * @param apiKey its bearer token (never logged, never shown)
@@ -19,9 +21,8 @@ import org.springframework.util.unit.DataSize;
  */
 @ConfigurationProperties("aiguard")
 record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullable String model,
-		@DefaultValue Chat chat, @DefaultValue Mock mock, @DefaultValue Stall stall, @DefaultValue Breaker breaker,
-		@DefaultValue Lanes lanes, @DefaultValue Retry retry, @DefaultValue Truncation truncation,
-		@DefaultValue Fallback fallback, @DefaultValue SpringAi springAi) {
+		@DefaultValue Chat chat, @DefaultValue Mock mock, @DefaultValue Fallback fallback,
+		@DefaultValue SpringAi springAi) {
 
 	/** @return whether the embedded mock model answers */
 	boolean usesMock() {
@@ -58,38 +59,6 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 						"aiguard.mock.port must be between 0 and 65535 (0 picks a free port), was " + port);
 			}
 		}
-	}
-
-	/** The guard's deadlines. */
-	record Stall(@DefaultValue("4s") Duration firstTokenTimeout, @DefaultValue("2s") Duration idleTimeout,
-			@DefaultValue("2m") Duration maxDuration) {
-	}
-
-	/** The breaker in front of the model; small numbers so a demo trips it in seconds. */
-	record Breaker(@DefaultValue("0.5") double failureRateThreshold, @DefaultValue("6") int minimumCalls,
-			@DefaultValue("30") int windowSeconds, @DefaultValue("15s") Duration openWait,
-			@DefaultValue("3") int halfOpenProbes, @DefaultValue("2") int successesToClose,
-			@DefaultValue("2s") Duration minimumDwell, @DefaultValue("2s") Duration slowTimeToFirstToken) {
-	}
-
-	/** Streams in flight per priority, and the queue in front of each lane. */
-	record Lanes(@DefaultValue("4") int p0, @DefaultValue("4") int p1, @DefaultValue("2") int p2,
-			@DefaultValue("16") int maxQueueSize, @DefaultValue("5s") Duration maxQueueWait) {
-	}
-
-	/** Retries before the first token, and the share of traffic they may add. */
-	record Retry(@DefaultValue("3") int maxAttempts, @DefaultValue("200ms") Duration minBackoff,
-			@DefaultValue("2s") Duration maxBackoff, @DefaultValue("10s") Duration maxRetryAfter,
-			@DefaultValue("0.2") double budgetRatio, @DefaultValue("5") int budgetMinPerSecond) {
-	}
-
-	/**
-	 * Prompt shrinking after a context-length error.
-	 *
-	 * @param reservedOutputTokens room kept for the answer when the request sets no output limit;
-	 *        small by default because the mock's context limit is small
-	 */
-	record Truncation(@DefaultValue("2") int maxTruncations, @DefaultValue("64") int reservedOutputTokens) {
 	}
 
 	/**

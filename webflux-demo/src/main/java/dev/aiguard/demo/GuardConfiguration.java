@@ -1,16 +1,13 @@
 package dev.aiguard.demo;
 
 import java.time.Clock;
-import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
-import dev.aiguard.core.Priority;
-import dev.aiguard.admission.LaneSpec;
-import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerConfig;
-import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.boot.autoconfigure.AiGuardPolicyCustomizer;
+import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
@@ -18,15 +15,7 @@ import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
-import dev.aiguard.metrics.GuardMetrics;
-import dev.aiguard.metrics.MicrometerGuardMetrics;
-import dev.aiguard.retry.MidStreamPolicy;
-import dev.aiguard.retry.RetryBudget;
-import dev.aiguard.retry.RetryRules;
 import dev.aiguard.springai.AiGuardAdvisor;
-import dev.aiguard.stall.StallSpec;
-import dev.aiguard.truncation.TruncationSpec;
-import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
@@ -40,12 +29,17 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Wires the demo: the upstream (embedded mock or a real server), the guard and its parts, the
- * handlers and their routes. Every part of the guard is built once here and shared by all
- * requests.
+ * Wires the demo: the upstream (embedded mock or a real server), what the guard needs beyond its
+ * properties (the fallback ladder, the response cache, the page's counters), the two clients, the
+ * handlers and their routes. The guard's policy, breaker and lanes come from the starter
+ * ({@code aiguard.policies.chat}, {@code aiguard.breakers.model}, {@code aiguard.lanes}), built once
+ * and shared by all requests of both clients.
  */
 @Configuration(proxyBeanMethods = false)
 class GuardConfiguration {
+
+	/** The name of the guard policy under {@code aiguard.policies}. */
+	static final String POLICY = "chat";
 
 	@Bean(destroyMethod = "stop")
 	@Conditional(UsesMock.class)
@@ -79,57 +73,6 @@ class GuardConfiguration {
 	}
 
 	@Bean
-	GuardMetrics guardMetrics(MeterRegistry registry) {
-		return new MicrometerGuardMetrics(registry);
-	}
-
-	@Bean
-	CircuitBreaker modelBreaker(DemoProperties properties, GuardMetrics metrics) {
-		return CircuitBreaker.builder("model")
-			.config(breakerConfig(properties.breaker()))
-			.metrics(metrics)
-			.build();
-	}
-
-	/**
-	 * The breaker's settings. Each consecutive re-open doubles the open wait, up to 8 times the
-	 * first, and jitter adds up to 10 % of it (the library's default: replicas of the demo do not
-	 * probe in step). The breaker says the wait it drew, so the page still shows exactly when the
-	 * next probe goes through.
-	 */
-	static BreakerConfig breakerConfig(DemoProperties.Breaker b) {
-		return BreakerConfig.custom()
-			.failureRateThreshold(b.failureRateThreshold())
-			.minimumCalls(b.minimumCalls())
-			.timeWindow(b.windowSeconds(), Duration.ofSeconds(1))
-			.openWait(b.openWait())
-			.openWaitMultiplier(2)
-			.maxOpenWait(b.openWait().multipliedBy(8))
-			.openWaitJitter(0.1)
-			.halfOpenProbes(b.halfOpenProbes())
-			.successesToClose(b.successesToClose())
-			.minimumDwell(b.minimumDwell())
-			.slowTimeToFirstToken(b.slowTimeToFirstToken())
-			.build();
-	}
-
-	@Bean(destroyMethod = "dispose")
-	PriorityLanes priorityLanes(DemoProperties properties, GuardMetrics metrics) {
-		DemoProperties.Lanes l = properties.lanes();
-		return PriorityLanes.builder()
-			.name("chat")
-			.lane(Priority.P0, lane(l.p0(), l))
-			.lane(Priority.P1, lane(l.p1(), l))
-			.lane(Priority.P2, lane(l.p2(), l))
-			.metrics(metrics)
-			.build();
-	}
-
-	private static LaneSpec lane(int concurrency, DemoProperties.Lanes l) {
-		return LaneSpec.of(concurrency).maxQueueSize(l.maxQueueSize()).maxQueueWait(l.maxQueueWait());
-	}
-
-	@Bean
 	GuardStats guardStats() {
 		return new GuardStats();
 	}
@@ -142,53 +85,38 @@ class GuardConfiguration {
 			.timeToLive(f.cacheTtl()));
 	}
 
+	/**
+	 * The ladder below the model, for the starter's policy {@code chat}: the response cache, canned
+	 * answers on known topics, then a fixed message. Properties can name only the last rung.
+	 */
 	@Bean
-	FallbackChain<ChatChunk> fallbackChain(DemoProperties properties, ResponseCache<ChatChunk> cache) {
+	AiGuardPolicyCustomizer fallbackLadder(DemoProperties properties, ResponseCache<ChatChunk> cache) {
 		DemoProperties.Fallback f = properties.fallback();
-		return FallbackChain.<ChatChunk>builder()
+		FallbackChain<ChatChunk> ladder = FallbackChain.<ChatChunk>builder()
 			.step(Fallback.cache(cache))
 			.step(new DemoFaq().step())
 			.step(Fallback.staticText(f.staticText()))
 			.timeout(f.timeout())
 			.build();
+		return (name, builder) -> builder.fallback(ladder);
 	}
 
 	/**
-	 * The guard policy both clients use: one breaker, one set of lanes, one retry budget, the same
-	 * deadlines and fallback ladder. Each client's guard adds where it stores complete answers (one
-	 * cache in the end) and whose reports it files.
+	 * The policy both clients share, as the starter built it from {@code aiguard.policies.chat}:
+	 * one breaker, one set of lanes, one retry budget, the same deadlines and ladder.
 	 */
-	@Bean
-	GuardPolicy guardPolicy(DemoProperties properties, GuardMetrics metrics, CircuitBreaker breaker,
-			PriorityLanes lanes, FallbackChain<ChatChunk> fallback) {
-		DemoProperties.Stall s = properties.stall();
-		DemoProperties.Retry r = properties.retry();
-		DemoProperties.Truncation t = properties.truncation();
-		return GuardPolicy.builder("chat")
-			.defaultPriority(Priority.P1)
-			.stall(StallSpec.defaults()
-				.firstTokenTimeout(s.firstTokenTimeout())
-				.idleTimeout(s.idleTimeout())
-				.maxDuration(s.maxDuration()))
-			.lanes(lanes)
-			.breaker(breaker)
-			.retry(RetryRules.backoff(r.maxAttempts(), r.minBackoff())
-				.maxBackoff(r.maxBackoff())
-				.maxRetryAfter(r.maxRetryAfter()))
-			.retryBudget(RetryBudget.of(r.budgetRatio(), r.budgetMinPerSecond(), Duration.ofSeconds(10)))
-			.midStream(MidStreamPolicy.fail())
-			.truncation(TruncationSpec.defaults()
-				.maxTruncations(t.maxTruncations())
-				.reservedOutputTokens(t.reservedOutputTokens()))
-			.fallback(fallback)
-			.metrics(metrics)
-			.build();
+	static GuardPolicy chatPolicy(AiGuardRegistry registry) {
+		return registry.guard(POLICY).policy();
 	}
 
-	/** The library client's guard: the shared policy, storing its answers in the response cache. */
-	@Bean
-	AiGuard<ChatChunk> chatGuard(GuardPolicy policy, ResponseCache<ChatChunk> cache, GuardStats stats) {
-		return AiGuard.of(policy.toBuilder()
+	/**
+	 * The library client's guard: the shared policy, storing its answers in the response cache and
+	 * filing its reports under {@code library}. The breaker, lanes, budget, metrics and the starter's
+	 * report listener (the Actuator endpoint's recent reports) are the same objects.
+	 */
+	static AiGuard<ChatChunk> libraryGuard(AiGuardRegistry registry, ResponseCache<ChatChunk> cache,
+			GuardStats stats) {
+		return AiGuard.of(chatPolicy(registry).toBuilder()
 			.responseCache(cache)
 			.onReport(stats.listener(AnswerClient.LIBRARY))
 			.build());
@@ -203,8 +131,8 @@ class GuardConfiguration {
 	 * lane threads instead, so batch questions cannot take the threads interactive ones need.
 	 */
 	@Bean
-	AiGuardAdvisor springAiAdvisor(GuardPolicy policy, ResponseCache<ChatChunk> cache, GuardStats stats) {
-		return AiGuardAdvisor.of(policy.toBuilder()
+	AiGuardAdvisor springAiAdvisor(AiGuardRegistry registry, ResponseCache<ChatChunk> cache, GuardStats stats) {
+		return AiGuardAdvisor.of(chatPolicy(registry).toBuilder()
 			.blockingUpstream(true)
 			.responseCache(new SpringAiAnswerCache(cache))
 			.onReport(stats.listener(AnswerClient.SPRING_AI))
@@ -217,22 +145,21 @@ class GuardConfiguration {
 	}
 
 	@Bean
-	BreakerHealthIndicator breakerHealthIndicator(CircuitBreaker breaker) {
-		return new BreakerHealthIndicator(breaker);
-	}
-
-	@Bean
-	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuard<ChatChunk> guard,
-			ModelUpstream upstream, SpringAiClient springAi, JsonMapper json, CircuitBreaker breaker,
-			PriorityLanes lanes, GuardStats stats) {
+	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuardRegistry registry,
+			ResponseCache<ChatChunk> cache, ModelUpstream upstream, SpringAiClient springAi, JsonMapper json,
+			GuardStats stats) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
 		AnswerClient defaultClient = properties.chat().client();
-		ChatHandler chat = new ChatHandler(guard, upstream, springAi, defaultClient, json,
+		ChatHandler chat = new ChatHandler(libraryGuard(registry, cache, stats), upstream, springAi, defaultClient, json,
 				(int) properties.chat().maxBodySize().toBytes());
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
-		GuardStatusHandler status = new GuardStatusHandler(breaker, Clock.systemUTC(), lanes, stats, upstream,
+		GuardPolicy policy = chatPolicy(registry);
+		GuardStatusHandler status = new GuardStatusHandler(
+				Objects.requireNonNull(policy.breaker(), "aiguard.policies.chat.breaker names no breaker"),
+				Clock.systemUTC(),
+				Objects.requireNonNull(policy.lanes(), "aiguard.policies.chat.lanes is not true"), stats, upstream,
 				defaultClient);
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)

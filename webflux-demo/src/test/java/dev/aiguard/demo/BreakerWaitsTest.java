@@ -6,18 +6,25 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.concurrent.atomic.AtomicLong;
 
+import dev.aiguard.boot.autoconfigure.AiGuardAutoConfiguration;
+import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
+import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.core.Outcome;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.ConfigDataApplicationContextInitializer;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@link BreakerWaits} against the library's breaker built with the demo's default settings (10 %
- * jitter), on a hand-driven clock: the numbers {@code /api/guard} shows are the breaker's own —
+ * jitter, read from application.properties as the starter reads them), on a hand-driven clock: the numbers {@code /api/guard} shows are the breaker's own —
  * the probe deadline is refused one nanosecond before and let through at it, the wait said for the
  * next open is the one the breaker then uses, jitter and doubling included.
  */
@@ -30,12 +37,21 @@ class BreakerWaitsTest {
 	private final AtomicLong now = new AtomicLong(1_000 * SECOND);
 	private CircuitBreaker breaker;
 
+	/** The settings of {@code aiguard.breakers.model} in the demo's application.properties, as the starter reads them. */
+	private static BreakerConfig demoDefaults;
+
+	@BeforeAll
+	static void readTheDemoDefaults() {
+		new ApplicationContextRunner()
+			.withInitializer(new ConfigDataApplicationContextInitializer())
+			.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class))
+			.run(context -> demoDefaults = context.getBean(AiGuardRegistry.class).breaker("model").orElseThrow().config());
+		assertThat(demoDefaults.openWait()).as("application.properties was read").isEqualTo(Duration.ofSeconds(15));
+	}
+
 	@BeforeEach
 	void demoBreaker() {
-		DemoProperties.Breaker defaults = new DemoProperties.Breaker(0.5, 6, 30, Duration.ofSeconds(15), 3, 2,
-				Duration.ofSeconds(2), Duration.ofSeconds(2));
-		breaker = CircuitBreaker.builder("model").config(GuardConfiguration.breakerConfig(defaults)).clock(now::get)
-			.build();
+		breaker = CircuitBreaker.builder("model").config(demoDefaults).clock(now::get).build();
 	}
 
 	@Test

@@ -162,7 +162,7 @@ class BrowserTest extends DemoTestSupport {
 			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
 		}
 		wait.until(d -> "OPEN".equals(breakerState()));
-		// the first open lasts aiguard.breaker.open-wait (60 s here, and up to 10 % jitter), and the page counts it down
+		// the first open lasts aiguard.breakers.model.open-wait (60 s here, and up to 10 % jitter), and the page counts it down
 		String countdown = wait.until(d -> {
 			String text = d.findElement(By.id("breaker-wait")).getText();
 			return text.matches("OPEN — probe allowed in \\d+ s") ? text : null;

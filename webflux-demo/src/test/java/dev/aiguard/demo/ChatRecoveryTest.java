@@ -97,7 +97,7 @@ class ChatRecoveryTest extends DemoTestSupport {
 		long after = System.currentTimeMillis();
 		long openWait = breaker.lastOpenWait().toMillis();
 		assertThat(status.get("openWaitMs").longValue()).as("the breaker's own wait").isEqualTo(openWait)
-			.as("the first open: aiguard.breaker.open-wait and up to 10 % jitter").isBetween(60_000L, 66_000L);
+			.as("the first open: aiguard.breakers.model.open-wait and up to 10 % jitter").isBetween(60_000L, 66_000L);
 		long retryIn = status.get("retryInMs").longValue();
 		assertThat(retryIn).isBetween(openWait - 10_000, openWait)
 			.isGreaterThanOrEqualTo(breaker.untilProbe().orElseThrow().toMillis());

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.function.LongSupplier;
 
+import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
@@ -30,14 +31,15 @@ import tools.jackson.databind.json.JsonMapper;
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		"aiguard.mock.first-token-delay=5ms",
 		"aiguard.mock.token-interval=2ms",
-		"aiguard.stall.first-token-timeout=1500ms",
-		"aiguard.stall.idle-timeout=400ms",
-		"aiguard.stall.max-duration=20s",
-		"aiguard.breaker.minimum-calls=5",
-		"aiguard.breaker.open-wait=60s",
-		"aiguard.breaker.minimum-dwell=1s",
-		"aiguard.retry.min-backoff=20ms",
-		"aiguard.retry.max-backoff=100ms",
+		"aiguard.policies.chat.stall.first-token-timeout=1500ms",
+		"aiguard.policies.chat.stall.idle-timeout=400ms",
+		"aiguard.policies.chat.stall.max-duration=20s",
+		"aiguard.breakers.model.minimum-calls=5",
+		"aiguard.breakers.model.open-wait=60s",
+		"aiguard.breakers.model.max-open-wait=480s",
+		"aiguard.breakers.model.minimum-dwell=1s",
+		"aiguard.policies.chat.retry.min-backoff=20ms",
+		"aiguard.policies.chat.retry.max-backoff=100ms",
 		"aiguard.fallback.timeout=1s",
 		"aiguard.spring-ai.timeout=3s",
 		"logging.level.dev.aiguard=INFO" })
@@ -54,8 +56,13 @@ abstract class DemoTestSupport {
 	@Autowired
 	MockModelServer mock;
 
-	@Autowired
 	CircuitBreaker breaker;
+
+	/** The demo's breaker, {@code aiguard.breakers.model}, as the starter built it. */
+	@Autowired
+	void breakerFrom(AiGuardRegistry registry) {
+		breaker = registry.breaker("model").orElseThrow();
+	}
 
 	@Autowired
 	JsonMapper json;

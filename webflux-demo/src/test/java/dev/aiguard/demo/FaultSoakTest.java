@@ -6,9 +6,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -16,6 +18,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import java.util.function.Predicate;
 
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.core.Priority;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerEvent;
@@ -27,6 +32,8 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.test.mock.MockAnswers;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
+import dev.aiguard.retry.RetryRules;
+import dev.aiguard.stall.StallSpec;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -72,23 +79,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		"aiguard.mock.first-token-delay=5ms",
 		"aiguard.mock.token-interval=2ms",
-		"aiguard.stall.first-token-timeout=1s",
-		"aiguard.stall.idle-timeout=400ms",
-		"aiguard.stall.max-duration=6s",
-		"aiguard.breaker.failure-rate-threshold=0.8",
-		"aiguard.breaker.minimum-calls=20",
-		"aiguard.breaker.window-seconds=5",
-		"aiguard.breaker.open-wait=500ms",
-		"aiguard.breaker.minimum-dwell=500ms",
-		"aiguard.breaker.slow-time-to-first-token=600ms",
-		"aiguard.lanes.p0=6",
-		"aiguard.lanes.p1=6",
-		"aiguard.lanes.p2=4",
-		"aiguard.lanes.max-queue-size=80",
-		"aiguard.lanes.max-queue-wait=2s",
-		"aiguard.retry.min-backoff=20ms",
-		"aiguard.retry.max-backoff=100ms",
-		"aiguard.retry.max-retry-after=1500ms",
+		"aiguard.policies.chat.stall.first-token-timeout=1s",
+		"aiguard.policies.chat.stall.idle-timeout=400ms",
+		"aiguard.policies.chat.stall.max-duration=6s",
+		"aiguard.breakers.model.failure-rate-threshold=0.8",
+		"aiguard.breakers.model.minimum-calls=20",
+		"aiguard.breakers.model.window-buckets=5",
+		"aiguard.breakers.model.open-wait=500ms",
+		"aiguard.breakers.model.max-open-wait=4s",
+		"aiguard.breakers.model.minimum-dwell=500ms",
+		"aiguard.breakers.model.slow-time-to-first-token=600ms",
+		"aiguard.lanes.p0.concurrency=6",
+		"aiguard.lanes.p1.concurrency=6",
+		"aiguard.lanes.p2.concurrency=4",
+		"aiguard.lanes.p0.max-queue-size=80",
+		"aiguard.lanes.p0.max-queue-wait=2s",
+		"aiguard.lanes.p1.max-queue-size=80",
+		"aiguard.lanes.p1.max-queue-wait=2s",
+		"aiguard.lanes.p2.max-queue-size=80",
+		"aiguard.lanes.p2.max-queue-wait=2s",
+		"aiguard.policies.chat.retry.min-backoff=20ms",
+		"aiguard.policies.chat.retry.max-backoff=100ms",
+		"aiguard.policies.chat.retry.max-retry-after=1500ms",
 		"aiguard.fallback.timeout=1s",
 		"aiguard.fallback.cache-entries=64",
 		"logging.level.dev.aiguard=INFO" })
@@ -119,8 +131,17 @@ class FaultSoakTest {
 	@Autowired
 	DemoProperties properties;
 
-	@Autowired
 	CircuitBreaker breaker;
+
+	/** The demo's breaker, {@code aiguard.breakers.model}, as the starter built it. */
+	@Autowired
+	void breakerFrom(AiGuardRegistry registry) {
+		breaker = registry.breaker("model").orElseThrow();
+		policy = registry.guard("chat").policy();
+	}
+
+	/** The demo's guard policy, {@code aiguard.policies.chat}, as the starter built it. */
+	GuardPolicy policy;
 
 	private final SoakTally tally = new SoakTally();
 	private final AtomicLong nextStream = new AtomicLong();
@@ -155,7 +176,7 @@ class FaultSoakTest {
 	void guardedStreamsSurviveASeededFaultScheduleOverHttp() {
 		settings = Settings.fromSystemProperties();
 		long runStart = System.nanoTime();
-		DemoProperties.Stall stall = properties.stall();
+		StallSpec stall = policy.stall();
 		plan = new SoakPlan(settings.seed(), json, stall.firstTokenTimeout(), stall.idleTimeout());
 		ladder = ladder();
 		serverBound = serverBound();
@@ -373,12 +394,15 @@ class FaultSoakTest {
 	 * reader adds its reading time.
 	 */
 	private Duration serverBound() {
-		DemoProperties.Stall stall = properties.stall();
-		DemoProperties.Retry retry = properties.retry();
-		int attempts = retry.maxAttempts() + properties.truncation().maxTruncations();
+		StallSpec stall = policy.stall();
+		RetryRules retry = policy.retry();
+		int attempts = retry.maxAttempts() + policy.truncation().maxTruncations();
 		Duration betweenAttempts = retry.maxBackoff().compareTo(retry.maxRetryAfter()) > 0 ? retry.maxBackoff()
 				: retry.maxRetryAfter();
-		return properties.lanes().maxQueueWait()
+		PriorityLanes lanes = Objects.requireNonNull(policy.lanes(), "the demo's policy has lanes");
+		Duration queueWait = Arrays.stream(Priority.values()).map(p -> lanes.spec(p).maxQueueWait())
+			.max(Duration::compareTo).orElseThrow();
+		return queueWait
 			.plus(stall.firstTokenTimeout().multipliedBy(attempts - 1))
 			.plus(betweenAttempts.multipliedBy(retry.maxAttempts() - 1))
 			.plus(stall.maxDuration())

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongPredicate;
 
 import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockAnswers;
@@ -31,8 +32,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * its retry answers; at 20 % one attempt in five is refused.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
-		"aiguard.retry.min-backoff=20ms",
-		"aiguard.retry.max-backoff=100ms",
+		"aiguard.policies.chat.retry.min-backoff=20ms",
+		"aiguard.policies.chat.retry.max-backoff=100ms",
 		"aiguard.fallback.timeout=1s" })
 class RateLimitScenarioTest {
 
@@ -47,8 +48,13 @@ class RateLimitScenarioTest {
 	@TestBean(name = "mockModelServer", methodName = "scriptedMock")
 	MockModelServer mock;
 
-	@Autowired
 	CircuitBreaker breaker;
+
+	/** The demo's breaker, {@code aiguard.breakers.model}, as the starter built it. */
+	@Autowired
+	void breakerFrom(AiGuardRegistry registry) {
+		breaker = registry.breaker("model").orElseThrow();
+	}
 
 	@Autowired
 	GuardStats stats;

@@ -121,7 +121,7 @@ class SpringAiClientTest extends DemoTestSupport {
 		assertThat(text(first)).startsWith("The assistant is busy right now");
 		when(stats::requests, requestsBefore + 1).block(WAIT);
 		GuardStats.Recent report = stats.recent().get(stats.recent().size() - 1);
-		assertThat(report.attempts()).as("aiguard.retry.max-attempts").isEqualTo(3);
+		assertThat(report.attempts()).as("aiguard.policies.chat.retry.max-attempts").isEqualTo(3);
 		assertThat(mock.stats().requests() - calls).as("one HTTP call per guard attempt: the SDK retried none")
 			.isEqualTo(3);
 

@@ -665,9 +665,17 @@ public class AiGuardProperties {
 		@Nullable
 		private Integer halfOpenProbes;
 
+		/** Healthy probes that close the breaker; at most {@code half-open-probes}. */
+		@Nullable
+		private Integer successesToClose;
+
 		/** How long HALF_OPEN may last before the breaker opens again. */
 		@Nullable
 		private Duration maxTimeInHalfOpen;
+
+		/** The least time spent in HALF_OPEN and in CLOSED after a re-close; at most {@code open-wait}. */
+		@Nullable
+		private Duration minimumDwell;
 
 		/**
 		 * What trips the breaker; several trip it when any of them would. Default: failure-rate.
@@ -799,6 +807,22 @@ public class AiGuardProperties {
 
 		public void setHalfOpenProbes(@Nullable Integer halfOpenProbes) {
 			this.halfOpenProbes = halfOpenProbes;
+		}
+
+		public @Nullable Integer getSuccessesToClose() {
+			return successesToClose;
+		}
+
+		public void setSuccessesToClose(@Nullable Integer successesToClose) {
+			this.successesToClose = successesToClose;
+		}
+
+		public @Nullable Duration getMinimumDwell() {
+			return minimumDwell;
+		}
+
+		public void setMinimumDwell(@Nullable Duration minimumDwell) {
+			this.minimumDwell = minimumDwell;
 		}
 
 		public @Nullable Duration getMaxTimeInHalfOpen() {

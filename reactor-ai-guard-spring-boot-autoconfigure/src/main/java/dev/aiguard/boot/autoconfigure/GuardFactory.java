@@ -92,7 +92,9 @@ final class GuardFactory {
 		set(at + ".max-open-wait", b.getMaxOpenWait(), c::maxOpenWait);
 		set(at + ".open-wait-jitter", b.getOpenWaitJitter(), c::openWaitJitter);
 		set(at + ".half-open-probes", b.getHalfOpenProbes(), c::halfOpenProbes);
+		set(at + ".successes-to-close", b.getSuccessesToClose(), c::successesToClose);
 		set(at + ".max-time-in-half-open", b.getMaxTimeInHalfOpen(), c::maxTimeInHalfOpen);
+		set(at + ".minimum-dwell", b.getMinimumDwell(), c::minimumDwell);
 		c.tripPolicy(tripPolicy(at, b));
 		BreakerConfig config = make(at, c::build);
 		return CircuitBreaker.builder(name).config(config).metrics(metrics).build();

@@ -7,6 +7,7 @@ import java.util.List;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.TripPolicy;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
@@ -141,6 +142,19 @@ class AiGuardAutoConfigurationTest {
 				assertThat(policyOf(registry, "d")).as("the default").isEqualTo(TripPolicy.failureRate());
 			});
 		expectInvalid("aiguard.breakers.b.baseline-ttft", "aiguard.breakers.b.trip-policy=performance-score");
+	}
+
+	@Test
+	void recoverySettingsComeFromProperties() {
+		runner.withPropertyValues("aiguard.breakers.m.open-wait=500ms", "aiguard.breakers.m.half-open-probes=3",
+				"aiguard.breakers.m.successes-to-close=2", "aiguard.breakers.m.minimum-dwell=300ms")
+			.run(context -> {
+				BreakerConfig config = context.getBean(AiGuardRegistry.class).breaker("m").orElseThrow().config();
+				assertThat(config.successesToClose()).isEqualTo(2);
+				assertThat(config.minimumDwell()).isEqualTo(Duration.ofMillis(300));
+			});
+		expectInvalid("aiguard.breakers.m.successes-to-close", "aiguard.breakers.m.successes-to-close=0");
+		expectInvalid("aiguard.breakers.m.minimum-dwell", "aiguard.breakers.m.minimum-dwell=-1s");
 	}
 
 	private static TripPolicy policyOf(AiGuardRegistry registry, String breaker) {
