@@ -677,6 +677,42 @@ public class AiGuardProperties {
 		@Nullable
 		private Duration minimumDwell;
 
+		/** Share 0..1 of calls let through as probes in HALF_OPEN, instead of a count of probes. */
+		@Nullable
+		private Double halfOpenProbeRatio;
+
+		/** Band 0..1 below the thresholds the probes must reach to close the breaker. */
+		@Nullable
+		private Double hysteresis;
+
+		/** Whether client errors (400, 401, 403, 404) count as failures. Default: false. */
+		@Nullable
+		private Boolean recordClientErrors;
+
+		public @Nullable Double getHalfOpenProbeRatio() {
+			return halfOpenProbeRatio;
+		}
+
+		public void setHalfOpenProbeRatio(@Nullable Double halfOpenProbeRatio) {
+			this.halfOpenProbeRatio = halfOpenProbeRatio;
+		}
+
+		public @Nullable Double getHysteresis() {
+			return hysteresis;
+		}
+
+		public void setHysteresis(@Nullable Double hysteresis) {
+			this.hysteresis = hysteresis;
+		}
+
+		public @Nullable Boolean getRecordClientErrors() {
+			return recordClientErrors;
+		}
+
+		public void setRecordClientErrors(@Nullable Boolean recordClientErrors) {
+			this.recordClientErrors = recordClientErrors;
+		}
+
 		/**
 		 * What trips the breaker; several trip it when any of them would. Default: failure-rate.
 		 */

@@ -95,6 +95,9 @@ final class GuardFactory {
 		set(at + ".successes-to-close", b.getSuccessesToClose(), c::successesToClose);
 		set(at + ".max-time-in-half-open", b.getMaxTimeInHalfOpen(), c::maxTimeInHalfOpen);
 		set(at + ".minimum-dwell", b.getMinimumDwell(), c::minimumDwell);
+		set(at + ".half-open-probe-ratio", b.getHalfOpenProbeRatio(), c::halfOpenProbeRatio);
+		set(at + ".hysteresis", b.getHysteresis(), c::hysteresis);
+		set(at + ".record-client-errors", b.getRecordClientErrors(), c::recordClientErrors);
 		c.tripPolicy(tripPolicy(at, b));
 		BreakerConfig config = make(at, c::build);
 		return CircuitBreaker.builder(name).config(config).metrics(metrics).build();

@@ -147,14 +147,22 @@ class AiGuardAutoConfigurationTest {
 	@Test
 	void recoverySettingsComeFromProperties() {
 		runner.withPropertyValues("aiguard.breakers.m.open-wait=500ms", "aiguard.breakers.m.half-open-probes=3",
-				"aiguard.breakers.m.successes-to-close=2", "aiguard.breakers.m.minimum-dwell=300ms")
+				"aiguard.breakers.m.successes-to-close=2", "aiguard.breakers.m.minimum-dwell=300ms",
+				"aiguard.breakers.m.hysteresis=0.1", "aiguard.breakers.m.record-client-errors=true",
+				"aiguard.breakers.r.half-open-probe-ratio=0.2")
 			.run(context -> {
 				BreakerConfig config = context.getBean(AiGuardRegistry.class).breaker("m").orElseThrow().config();
 				assertThat(config.successesToClose()).isEqualTo(2);
 				assertThat(config.minimumDwell()).isEqualTo(Duration.ofMillis(300));
+				assertThat(config.hysteresis()).isEqualTo(0.1);
+				assertThat(config.recordClientErrors()).isTrue();
+				assertThat(context.getBean(AiGuardRegistry.class).breaker("r").orElseThrow().config().halfOpenProbeRatio())
+					.isEqualTo(0.2);
 			});
 		expectInvalid("aiguard.breakers.m.successes-to-close", "aiguard.breakers.m.successes-to-close=0");
 		expectInvalid("aiguard.breakers.m.minimum-dwell", "aiguard.breakers.m.minimum-dwell=-1s");
+		expectInvalid("aiguard.breakers.m.hysteresis", "aiguard.breakers.m.hysteresis=2");
+		expectInvalid("aiguard.breakers.m.half-open-probe-ratio", "aiguard.breakers.m.half-open-probe-ratio=1.5");
 	}
 
 	private static TripPolicy policyOf(AiGuardRegistry registry, String breaker) {
