@@ -49,8 +49,6 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	/** Set once when the request starts, before the subscriber can cancel; NOOP when nobody observes. */
 	private RequestObserver observer = RequestObserver.NOOP;
 	private int attemptsEnded;
-	@Nullable
-	private Throwable lastAttemptError;
 
 	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
 		this.policy = policy;
@@ -92,12 +90,11 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	private static final int REFUSED = 2;
 	private static final int BREAKER = 3;
 	private static final int ATTEMPT_STARTED = 4;
-	private static final int ATTEMPT_ENDED = 5;
-	private static final int BACKOFF = 6;
-	private static final int RETRIED = 7;
-	private static final int TRUNCATED = 8;
-	private static final int CONTINUED = 9;
-	private static final int SOURCE = 10;
+	private static final int BACKOFF = 5;
+	private static final int RETRIED = 6;
+	private static final int TRUNCATED = 7;
+	private static final int CONTINUED = 8;
+	private static final int SOURCE = 9;
 
 	/** Tells the observer of an event; does nothing (one comparison) when nobody observes. */
 	private void observe(int event, long number, @Nullable Object detail) {
@@ -112,7 +109,6 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 				case REFUSED -> o.admissionRefused((Throwable) detail);
 				case BREAKER -> o.breakerDecided(number != 0);
 				case ATTEMPT_STARTED -> o.attemptStarted((int) number);
-				case ATTEMPT_ENDED -> o.attemptEnded((int) number, (Outcome) detail, lastAttemptError);
 				case BACKOFF -> o.backoff(Duration.ofNanos(number));
 				case RETRIED -> o.retried((String) detail);
 				case TRUNCATED -> o.truncated((int) number);
@@ -152,8 +148,16 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
 	/** A realtime attempt ended: its numbers go into the report, its meters are recorded. */
 	void attemptEnded(StallWatch<?> watch, Outcome outcome, @Nullable Throwable error) {
-		lastAttemptError = error;
-		observe(ATTEMPT_ENDED, ++attemptsEnded, outcome);
+		int number = ++attemptsEnded;
+		RequestObserver o = observer;
+		if (o != RequestObserver.NOOP) {
+			try {
+				o.attemptEnded(number, outcome, error);
+			}
+			catch (Throwable observerFailure) {
+				dropped(observerFailure);
+			}
+		}
 		long tokens = watch.tokens();
 		long ttft = watch.timeToFirstTokenNanos();
 		noteFirstToken(watch);

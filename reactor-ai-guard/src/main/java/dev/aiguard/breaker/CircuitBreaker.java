@@ -314,11 +314,14 @@ public final class CircuitBreaker {
 			return;
 		}
 		if (pressure >= 1) {
-			// a trip soon after a re-close continues the streak of re-opens
-			int streak = p.lastOpenWait > 0 && now - p.enteredAt < p.lastOpenWait ? p.streak + 1 : 0;
-			open(p, s, now, streak, "trip policy pressure " + round(pressure) + " >= 1 (failure rate "
+			open(p, s, now, tripStreak(p, now), "trip policy pressure " + round(pressure) + " >= 1 (failure rate "
 					+ round(s.window.failureRate()) + ", slow-call rate " + round(s.window.slowCallRate()) + ")");
 		}
+	}
+
+	/** A trip sooner after a re-close than the last open wait lasted continues the streak of re-opens. */
+	private static int tripStreak(Phase closed, long now) {
+		return closed.lastOpenWait > 0 && now - closed.enteredAt < closed.lastOpenWait ? closed.streak + 1 : 0;
 	}
 
 	private void decideHalfOpen(Phase p, Settings s, long now) {
@@ -555,9 +558,7 @@ public final class CircuitBreaker {
 			case OPEN -> wait = openWaitNanos(c, p.streak + 1, p.seq + 2);
 			case HALF_OPEN -> wait = openWaitNanos(c, p.streak + 1, p.seq + 1);
 			case CLOSED -> {
-				long now = clock.nanoTime();
-				int streak = p.lastOpenWait > 0 && now - p.enteredAt < p.lastOpenWait ? p.streak + 1 : 0;
-				wait = openWaitNanos(c, streak, p.seq + 1);
+				wait = openWaitNanos(c, tripStreak(p, clock.nanoTime()), p.seq + 1);
 			}
 			// an operator state is left by an operator transition, which starts the streak over
 			default -> wait = openWaitNanos(c, 0, p.seq + 2);

@@ -26,20 +26,6 @@ public interface GuardObserver {
 
 	/** @return an observer that ignores every request */
 	static GuardObserver noop() {
-		return NoopObserver.INSTANCE;
-	}
-
-	/** The observer that ignores everything; the guard skips it without a call. */
-	final class NoopObserver implements GuardObserver {
-
-		static final NoopObserver INSTANCE = new NoopObserver();
-
-		private NoopObserver() {
-		}
-
-		@Override
-		public RequestObserver requestStarted(String policy, Priority priority, ContextView context) {
-			return RequestObserver.NOOP;
-		}
+		return NoopGuardObserver.INSTANCE;
 	}
 }

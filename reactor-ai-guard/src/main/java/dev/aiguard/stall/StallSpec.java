@@ -41,6 +41,7 @@ public final class StallSpec {
 	private final Scheduler cancelScheduler;
 	// in nanoseconds, computed once here because every stream's deadline task reads them (0: none)
 	private final long firstTokenNanos;
+	private final long idleNanos;
 	private final long idleTickNanos;
 	private final long maxDurationNanos;
 
@@ -56,7 +57,7 @@ public final class StallSpec {
 		this.scheduler = scheduler;
 		this.cancelScheduler = cancelScheduler;
 		this.firstTokenNanos = firstTokenTimeout == null ? 0L : firstTokenTimeout.toNanos();
-		long idleNanos = idleTimeout == null ? 0L : idleTimeout.toNanos();
+		this.idleNanos = idleTimeout == null ? 0L : idleTimeout.toNanos();
 		this.idleTickNanos = idleNanos > 0 ? Math.max(1L, idleNanos / idleChecks) : 0L;
 		this.maxDurationNanos = maxDuration == null ? 0L : maxDuration.toNanos();
 	}
@@ -195,9 +196,9 @@ public final class StallSpec {
 		return firstTokenNanos;
 	}
 
-	/** @return the idle timeout in nanoseconds, 0 when none */
+	/** @return the idle timeout in nanoseconds, 0 when none (computed once, for the watch) */
 	public long idleNanos() {
-		return idleTimeout == null ? 0L : idleTimeout.toNanos();
+		return idleNanos;
 	}
 
 	/** @return the interval between idle checks in nanoseconds ({@code idleTimeout / idleChecks}), 0 when none */

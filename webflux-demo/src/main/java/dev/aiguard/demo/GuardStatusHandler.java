@@ -6,8 +6,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-import dev.aiguard.core.Priority;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.boot.autoconfigure.AiGuardEndpoint;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
@@ -103,16 +103,7 @@ final class GuardStatusHandler {
 	}
 
 	private Map<String, Object> lanes() {
-		Map<String, Object> all = new LinkedHashMap<>();
-		for (Priority p : Priority.values()) {
-			Map<String, Object> lane = new LinkedHashMap<>();
-			lane.put("capacity", lanes.spec(p).concurrency());
-			lane.put("inFlight", lanes.inFlight(p));
-			lane.put("borrowed", lanes.borrowedInFlight(p));
-			lane.put("queued", lanes.queued(p));
-			all.put(p.name(), lane);
-		}
-		return all;
+		return AiGuardEndpoint.laneView(lanes);
 	}
 
 	/** The mock's address (what a real client would be pointed at) and its counters; {@code null} without a mock. */

@@ -147,6 +147,17 @@ public class AiGuardEndpoint {
 	private static Map<String, Object> lanes(PriorityLanes lanes) {
 		Map<String, Object> all = new LinkedHashMap<>();
 		all.put("name", lanes.name());
+		all.putAll(laneView(lanes));
+		return all;
+	}
+
+	/**
+	 * @param lanes the lanes to show
+	 * @return per priority name ({@code P0}…): capacity, in flight, borrowed, queued — as this
+	 *         endpoint shows them, for views of one's own
+	 */
+	public static Map<String, Object> laneView(PriorityLanes lanes) {
+		Map<String, Object> all = new LinkedHashMap<>();
 		for (Priority p : Priority.values()) {
 			Map<String, Object> lane = new LinkedHashMap<>();
 			lane.put("capacity", lanes.spec(p).concurrency());

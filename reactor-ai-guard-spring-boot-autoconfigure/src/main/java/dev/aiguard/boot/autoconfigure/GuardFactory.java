@@ -313,9 +313,6 @@ final class GuardFactory {
 		try {
 			return factory.get();
 		}
-		catch (InvalidGuardPropertyException e) {
-			throw e;
-		}
 		catch (IllegalArgumentException | IllegalStateException | NullPointerException e) {
 			throw new InvalidGuardPropertyException(property, null, String.valueOf(e.getMessage()), e);
 		}

@@ -4,9 +4,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.DoubleSupplier;
-import java.util.function.Supplier;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -54,57 +51,30 @@ final class AnthropicEndpoint {
 
 	private static final TokenCounter COUNTER = TokenCounter.estimate();
 
-	/**
-	 * The server's counters, shared with its OpenAI route; see {@link MockModelServer.Stats} for
-	 * what each one counts.
-	 */
-	record Counters(AtomicLong requests, AtomicLong completed, AtomicLong cancelled, AtomicLong injectedErrors,
-			AtomicLong contextRejections, AtomicLong stalled, AtomicLong dropped, AtomicLong inProgress) {
-	}
-
 	/** What a request asks for, once read. */
 	private record Ask(String model, int maxTokens, boolean stream, List<ChatMessage> conversation, String question) {
 	}
 
-	private final Supplier<FaultProfile> faults;
-	private final DoubleSupplier random;
-	private final Counters counters;
-	private final ObjectMapper json;
+	/** Its profiles, draws and counters (shared with the OpenAI route). */
+	private final MockModelServer server;
+	private final ObjectMapper json = OpenAiErrors.JSON;
 
-	/**
-	 * @param faults the profile in force, read once per request
-	 * @param random draws in [0, 1) that decide {@link FaultProfile#errorRate()}
-	 */
-	AnthropicEndpoint(Supplier<FaultProfile> faults, DoubleSupplier random, Counters counters) {
-		this.faults = faults;
-		this.random = random;
-		this.counters = counters;
-		this.json = warm(new ObjectMapper());
-	}
-
-	/** Jackson caches its tree serializers under a lock on first use: take it here, not on an event loop. */
-	private static ObjectMapper warm(ObjectMapper mapper) {
-		try {
-			mapper.writeValueAsString(mapper.readTree("{\"s\":\"x\",\"n\":1,\"b\":true,\"z\":null,\"a\":[{}]}"));
-		}
-		catch (JsonProcessingException impossible) {
-			throw new IllegalStateException("Jackson could not read its own warm-up document", impossible);
-		}
-		return mapper;
+	AnthropicEndpoint(MockModelServer server) {
+		this.server = server;
 	}
 
 	/** The route's handler. */
 	Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-		FaultProfile profile = faults.get();
-		long number = counters.requests().incrementAndGet();
+		FaultProfile profile = server.takeProfile();
+		long number = server.chatRequests.incrementAndGet();
 		String version = request.requestHeaders().get(VERSION_HEADER);
 		response.header("request-id", "req_mock_" + number);
 		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
 			.flatMap(body -> version == null || version.isBlank()
 					? error(response, 400, "invalid_request_error", VERSION_HEADER + ": header is required", 0)
 					: answer(number, body, profile, response))
-			.doOnSubscribe(s -> counters.inProgress().incrementAndGet())
-			.doFinally(signal -> counters.inProgress().decrementAndGet());
+			.doOnSubscribe(s -> server.inProgress.incrementAndGet())
+			.doFinally(signal -> server.inProgress.decrementAndGet());
 	}
 
 	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
@@ -119,8 +89,8 @@ final class AnthropicEndpoint {
 		catch (IllegalArgumentException e) {
 			return error(response, 400, "invalid_request_error", e.getMessage(), 0);
 		}
-		if (profile.errorRate() > 0 && random.getAsDouble() < profile.errorRate()) {
-			counters.injectedErrors().incrementAndGet();
+		if (profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
+			server.injectedErrors.incrementAndGet();
 			return switch (profile.errorStatus()) {
 				case 429 -> error(response, 429, "rate_limit_error",
 						"Number of requests has exceeded your rate limit. Please try again later.", profile.retryAfterSeconds());
@@ -131,7 +101,7 @@ final class AnthropicEndpoint {
 		int promptTokens = COUNTER.count(ask.conversation());
 		Integer limit = profile.contextLimitTokens();
 		if (limit != null && promptTokens > limit) {
-			counters.contextRejections().incrementAndGet();
+			server.contextRejections.incrementAndGet();
 			return error(response, 400, "invalid_request_error",
 					"prompt is too long: " + promptTokens + " tokens > " + limit + " maximum", 0);
 		}
@@ -282,12 +252,12 @@ final class AnthropicEndpoint {
 
 		Flux<String> ending;
 		if (stall) {
-			ending = Flux.<String>never().doOnSubscribe(s -> counters.stalled().incrementAndGet());
+			ending = Flux.<String>never().doOnSubscribe(s -> server.stalled.incrementAndGet());
 		}
 		else if (drop) {
 			// close the socket under the pending body: the client sees a premature close
 			ending = Flux.defer(() -> {
-				counters.dropped().incrementAndGet();
+				server.dropped.incrementAndGet();
 				response.withConnection(connection -> connection.channel().close());
 				return Flux.never();
 			});
@@ -307,8 +277,8 @@ final class AnthropicEndpoint {
 			}
 		}
 		return Flux.concat(opening, content, ending)
-			.doOnComplete(counters.completed()::incrementAndGet)
-			.doOnCancel(drop ? () -> { } : counters.cancelled()::incrementAndGet);
+			.doOnComplete(server.completed::incrementAndGet)
+			.doOnCancel(drop ? () -> { } : server.cancelled::incrementAndGet);
 	}
 
 	private String delta(String token) {
@@ -324,12 +294,12 @@ final class AnthropicEndpoint {
 		if (stallAfter != null && stallAfter < tokens.size()) {
 			// the answer never comes; the client leaving is seen as a cancel
 			return Mono.<Void>never()
-				.doOnSubscribe(s -> counters.stalled().incrementAndGet())
-				.doOnCancel(counters.cancelled()::incrementAndGet);
+				.doOnSubscribe(s -> server.stalled.incrementAndGet())
+				.doOnCancel(server.cancelled::incrementAndGet);
 		}
 		if (dropAfter != null && dropAfter < tokens.size()) {
 			return Mono.defer(() -> {
-				counters.dropped().incrementAndGet();
+				server.dropped.incrementAndGet();
 				response.withConnection(connection -> connection.channel().close());
 				return Mono.<Void>never();
 			});
@@ -351,8 +321,8 @@ final class AnthropicEndpoint {
 				.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
 				.sendString(Mono.just(write(root)), StandardCharsets.UTF_8)
 				.then())
-			.doOnSuccess(done -> counters.completed().incrementAndGet())
-			.doOnCancel(counters.cancelled()::incrementAndGet);
+			.doOnSuccess(done -> server.completed.incrementAndGet())
+			.doOnCancel(server.cancelled::incrementAndGet);
 	}
 
 	private Mono<Void> error(HttpServerResponse response, int status, String type, String message,

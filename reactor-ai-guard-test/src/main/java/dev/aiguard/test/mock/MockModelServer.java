@@ -70,7 +70,7 @@ public final class MockModelServer implements AutoCloseable {
 	private final ConcurrentLinkedQueue<FaultProfile> queued = new ConcurrentLinkedQueue<>();
 	private final RequestCapture capture;
 	private final OpenAiEndpoint openAi = new OpenAiEndpoint(this);
-	private final AnthropicEndpoint anthropic;
+	private final AnthropicEndpoint anthropic = new AnthropicEndpoint(this);
 	private final long createdAt = System.currentTimeMillis() / 1000;
 
 	final DoubleSupplier random;
@@ -95,9 +95,6 @@ public final class MockModelServer implements AutoCloseable {
 		this.port = builder.port;
 		this.faults = new AtomicReference<>(defaults);
 		this.capture = new RequestCapture(builder.captureLimit, OpenAiErrors.JSON);
-		// the Anthropic route takes queued profiles like the OpenAI route: one per request
-		this.anthropic = new AnthropicEndpoint(this::takeProfile, random, new AnthropicEndpoint.Counters(chatRequests,
-				completed, cancelled, injectedErrors, contextRejections, stalled, dropped, inProgress));
 	}
 
 	/** @return a builder: no faults, no pacing, a free port, {@link Math#random()} for error draws */
