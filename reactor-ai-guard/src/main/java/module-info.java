@@ -28,6 +28,7 @@ module dev.aiguard {
 	exports dev.aiguard.breaker;
 	exports dev.aiguard.chat;
 	exports dev.aiguard.fallback;
+	exports dev.aiguard.load;
 	exports dev.aiguard.metrics;
 	exports dev.aiguard.provider;
 	exports dev.aiguard.retry;

@@ -47,6 +47,7 @@ class PackageGraphTest {
 		ALLOWED.put("truncation", List.of("core", "internal", "chat"));
 		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat"));
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
+		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission"));
 	}
 
 	static JavaClasses library;

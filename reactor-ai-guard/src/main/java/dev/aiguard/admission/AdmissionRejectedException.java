@@ -1,9 +1,17 @@
 package dev.aiguard.admission;
 
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.RetryHint;
+import org.jspecify.annotations.Nullable;
 
 /**
- * A request could not enter its lane. Cheap: no stack trace.
+ * A request could not enter its lane, or the load governor shed it. Cheap: no stack trace. As a
+ * {@link RetryHint} it is retryable unless the lanes are disposed, and a shed request carries how
+ * long to wait before asking again ({@link #retryAfter()}), for a {@code Retry-After} header.
  *
  * <pre>{@code
  * client.stream(request)
@@ -12,7 +20,7 @@ import dev.aiguard.core.Priority;
  *         e -> e.reason() == Reason.QUEUE_FULL ? busyAnswer() : Flux.error(e));
  * }</pre>
  */
-public class AdmissionRejectedException extends RuntimeException {
+public class AdmissionRejectedException extends RuntimeException implements RetryHint {
 
 	private static final long serialVersionUID = 1L;
 
@@ -24,17 +32,39 @@ public class AdmissionRejectedException extends RuntimeException {
 		WAIT_TIMEOUT,
 		/** The lanes were disposed. */
 		DISPOSED,
-		/** Refused to shed load; no component of the library refuses with it yet, a caller's own admission may. */
+		/** The load governor shed the request's priority at the current load level. */
 		SHED
 	}
 
 	private final Priority priority;
 	private final Reason reason;
+	@Nullable
+	private final Duration retryAfter;
 
+	/**
+	 * @param priority the refused request's priority
+	 * @param reason why it was refused
+	 * @param message what happened, with the limit that refused it
+	 */
 	public AdmissionRejectedException(Priority priority, Reason reason, String message) {
+		this(priority, reason, message, null);
+	}
+
+	/**
+	 * @param priority the refused request's priority
+	 * @param reason why it was refused
+	 * @param message what happened, with the limit that refused it
+	 * @param retryAfter how long the caller should wait before asking again, or {@code null}
+	 * @throws IllegalArgumentException when {@code retryAfter} is negative
+	 */
+	public AdmissionRejectedException(Priority priority, Reason reason, String message, @Nullable Duration retryAfter) {
 		super(message, null, false, false);
-		this.priority = priority;
-		this.reason = reason;
+		this.priority = Objects.requireNonNull(priority, "priority");
+		this.reason = Objects.requireNonNull(reason, "reason");
+		if (retryAfter != null && retryAfter.isNegative()) {
+			throw new IllegalArgumentException("retryAfter must not be negative, was " + retryAfter);
+		}
+		this.retryAfter = retryAfter;
 	}
 
 	public Priority priority() {
@@ -43,5 +73,17 @@ public class AdmissionRejectedException extends RuntimeException {
 
 	public Reason reason() {
 		return reason;
+	}
+
+	/** @return false only when the lanes are disposed: a later request may be admitted otherwise */
+	@Override
+	public boolean retryable() {
+		return reason != Reason.DISPOSED;
+	}
+
+	/** @return how long to wait before asking again, when the refusal says (a shed request does) */
+	@Override
+	public Optional<Duration> retryAfter() {
+		return Optional.ofNullable(retryAfter);
 	}
 }
