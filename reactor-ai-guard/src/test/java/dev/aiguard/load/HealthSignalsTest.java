@@ -72,6 +72,26 @@ class HealthSignalsTest {
 	}
 
 	@Test
+	void jvmCpuIsTheProcessCpuTimeOverTheWallTimePerProcessor() {
+		long[] wall = {0};
+		long[] cpuTime = {0};
+		com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean) java.lang.reflect.Proxy
+				.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {com.sun.management.OperatingSystemMXBean.class},
+						(proxy, method, args) -> method.getName().equals("getProcessCpuTime") ? cpuTime[0] : null);
+		HealthSignal cpu = HealthSignals.cpu(new HealthSignals.ProcessCpuTime(os, 4, () -> wall[0]));
+		wall[0] += 1_000_000_000L;
+		cpuTime[0] += 2_000_000_000L; // 2 s of CPU in 1 s on 4 processors: 50 %
+		assertThat(cpu.score(stats(0, 0, 0, 0))).isCloseTo(50.0, within(1e-9));
+		wall[0] += 1_000_000_000L;
+		cpuTime[0] += 400_000_000L; // 10 %
+		assertThat(cpu.score(stats(0, 0, 0, 0))).isCloseTo(90.0, within(1e-9));
+		assertThat(cpu.score(stats(0, 0, 0, 0))).as("no wall time passed: no reading").isNaN();
+		wall[0] += 1_000_000_000L;
+		cpuTime[0] += 9_000_000_000L; // more than the processors can give: clamped
+		assertThat(cpu.score(stats(0, 0, 0, 0))).isZero();
+	}
+
+	@Test
 	void micrometerCpuReadsProcessThenSystemUsage() {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
 		HealthSignal cpu = MicrometerHealthSignals.cpu(registry);
