@@ -16,6 +16,7 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.internal.Callbacks;
@@ -37,7 +38,8 @@ import reactor.core.scheduler.Schedulers;
  * the score's level, the offered load's level and, once warmed up, WARNING when the forecast peak
  * reaches the overload line. Escalation is immediate; recovery waits the dwell time at the current
  * level, goes one level at a time, and only when every input allows it with a margin
- * (hysteresis). Each change is published as a {@link LoadEvent} to listeners and metrics.
+ * (hysteresis). Each change is published as a {@link LoadEvent} to listeners and metrics, and
+ * resizes the {@link PriorityLanes} when given.
  *
  * <p>Recording ({@link #arrived}, {@link #firstToken}, {@link #ended}) is on the guard's hot path:
  * lock-free striped counters, no allocation. {@link #action(Priority)} is one volatile read of a
@@ -46,6 +48,7 @@ import reactor.core.scheduler.Schedulers;
  * <pre>{@code
  * LoadGovernor governor = LoadGovernor.builder("chat")
  *     .capacity(40.0)                       // requests per second the service sustains
+ *     .lanes(lanes)                         // lane sizes follow the level
  *     .listener(e -> log.warn("{}", e))
  *     .build();
  * governor.start();
@@ -81,6 +84,9 @@ public final class LoadGovernor implements Disposable {
 	private final LoadRules rules;
 	/** [level][priority], never changed. */
 	private final LoadAction[][] actions;
+	@Nullable
+	private final PriorityLanes lanes;
+	private final int[] laneBase;
 	private final LoadListener[] listeners;
 	private final GuardMetrics metrics;
 
@@ -140,6 +146,13 @@ public final class LoadGovernor implements Disposable {
 		}
 		this.rules = b.rules;
 		this.actions = b.rules.actionTable();
+		this.lanes = b.lanes;
+		this.laneBase = new int[PRIORITIES.length];
+		if (lanes != null) {
+			for (Priority p : PRIORITIES) {
+				laneBase[p.ordinal()] = lanes.spec(p).concurrency();
+			}
+		}
 		this.listeners = b.listeners.toArray(new LoadListener[0]);
 		this.metrics = GuardMetrics.isolated(b.metrics);
 		for (int p = 0; p < arrivals.length; p++) {
@@ -167,7 +180,7 @@ public final class LoadGovernor implements Disposable {
 
 	/**
 	 * Resolves the clock and runs {@link #decide()} every interval on it. Idempotent; does nothing
-	 * once disposed.
+	 * once disposed. The lanes, when given, are sized for the current level.
 	 *
 	 * @return this governor
 	 */
@@ -188,6 +201,7 @@ public final class LoadGovernor implements Disposable {
 			}
 			WIP.decrementAndGet(this);
 		}
+		resizeLanes(state.level());
 		Disposable scheduled = scheduler.schedulePeriodically(this::decideQuietly, intervalNanos, intervalNanos,
 				TimeUnit.NANOSECONDS);
 		this.task = scheduled;
@@ -531,10 +545,26 @@ public final class LoadGovernor implements Disposable {
 	}
 
 	private void announce(LoadEvent event) {
+		resizeLanes(event.to());
 		metrics.loadLevelChanged(name, event.from().name(), event.to().name(), event.reason().name());
 		for (LoadListener listener : listeners) {
 			try {
 				listener.levelChanged(event);
+			}
+			catch (Throwable failure) {
+				Callbacks.dropped(failure);
+			}
+		}
+	}
+
+	private void resizeLanes(LoadLevel level) {
+		PriorityLanes l = lanes;
+		if (l == null) {
+			return;
+		}
+		for (Priority p : PRIORITIES) {
+			try {
+				l.resize(p, rules.laneSize(level, p, laneBase[p.ordinal()]));
 			}
 			catch (Throwable failure) {
 				Callbacks.dropped(failure);
@@ -596,6 +626,8 @@ public final class LoadGovernor implements Disposable {
 		private int warmupIntervals = 10;
 		private final LinkedHashMap<String, WeightedSignal> signals = new LinkedHashMap<>();
 		private LoadRules rules = LoadRules.defaults();
+		@Nullable
+		private PriorityLanes lanes;
 		private final List<LoadListener> listeners = new ArrayList<>();
 		private GuardMetrics metrics = GuardMetrics.noop();
 
@@ -745,6 +777,12 @@ public final class LoadGovernor implements Disposable {
 		/** Level × priority → action and lane factor (default {@link LoadRules#defaults()}). */
 		public Builder rules(LoadRules rules) {
 			this.rules = Objects.requireNonNull(rules, "rules");
+			return this;
+		}
+
+		/** Lanes whose concurrency follows the rules' factors of their built sizes at each level change. */
+		public Builder lanes(PriorityLanes lanes) {
+			this.lanes = Objects.requireNonNull(lanes, "lanes");
 			return this;
 		}
 
