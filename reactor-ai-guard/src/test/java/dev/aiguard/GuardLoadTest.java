@@ -60,19 +60,65 @@ class GuardLoadTest {
 		vts.dispose();
 	}
 
-	/** A governor driven by the offered load only: CPU and memory are the test machine's, so left out. */
+	/**
+	 * A governor whose levels follow each second's offered load (no smoothing, a load line for
+	 * every level); CPU and memory are the test machine's, so left out.
+	 */
 	LoadGovernor governor(Duration dwell) {
-		LoadGovernor g = LoadGovernor.builder("chat")
+		LoadGovernor g = defaults(dwell).loadSmoothing(1.0).loadThresholds(0.8, 1.0, 2.0).build();
+		governors.add(g);
+		return g;
+	}
+
+	/** The default load lines and smoothing: the offered load alone reaches WARNING, the score the rest. */
+	LoadGovernor.Builder defaults(Duration dwell) {
+		return LoadGovernor.builder("chat")
 				.capacity(CAPACITY)
 				.interval(Duration.ofSeconds(1))
 				.clock(vts)
 				.dwell(dwell)
 				.warmupIntervals(3)
 				.withoutSignal(HealthSignals.CPU)
-				.withoutSignal(HealthSignals.MEMORY)
-				.build();
-		governors.add(g);
-		return g;
+				.withoutSignal(HealthSignals.MEMORY);
+	}
+
+	@Test
+	void byDefaultTheOfferedLoadStopsAtWarningAndAFailingModelShedsP2() {
+		LoadGovernor governor = defaults(Duration.ofSeconds(30)).build();
+		governors.add(governor);
+		AtomicInteger failing = new AtomicInteger();
+		AiGuard<ChatChunk> guard = AiGuard.of(Policies.onVirtualTime("chat", vts, reports).load(governor).build());
+		java.util.function.Function<ChatRequest, Flux<ChatChunk>> model = r -> failing.get() > 0
+				? Flux.error(new dev.aiguard.provider.ProviderServerException("test", 503, "server_error", null, "down", null))
+				: Flux.just(ChatChunk.token("live"), ChatChunk.finish("stop"));
+
+		for (int s = 0; s < 6; s++) {
+			for (int i = 0; i < 30; i++) { // three times the capacity
+				send(guard, model, P0);
+			}
+			vts.advanceTimeBy(Duration.ofSeconds(1));
+		}
+		assertThat(governor.level()).as("load alone").isEqualTo(LoadLevel.WARNING);
+		assertThat(governor.state().load()).isGreaterThan(2.0);
+
+		failing.set(1);
+		for (int i = 0; i < 30; i++) {
+			send(guard, model, P0);
+		}
+		vts.advanceTimeBy(Duration.ofSeconds(1));
+
+		assertThat(governor.state().subScores().get(HealthSignals.ERROR_RATE)).isZero();
+		assertThat(governor.level()).isGreaterThanOrEqualTo(LoadLevel.DEGRADED);
+		assertThat(governor.state().lastChange().reason()).isEqualTo(dev.aiguard.load.LoadEvent.Reason.SCORE);
+		assertThat(send(guard, model, P2).expectTerminalError()).isInstanceOfSatisfying(AdmissionRejectedException.class,
+				e -> assertThat(e.reason()).isEqualTo(Reason.SHED));
+	}
+
+	TestSubscriber<ChatChunk> send(AiGuard<ChatChunk> guard, java.util.function.Function<ChatRequest, Flux<ChatChunk>> model,
+			Priority priority) {
+		TestSubscriber<ChatChunk> ts = TestSubscriber.<ChatChunk>builder().contextPut(Priority.CONTEXT_KEY, priority).build();
+		guard.call(ask("q"), model).subscribe(ts);
+		return ts;
 	}
 
 	AiGuard<ChatChunk> guard(LoadGovernor governor, FallbackChain<ChatChunk> ladder) {

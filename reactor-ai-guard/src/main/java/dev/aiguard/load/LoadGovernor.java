@@ -75,6 +75,7 @@ public final class LoadGovernor implements Disposable {
 	private final double[] loadThresholds;
 	/** Each level is left below its load threshold times this. */
 	private final double recoveryRatio;
+	private final double smoothing;
 	/** Score under which WARNING, DEGRADED, CRITICAL hold. */
 	private final double[] scoreThresholds;
 	private final long dwellNanos;
@@ -104,6 +105,8 @@ public final class LoadGovernor implements Disposable {
 	private long seenSuccesses;
 	private long seenFailures;
 	private long lastDecisionNanos = UNSET;
+	/** The offered rate smoothed over intervals (decision loop only); NaN before the first decision. */
+	private double smoothedRate = Double.NaN;
 
 	// ---- published ----
 	private volatile LoadState state;
@@ -133,6 +136,7 @@ public final class LoadGovernor implements Disposable {
 		this.overloadLine = b.overloadLine;
 		this.loadThresholds = new double[] {b.degradeAt, b.degradedAt, b.criticalAt};
 		this.recoveryRatio = b.recoverBelow / b.degradeAt;
+		this.smoothing = b.smoothing;
 		this.scoreThresholds = b.scoreThresholds.clone();
 		this.dwellNanos = b.dwell.toNanos();
 		this.warmupIntervals = b.warmupIntervals;
@@ -423,7 +427,9 @@ public final class LoadGovernor implements Disposable {
 			}
 		}
 		double score = weightSum > 0.0 ? weighted / weightSum : Double.NaN;
-		double load = rate / capacity;
+		// the levels read the smoothed rate: one noisy interval must not cross a line on its own
+		smoothedRate = Double.isNaN(smoothedRate) ? rate : smoothing * rate + (1.0 - smoothing) * smoothedRate;
+		double load = smoothedRate / capacity;
 
 		LoadLevel scoreLevel = scoreLevel(score);
 		LoadLevel loadLevel = loadLevel(load);
@@ -619,8 +625,9 @@ public final class LoadGovernor implements Disposable {
 		private double overloadLine = 0.85;
 		private double degradeAt = 0.8;
 		private double recoverBelow = 0.6;
-		private double degradedAt = 1.0;
-		private double criticalAt = 2.0;
+		private double degradedAt = Double.POSITIVE_INFINITY;
+		private double criticalAt = Double.POSITIVE_INFINITY;
+		private double smoothing = 0.3;
 		private double[] scoreThresholds = {80.0, 60.0, 40.0};
 		private Duration dwell = Duration.ofSeconds(30);
 		private int warmupIntervals = 10;
@@ -709,11 +716,18 @@ public final class LoadGovernor implements Disposable {
 			return this;
 		}
 
-		/** Loads entering WARNING, DEGRADED and CRITICAL, increasing (default 0.8, 1.0, 2.0). */
+		/**
+		 * Loads (the smoothed offered rate ÷ capacity) entering WARNING, DEGRADED and CRITICAL,
+		 * increasing. Default 0.8, ∞, ∞: the offered load alone takes the service to WARNING (the
+		 * least urgent work gets cheaper and its lane smaller before the overload); DEGRADED and
+		 * CRITICAL come from the health score, when the model visibly suffers. A finite value makes
+		 * the offered load alone shed; {@code Double.POSITIVE_INFINITY} turns a level's load line off
+		 * (DEGRADED's only together with CRITICAL's).
+		 */
 		public Builder loadThresholds(double warning, double degraded, double critical) {
 			requirePositive("loadThresholds.warning", warning);
-			requirePositive("loadThresholds.degraded", degraded);
-			requirePositive("loadThresholds.critical", critical);
+			requirePositiveOrInfinite("loadThresholds.degraded", degraded);
+			requirePositiveOrInfinite("loadThresholds.critical", critical);
 			this.degradeAt = warning;
 			this.degradedAt = degraded;
 			this.criticalAt = critical;
@@ -807,7 +821,8 @@ public final class LoadGovernor implements Disposable {
 				throw new IllegalArgumentException("capacity is required (requests per second the service sustains), was "
 						+ "not set");
 			}
-			if (!(degradeAt < degradedAt && degradedAt < criticalAt)) {
+			boolean bothOff = Double.isInfinite(degradedAt) && Double.isInfinite(criticalAt);
+			if (!(degradeAt < degradedAt && (degradedAt < criticalAt || bothOff))) {
 				throw new IllegalArgumentException("loadThresholds must increase (warning < degraded < critical), were "
 						+ degradeAt + ", " + degradedAt + ", " + criticalAt);
 			}
@@ -827,6 +842,28 @@ public final class LoadGovernor implements Disposable {
 			if (!(value > 0.0) || Double.isInfinite(value)) {
 				throw new IllegalArgumentException(field + " must be a finite number > 0, was " + value);
 			}
+		}
+
+		private static void requirePositiveOrInfinite(String field, double value) {
+			if (!(value > 0.0)) {
+				throw new IllegalArgumentException(field + " must be > 0 (or infinite: off), was " + value);
+			}
+		}
+
+		/**
+		 * How much of each interval's offered rate enters the load the levels read: an exponential
+		 * moving average, in (0, 1] (default 0.3; 1 reads each interval's rate alone). Smoothing keeps
+		 * the random spread of arrivals in one interval from crossing the degrade line on its own; the
+		 * forecast (which sees the trend) makes up for the lag it adds on a real ramp.
+		 *
+		 * @throws IllegalArgumentException when not in (0, 1]
+		 */
+		public Builder loadSmoothing(double alpha) {
+			if (!(alpha > 0.0 && alpha <= 1.0)) {
+				throw new IllegalArgumentException("loadSmoothing must be in (0, 1], was " + alpha);
+			}
+			this.smoothing = alpha;
+			return this;
 		}
 
 		private static void requireScore(String field, double value) {

@@ -57,11 +57,16 @@ class LoadGovernorBuilderTest {
 		refused(() -> valid().overloadLine(0), "overloadLine must be a finite number > 0, was 0.0");
 		refused(() -> valid().degradeAt(-0.5), "degradeAt must be a finite number > 0, was -0.5");
 		refused(() -> valid().recoverBelow(Double.NaN), "recoverBelow must be a finite number > 0, was NaN");
-		refused(() -> valid().loadThresholds(0.8, 0, 2), "loadThresholds.degraded must be a finite number > 0, was 0.0");
+		refused(() -> valid().loadThresholds(0.8, 0, 2), "loadThresholds.degraded must be > 0 (or infinite: off), was 0.0");
 		refused(() -> valid().loadThresholds(0.8, 2.0, 1.0).build(),
 				"loadThresholds must increase (warning < degraded < critical), were 0.8, 2.0, 1.0");
-		refused(() -> valid().degradeAt(1.5).build(),
+		refused(() -> valid().loadThresholds(0.8, Double.POSITIVE_INFINITY, 2.0).build(),
+				"loadThresholds must increase (warning < degraded < critical), were 0.8, Infinity, 2.0");
+		refused(() -> valid().loadThresholds(0.8, 1.0, 2.0).degradeAt(1.5).build(),
 				"loadThresholds must increase (warning < degraded < critical), were 1.5, 1.0, 2.0");
+		refused(() -> valid().loadSmoothing(0), "loadSmoothing must be in (0, 1], was 0.0");
+		refused(() -> valid().loadSmoothing(1.5), "loadSmoothing must be in (0, 1], was 1.5");
+		assertThat(valid().loadThresholds(0.8, 1.5, Double.POSITIVE_INFINITY).build()).isNotNull();
 		refused(() -> valid().recoverBelow(0.8).build(), "recoverBelow must be < degradeAt (0.8), was 0.8");
 	}
 

@@ -103,8 +103,9 @@ class LoadGovernorRaceTest {
 			RaceTestUtils.race(governor::decide, governor::decide, () -> governor.arrived(Priority.P0));
 		}
 		assertThat(governor.state().intervals()).isEqualTo(2L * ROUNDS);
-		// every decision took its delta: one more finds nothing left over
-		assertThat(governor.decide().interval().arrivals()).isZero();
+		// every decision took its delta: one more finds at most the last round's arrival, when it
+		// came after both of that round's decisions
+		assertThat(governor.decide().interval().arrivals()).isBetween(0L, 1L);
 		assertThat(dropped).isEmpty();
 	}
 }
