@@ -1101,9 +1101,6 @@ public class AiGuardProperties {
 		 */
 		private Map<String, Double> signals = new LinkedHashMap<>();
 
-		/** Whether the shared lanes' capacities follow the rules' lane factors. */
-		private boolean lanes = true;
-
 		/**
 		 * Overrides of the rules, by level ({@code warning}, {@code degraded}, {@code critical},
 		 * {@code healthy}) and priority ({@code p0}, {@code p1}, {@code p2}): an action and a lane factor.
@@ -1220,14 +1217,6 @@ public class AiGuardProperties {
 
 		public void setSignals(Map<String, Double> signals) {
 			this.signals = signals;
-		}
-
-		public boolean isLanes() {
-			return lanes;
-		}
-
-		public void setLanes(boolean lanes) {
-			this.lanes = lanes;
 		}
 
 		public Map<String, Map<String, Rule>> getRules() {
