@@ -23,7 +23,7 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 /**
  * The {@code aiguard} Actuator endpoint. Reading it ({@code GET /actuator/aiguard}) shows every
  * policy, breaker (state, rates, window, when the next probe may go) and lane (capacity, in flight,
- * queued), and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
+ * queued), the load governor's level and inputs, and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
  * {@code POST /actuator/aiguard/{breaker}} with {@code {"state": "forced-open" | "disabled" | "closed"}}
  * moves a breaker by hand and records an audit event {@value #AUDIT_TYPE} when the application has
  * an {@link AuditEventRepository}; {@code POST /actuator/aiguard/lanes/{priority}} with
@@ -57,7 +57,7 @@ public class AiGuardEndpoint {
 		this.audit = audit;
 	}
 
-	/** @return policies, breakers, lanes and recent reports */
+	/** @return policies, breakers, lanes, the load governor's state ({@link AiGuardLoadView}) and recent reports */
 	@ReadOperation
 	public Map<String, Object> guard() {
 		Map<String, Object> body = new LinkedHashMap<>();
@@ -68,6 +68,7 @@ public class AiGuardEndpoint {
 		registry.breakers().forEach((name, breaker) -> breakers.put(name, breaker(breaker)));
 		body.put("breakers", breakers);
 		body.put("lanes", registry.lanes().map(AiGuardEndpoint::lanes).orElse(null));
+		body.put("load", registry.load().map(AiGuardLoadView::of).orElse(null));
 		body.put("reports", reports.newestFirst());
 		return body;
 	}

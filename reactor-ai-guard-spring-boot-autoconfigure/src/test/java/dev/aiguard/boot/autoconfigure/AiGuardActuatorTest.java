@@ -65,7 +65,8 @@ class AiGuardActuatorTest {
 					.verifyComplete();
 			}
 			Map<String, Object> body = context.getBean(AiGuardEndpoint.class).guard();
-			assertThat(body).containsOnlyKeys("policies", "breakers", "lanes", "reports");
+			assertThat(body).containsOnlyKeys("policies", "breakers", "lanes", "load", "reports");
+			assertThat(body.get("load")).as("no load governor configured").isNull();
 			Map<String, Object> chat = (Map<String, Object>) ((Map<String, Object>) body.get("policies")).get("chat");
 			assertThat(chat).containsEntry("breaker", "openai").containsEntry("lanes", "lanes")
 				.containsEntry("defaultPriority", "P1");
