@@ -82,9 +82,9 @@ public class AiGuardAutoConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = AiGuardProperties.PREFIX + ".load.enabled")
 	LoadGovernor aiGuardLoadGovernor(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics,
-			ObjectProvider<HealthSignal> signals) {
+			ObjectProvider<HealthSignal> signals, SharedLanes lanes) {
 		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), List.of())
-			.governor(signals.orderedStream().toList())
+			.governor(signals.orderedStream().toList(), lanes.lanes())
 			.start();
 	}
 

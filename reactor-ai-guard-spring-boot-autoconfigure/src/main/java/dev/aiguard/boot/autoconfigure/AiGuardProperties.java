@@ -1076,9 +1076,16 @@ public class AiGuardProperties {
 		@Nullable
 		private Double recoverBelow;
 
-		/** Loads entering WARNING, DEGRADED and CRITICAL (three increasing numbers; the first replaces degrade-at). Default: 0.8, 1.0, 2.0. */
+		/** Loads entering WARNING, DEGRADED and CRITICAL (three increasing numbers, the first replaces degrade-at; Infinity turns a line off, DEGRADED's only with CRITICAL's). Default: 0.8, Infinity, Infinity: the load alone goes no further than WARNING. */
 		@Nullable
 		private List<Double> loadThresholds;
+
+		/** Share of each interval's offered rate in the smoothed load the levels read, in (0, 1]; 1 reads each interval alone. Default: 0.3. */
+		@Nullable
+		private Double loadSmoothing;
+
+		/** Whether the shared lanes (aiguard.lanes) are sized by the governor's rules at each level. */
+		private boolean lanes = true;
 
 		/** Health scores under which WARNING, DEGRADED and CRITICAL hold (three decreasing numbers, 0..100). Default: 80, 60, 40. */
 		@Nullable
@@ -1169,6 +1176,22 @@ public class AiGuardProperties {
 
 		public void setRecoverBelow(@Nullable Double recoverBelow) {
 			this.recoverBelow = recoverBelow;
+		}
+
+		public @Nullable Double getLoadSmoothing() {
+			return loadSmoothing;
+		}
+
+		public void setLoadSmoothing(@Nullable Double loadSmoothing) {
+			this.loadSmoothing = loadSmoothing;
+		}
+
+		public boolean isLanes() {
+			return lanes;
+		}
+
+		public void setLanes(boolean lanes) {
+			this.lanes = lanes;
 		}
 
 		public @Nullable List<Double> getLoadThresholds() {

@@ -84,8 +84,10 @@ final class GuardFactory {
 	 *
 	 * @param signals health signals of the context: each replaces the default of its name or adds
 	 *        one, weighted by {@code aiguard.load.signals.<name>}
+	 * @param lanes the shared lanes, sized by the rules at each level unless
+	 *        {@code aiguard.load.lanes=false}; {@code null} when there are none
 	 */
-	LoadGovernor governor(List<HealthSignal> signals) {
+	LoadGovernor governor(List<HealthSignal> signals, @Nullable PriorityLanes lanes) {
 		AiGuardProperties.Load l = properties.getLoad();
 		String at = AiGuardProperties.PREFIX + ".load";
 		LoadGovernor.Builder b = make(at + ".name", l.getName(), LoadGovernor::builder);
@@ -120,6 +122,10 @@ final class GuardFactory {
 			throw new InvalidGuardPropertyException(at + ".recover-below", l.getRecoverBelow(),
 					"must be below the load that enters WARNING (" + warningAt + ")", null);
 		}
+		set(at + ".load-smoothing", l.getLoadSmoothing(), b::loadSmoothing);
+		if (lanes != null && l.isLanes()) {
+			b.lanes(lanes);
+		}
 		set(at + ".dwell", l.getDwell(), b::dwell);
 		set(at + ".warmup-intervals", l.getWarmupIntervals(), b::warmupIntervals);
 		AiGuardProperties.Forecast f = l.getForecast();
@@ -140,7 +146,8 @@ final class GuardFactory {
 					"give three numbers, for WARNING, DEGRADED and CRITICAL", null);
 		}
 		double[] t = { values.get(0), values.get(1), values.get(2) };
-		boolean ordered = increasing ? t[0] < t[1] && t[1] < t[2] : t[0] > t[1] && t[1] > t[2];
+		boolean bothOff = increasing && Double.isInfinite(t[1]) && Double.isInfinite(t[2]);
+		boolean ordered = increasing ? t[0] < t[1] && (t[1] < t[2] || bothOff) : t[0] > t[1] && t[1] > t[2];
 		if (!ordered) {
 			throw new InvalidGuardPropertyException(property, values, "the thresholds of WARNING, DEGRADED and CRITICAL "
 					+ "must " + (increasing ? "increase" : "decrease"), null);

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.core.Priority;
 import dev.aiguard.load.HealthSignal;
 import dev.aiguard.load.HealthSignals;
@@ -82,6 +83,36 @@ class AiGuardLoadAutoConfigurationTest {
 	}
 
 	@Test
+	void theSharedLanesFollowTheLevelUnlessTurnedOff() {
+		runner.withPropertyValues(ON)
+			.withPropertyValues("aiguard.load.signals.cpu=0", "aiguard.load.signals.memory=0",
+					"aiguard.load.load-smoothing=1", "aiguard.load.load-thresholds=0.9,Infinity,Infinity")
+			.run(context -> {
+				LoadGovernor governor = context.getBean(LoadGovernor.class);
+				PriorityLanes lanes = context.getBean(AiGuardRegistry.class).lanes().orElseThrow();
+				for (int i = 0; i < 100_000; i++) {
+					governor.arrived(Priority.P1);
+				}
+				assertThat(governor.decide().level()).as("Infinity: the load alone stops at WARNING")
+					.isEqualTo(LoadLevel.WARNING);
+				assertThat(lanes.concurrency(Priority.P2)).as("P2's lane halved at WARNING").isEqualTo(1);
+				assertThat(lanes.concurrency(Priority.P0)).isEqualTo(4);
+			});
+		runner.withPropertyValues(ON)
+			.withPropertyValues("aiguard.load.lanes=false", "aiguard.load.signals.cpu=0", "aiguard.load.signals.memory=0",
+					"aiguard.load.load-smoothing=1")
+			.run(context -> {
+				LoadGovernor governor = context.getBean(LoadGovernor.class);
+				for (int i = 0; i < 100_000; i++) {
+					governor.arrived(Priority.P1);
+				}
+				assertThat(governor.decide().level()).isEqualTo(LoadLevel.WARNING);
+				assertThat(context.getBean(AiGuardRegistry.class).lanes().orElseThrow().concurrency(Priority.P2))
+					.isEqualTo(2);
+			});
+	}
+
+	@Test
 	void aHealthSignalBeanJoinsTheScoreWithItsWeight() {
 		HealthSignal queue = HealthSignals.of("queue", interval -> 42.0);
 		runner.withPropertyValues(ON).withPropertyValues("aiguard.load.signals.queue=0.5")
@@ -139,6 +170,8 @@ class AiGuardLoadAutoConfigurationTest {
 		expect("aiguard.load.score-thresholds", ON, "aiguard.load.score-thresholds=40,60,80");
 		expect("aiguard.load.recover-below", ON, "aiguard.load.recover-below=0.9");
 		expect("aiguard.load.dwell", ON, "aiguard.load.dwell=-1s");
+		expect("aiguard.load.load-smoothing", ON, "aiguard.load.load-smoothing=0");
+		expect("aiguard.load.load-thresholds", ON, "aiguard.load.load-thresholds=0.8,Infinity,2");
 		expect("aiguard.load.warmup-intervals", ON, "aiguard.load.warmup-intervals=-1");
 		expect("aiguard.load.forecast", ON, "aiguard.load.forecast.alpha=2");
 		expect("aiguard.load.signals.gpu", ON, "aiguard.load.signals.gpu=0.3");
