@@ -80,9 +80,28 @@ class FallbackChainTest {
 	void clientErrorsDoNotEnterTheLadderByDefault() {
 		FallbackChain<String> chain = FallbackChain.<String>builder().step(STATIC).build();
 		assertThat(chain.triggers()).containsExactlyInAnyOrder(FallbackTrigger.BREAKER_OPEN, FallbackTrigger.REJECTED,
-				FallbackTrigger.RETRIES_EXHAUSTED, FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN);
+				FallbackTrigger.RETRIES_EXHAUSTED, FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN, FallbackTrigger.LOAD);
 		assertThat(chain.isEnteredBy(FallbackTrigger.CLIENT_ERROR)).isFalse();
 		assertThat(chain.isEnteredBy(FallbackTrigger.BREAKER_OPEN)).isTrue();
+	}
+
+	@Test
+	void onlyKeepsTheStepsOfTheGivenSourcesInOrderWithTheSameSettings() {
+		Fallback<String> faq = Fallback.lightweight(r -> Flux.just("faq"));
+		Fallback<String> rules = Fallback.lightweight(r -> Flux.just("rules"));
+		FallbackChain<String> chain = FallbackChain.<String>builder().step(Fallback.model(r -> Flux.just("model")))
+				.step(faq).step(rules).step(STATIC)
+				.triggers(EnumSet.of(FallbackTrigger.LOAD, FallbackTrigger.REJECTED))
+				.timeout(java.time.Duration.ofSeconds(2))
+				.build();
+
+		FallbackChain<String> cheap = chain.only(EnumSet.of(Source.LIGHTWEIGHT)).orElseThrow();
+		assertThat(cheap.steps()).containsExactly(faq, rules);
+		assertThat(cheap.triggers()).isEqualTo(chain.triggers());
+		assertThat(cheap.timeout()).isEqualTo(chain.timeout());
+		assertThat(chain.only(EnumSet.of(Source.STATIC)).orElseThrow().steps()).containsExactly(STATIC);
+		assertThat(chain.only(EnumSet.of(Source.CACHE))).isEmpty();
+		assertThat(chain.steps()).as("the chain itself is unchanged").hasSize(4);
 	}
 
 	@Test
