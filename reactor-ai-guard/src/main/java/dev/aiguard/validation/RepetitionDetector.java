@@ -137,13 +137,15 @@ public final class RepetitionDetector implements StreamingValidator {
 		private final int[] keys;
 		private final int[] seenAt;
 		private final int slotMask;
-		/** BASE to the power ngram - 1: the weight of the oldest chunk in the rolling hash. */
+		/** BASE to the power ngram: the weight the oldest chunk would have after this chunk's shift. */
 		private final int oldestWeight;
 
 		/** Chunks seen by this watch, across attempts: positions never repeat, so a reset needs no clearing. */
 		private int position;
 		/** Chunks of the current attempt. */
 		private int count;
+		/** Where the oldest chunk hash of the n-gram sits in {@link #chunks}. */
+		private int oldest;
 		private int hash;
 		private int period;
 		/** Consecutive positions whose n-gram equals the one a period back. */
@@ -160,7 +162,7 @@ public final class RepetitionDetector implements StreamingValidator {
 			this.seenAt = new int[slots];
 			this.slotMask = slots - 1;
 			int w = 1;
-			for (int i = 1; i < spec.ngram; i++) {
+			for (int i = 0; i < spec.ngram; i++) {
 				w *= BASE;
 			}
 			this.oldestWeight = w;
@@ -172,6 +174,7 @@ public final class RepetitionDetector implements StreamingValidator {
 			// entries of the previous attempt lie more than maxPeriod back and can never match again
 			position += spec.maxPeriod + 1;
 			count = 0;
+			oldest = 0;
 			hash = 0;
 			period = 0;
 			run = 0;
@@ -182,24 +185,26 @@ public final class RepetitionDetector implements StreamingValidator {
 		public InvalidOutputException onText(String text) {
 			int h = text.hashCode() * 0x9E3779B1;
 			int n = spec.ngram;
-			int at = count % n;
+			int at = oldest;
+			// the ring of chunk hashes is walked by an index, not a modulo: a division costs more than the rest
+			oldest = at + 1 == n ? 0 : at + 1;
+			int gram = hash * BASE + h;
 			if (count >= n) {
-				hash -= chunks[at] * oldestWeight;
+				gram -= chunks[at] * oldestWeight;
 			}
 			chunks[at] = h;
-			hash = hash * BASE + h;
+			hash = gram;
 			int pos = position++;
-			count++;
-			if (count < n) {
+			if (++count < n) {
 				return null;
 			}
-			int gram = hash;
 			grams[pos & gramMask] = gram;
-			if (period > 0 && grams[(pos - period) & gramMask] == gram && count - period >= n) {
+			int slot = (gram ^ (gram >>> 16)) & slotMask;
+			int p = period;
+			if (p > 0 && grams[(pos - p) & gramMask] == gram && count - p >= n) {
 				run++;
 			}
 			else {
-				int slot = (gram ^ (gram >>> 16)) & slotMask;
 				int d = keys[slot] == gram ? pos - seenAt[slot] : 0;
 				if (d > 0 && d <= spec.maxPeriod && count - d >= n) {
 					period = d;
@@ -210,7 +215,6 @@ public final class RepetitionDetector implements StreamingValidator {
 					run = 0;
 				}
 			}
-			int slot = (gram ^ (gram >>> 16)) & slotMask;
 			keys[slot] = gram;
 			seenAt[slot] = pos;
 			if (run > 0) {
