@@ -50,6 +50,8 @@ public class GuardOverheadBenchmark {
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> guard;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> stallOnly;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> validated;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> emptyOnly;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> repetitionOnly;
 	MicrometerGuardMetrics floorMetrics;
 	CircuitBreaker r4jBreaker;
 	Bulkhead r4jBulkhead;
@@ -69,6 +71,10 @@ public class GuardOverheadBenchmark {
 				.validate(Validators.emptyAnswer())
 				.validateStreaming(RepetitionDetector.defaults())
 				.build());
+		emptyOnly = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)).toBuilder()
+				.validate(Validators.emptyAnswer()).build());
+		repetitionOnly = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)).toBuilder()
+				.validateStreaming(RepetitionDetector.defaults()).build());
 		floorMetrics = new MicrometerGuardMetrics(registry);
 		r4jBreaker = CircuitBreaker.of("bench", CircuitBreakerConfig.ofDefaults());
 		r4jBulkhead = Bulkhead.of("bench", BulkheadConfig.custom().maxConcurrentCalls(1000).build());
@@ -88,6 +94,18 @@ public class GuardOverheadBenchmark {
 	@Benchmark
 	public void guardedValidated(Blackhole bh) {
 		Flux.fromArray(chunks).transform(validated).subscribe(new BlackholeSink<>(bh));
+	}
+
+	/** {@link #guarded} with the empty-answer validator alone: the tap and the end-of-attempt verdict. */
+	@Benchmark
+	public void guardedEmptyAnswer(Blackhole bh) {
+		Flux.fromArray(chunks).transform(emptyOnly).subscribe(new BlackholeSink<>(bh));
+	}
+
+	/** {@link #guarded} with the repetition detector alone. */
+	@Benchmark
+	public void guardedRepetition(Blackhole bh) {
+		Flux.fromArray(chunks).transform(repetitionOnly).subscribe(new BlackholeSink<>(bh));
 	}
 
 	/** Deadlines and metrics only, to separate the per-token watch from per-stream admission costs. */
