@@ -22,6 +22,7 @@ module dev.aiguard {
 	requires static spring.core;
 	requires static jtokkit;
 	requires static com.github.benmanes.caffeine;
+	requires static com.networknt.schema;
 	requires static reactor.blockhound;
 
 	exports dev.aiguard;
@@ -37,6 +38,7 @@ module dev.aiguard {
 	exports dev.aiguard.sse;
 	exports dev.aiguard.stall;
 	exports dev.aiguard.truncation;
+	exports dev.aiguard.validation;
 
 	provides reactor.blockhound.integration.BlockHoundIntegration
 			with dev.aiguard.internal.AiGuardBlockHoundIntegration;

@@ -101,6 +101,10 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		if (policy.responseCache() != null) {
 			requireFits(type, policy.responseCache().chunkType(), "response cache", policy);
 		}
+		if (policy.validates() && type != Object.class && !type.isAssignableFrom(ChatChunk.class)) {
+			throw new IllegalArgumentException("policy '" + policy.name() + "': output validators read "
+					+ ChatChunk.class.getName() + " answers but the guard's inspector reads " + type.getName());
+		}
 		return new AiGuard<>(policy, inspector);
 	}
 

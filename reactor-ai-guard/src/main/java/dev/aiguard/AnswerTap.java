@@ -1,10 +1,14 @@
 package dev.aiguard;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.fallback.recording.AnswerRecorder;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.stall.watch.StallWatch;
+import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -12,9 +16,10 @@ import reactor.util.context.Context;
 
 /**
  * Sits between an attempt and the subscriber when something must see the chunks: it records a
- * realtime answer for the response cache, and keeps the transcript a continuation builds on. One
- * per request, reused across attempts; without either the attempt delivers straight to the
- * subscriber.
+ * realtime answer for the response cache, keeps the transcript a continuation builds on, and
+ * feeds the output validation ({@link AnswerCheck}), which may cut the stream or hold the answer
+ * back until it passed. One per request, reused across attempts; without any of these the
+ * attempt delivers straight to the subscriber.
  */
 final class AnswerTap<T> implements CoreSubscriber<T> {
 
@@ -30,12 +35,21 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	private boolean unreadable;
 	boolean recording;
 	boolean transcribing;
+	/** The request's output validation, or {@code null} when the policy has no validator. */
+	@Nullable
+	final AnswerCheck check;
+	boolean validating;
+	/** The answer of the current attempt is held here, not delivered, until it passed validation. */
+	@Nullable
+	private ArrayList<T> held;
+	boolean holding;
 	/** The attempt whose chunks pass now; set before it is subscribed. */
 	StallWatch<T> watch;
 
 	AnswerTap(CoreSubscriber<? super T> actual, @Nullable ResponseCache<T> cache,
-			@Nullable ContinuationSupport<T> continuation) {
+			@Nullable ContinuationSupport<T> continuation, @Nullable AnswerCheck check) {
 		this.actual = actual;
+		this.check = check;
 		this.cache = cache;
 		this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
 		this.transcript = continuation != null ? continuation.transcript() : null;
@@ -59,6 +73,20 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		if (recorder != null) {
 			recorder.discard();
 		}
+	}
+
+	/** A held attempt starts: it delivers into a new, empty hold. */
+	CoreSubscriber<T> hold() {
+		held = new ArrayList<>();
+		holding = true;
+		return new Held<>(this);
+	}
+
+	/** @return the held answer, handed over once (the tap holds nothing afterwards) */
+	List<T> takeHeld() {
+		List<T> answer = held != null ? held : List.of();
+		held = null;
+		return answer;
 	}
 
 	@Nullable
@@ -97,7 +125,17 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 				unreadable = true;
 			}
 		}
-		actual.onNext(t);
+		InvalidOutputException cut = validating ? check.onChunk(t, f) : null;
+		if (holding) {
+			held.add(t);
+		}
+		else {
+			actual.onNext(t);
+		}
+		if (cut != null) {
+			// the watch ends the attempt with what its subscriber throws, the chunk counted as delivered
+			throw cut;
+		}
 	}
 
 	@Override
@@ -108,5 +146,43 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	@Override
 	public void onComplete() {
 		actual.onComplete();
+	}
+
+	/**
+	 * The subscriber of a held attempt: its own object, so that the demand hand-over can tell that
+	 * what this attempt emitted never reached the subscriber ({@link AttemptLoop#consumedBy}).
+	 */
+	static final class Held<T> implements CoreSubscriber<T> {
+
+		final AnswerTap<T> tap;
+
+		Held(AnswerTap<T> tap) {
+			this.tap = tap;
+		}
+
+		@Override
+		public Context currentContext() {
+			return tap.currentContext();
+		}
+
+		@Override
+		public void onSubscribe(Subscription s) {
+			// as the tap: the coordinator is the subscriber's subscription
+		}
+
+		@Override
+		public void onNext(T t) {
+			tap.onNext(t);
+		}
+
+		@Override
+		public void onError(Throwable t) {
+			tap.onError(t);
+		}
+
+		@Override
+		public void onComplete() {
+			tap.onComplete();
+		}
 	}
 }

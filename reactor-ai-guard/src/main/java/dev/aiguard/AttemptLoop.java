@@ -86,7 +86,9 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "finished");
 
 	enum Stage {
-		REALTIME, FALLBACK, NOTICE, PREFERRED
+		REALTIME, FALLBACK, NOTICE, PREFERRED,
+		/** A realtime answer held back for validation is delivered, once it passed. */
+		RELEASE
 	}
 
 	AttemptLoop(AiGuard<T> guard, CoreSubscriber<? super T> actual) {
@@ -299,6 +301,11 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		if (tap != null) {
 			tap.watch = watch;
 		}
+		if (target instanceof AnswerTap.Held) {
+			// a held answer is read whole, whatever the subscriber asked for so far; asked before the
+			// watch is handed over, while nothing else can reach it
+			watch.request(Long.MAX_VALUE);
+		}
 		active = watch;
 		handOver(watch);
 		if (cancelled != 0) {
@@ -347,10 +354,13 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		}
 	}
 
-	/** An attempt delivered these chunks; its successor is asked only for the rest. */
+	/**
+	 * An attempt delivered these chunks; its successor is asked only for the rest. A held attempt
+	 * delivered nothing to the subscriber.
+	 */
 	@Override
 	protected long consumedBy(StallWatch<T> previous) {
-		return previous.emitted();
+		return previous.scanUnsafe(Attr.ACTUAL) instanceof AnswerTap.Held ? 0L : previous.emitted();
 	}
 
 	// ---- the end ----

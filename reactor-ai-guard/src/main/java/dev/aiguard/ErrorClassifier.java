@@ -12,6 +12,7 @@ import dev.aiguard.admission.PreemptedException;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.validation.InvalidOutputException;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
@@ -35,7 +36,7 @@ public final class ErrorClassifier {
 	/**
 	 * Per the outcome table: context length and other client errors are
 	 * {@link Outcome#CLIENT_ERROR}; stalls {@link Outcome#STALLED}; a missing terminal marker
-	 * {@link Outcome#INCOMPLETE}; an open breaker or refused admission {@link Outcome#REJECTED};
+	 * {@link Outcome#INCOMPLETE}; an answer an output validator rejected {@link Outcome#INVALID}; an open breaker or refused admission {@link Outcome#REJECTED};
 	 * server errors, rate limits, overload, transport and in-band errors, and anything else,
 	 * {@link Outcome#FAILURE}.
 	 */
@@ -50,6 +51,9 @@ public final class ErrorClassifier {
 		if (e instanceof IncompleteStreamException) {
 			return Outcome.INCOMPLETE;
 		}
+		if (e instanceof InvalidOutputException) {
+			return Outcome.INVALID;
+		}
 		if (e instanceof BreakerOpenException || e instanceof AdmissionRejectedException) {
 			return Outcome.REJECTED;
 		}
@@ -60,7 +64,8 @@ public final class ErrorClassifier {
 	 * The outcome of an attempt: its end says it, except for an error, which the policy's
 	 * classifier judges. A classifier that throws or answers {@code null} yields
 	 * {@link Outcome#FAILURE} (what it threw goes to {@code Hooks.onErrorDropped}); a preemption is
-	 * {@link Outcome#REJECTED} whatever the classifier says — the provider did nothing wrong.
+	 * {@link Outcome#REJECTED} whatever the classifier says — the provider did nothing wrong — and
+	 * an output validator's verdict is {@link Outcome#INVALID}, which the guard decided itself.
 	 */
 	static Outcome ofAttempt(StallWatch.End end, Throwable error, Function<Throwable, Outcome> classifier,
 			Context context) {
@@ -76,6 +81,9 @@ public final class ErrorClassifier {
 			default:
 				if (error instanceof PreemptedException) {
 					return Outcome.REJECTED;
+				}
+				if (error instanceof InvalidOutputException) {
+					return Outcome.INVALID;
 				}
 				try {
 					Outcome o = classifier.apply(error);

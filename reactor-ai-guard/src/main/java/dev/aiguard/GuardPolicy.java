@@ -21,6 +21,8 @@ import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
+import dev.aiguard.validation.OutputValidator;
+import dev.aiguard.validation.StreamingValidator;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 import dev.aiguard.core.Priority;
@@ -78,6 +80,8 @@ public final class GuardPolicy {
 	@Nullable
 	private final ResponseCache<?> responseCache;
 	private final Function<ChatRequest, Object> cacheKey;
+	private final List<OutputValidator> validators;
+	private final List<StreamingValidator> streamingValidators;
 
 	private GuardPolicy(Builder b) {
 		this.name = b.name;
@@ -105,6 +109,8 @@ public final class GuardPolicy {
 		this.fallback = b.fallback;
 		this.responseCache = b.responseCache;
 		this.cacheKey = b.cacheKey;
+		this.validators = List.copyOf(b.validators);
+		this.streamingValidators = List.copyOf(b.streamingValidators);
 	}
 
 	/**
@@ -243,6 +249,21 @@ public final class GuardPolicy {
 		return cacheKey;
 	}
 
+	/** @return what judges each realtime attempt's answer when it ends; empty by default */
+	public List<OutputValidator> validators() {
+		return validators;
+	}
+
+	/** @return what watches each chunk of a realtime attempt and may cut it; empty by default */
+	public List<StreamingValidator> streamingValidators() {
+		return streamingValidators;
+	}
+
+	/** @return whether any output validator is configured */
+	boolean validates() {
+		return !validators.isEmpty() || !streamingValidators.isEmpty();
+	}
+
 	/** @return a builder holding this policy's settings, to derive a variant */
 	public Builder toBuilder() {
 		Builder b = new Builder(name);
@@ -271,6 +292,8 @@ public final class GuardPolicy {
 		b.fallback = fallback;
 		b.responseCache = responseCache;
 		b.cacheKey = cacheKey;
+		b.validators.addAll(validators);
+		b.streamingValidators.addAll(streamingValidators);
 		return b;
 	}
 
@@ -279,7 +302,9 @@ public final class GuardPolicy {
 		return "GuardPolicy{" + name + ", defaultPriority=" + defaultPriority + ", stall=" + stall
 				+ (breaker != null ? ", breaker=" + breaker.name() : "") + (lanes != null ? ", lanes=" + lanes.name() : "")
 				+ (load != null ? ", load=" + load.name() : "") + ", retry=" + retry + ", midStream=" + midStream + (truncation != null ? ", truncation=" + truncation : "")
-				+ (fallback != null ? ", fallback=" + fallback : "") + '}';
+				+ (fallback != null ? ", fallback=" + fallback : "")
+				+ (validators.isEmpty() ? "" : ", validators=" + validators)
+				+ (streamingValidators.isEmpty() ? "" : ", streamingValidators=" + streamingValidators) + '}';
 	}
 
 	/** Builds a {@link GuardPolicy}; each setter checks its argument. */
@@ -307,6 +332,8 @@ public final class GuardPolicy {
 		private FallbackChain<?> fallback;
 		private ResponseCache<?> responseCache;
 		private Function<ChatRequest, Object> cacheKey = CacheKeys.standard();
+		private final List<OutputValidator> validators = new ArrayList<>();
+		private final List<StreamingValidator> streamingValidators = new ArrayList<>();
 
 		private Builder(String name) {
 			this.name = name;
@@ -472,6 +499,39 @@ public final class GuardPolicy {
 		/** @param keyFunction the cache key of a request (default {@link CacheKeys#standard()}) */
 		public Builder cacheKey(Function<ChatRequest, Object> keyFunction) {
 			this.cacheKey = require("cacheKey", keyFunction);
+			return this;
+		}
+
+		/**
+		 * Adds validators that judge each realtime attempt's answer when its stream completed, in
+		 * order; the first that rejects it decides. A rejected attempt fails with an
+		 * {@link dev.aiguard.validation.InvalidOutputException}, outcome {@link Outcome#INVALID}: a
+		 * breaker failure, retried when the validator allows it and nothing reached the subscriber,
+		 * else the fallback ladder ({@link dev.aiguard.fallback.FallbackTrigger#INVALID_OUTPUT}) or
+		 * the mid-stream policy. Validators read {@code ChatChunk} answers.
+		 *
+		 * <pre>{@code
+		 * builder.validate(Validators.emptyAnswer(), Validators.finishReason("content_filter", "length"));
+		 * }</pre>
+		 */
+		public Builder validate(OutputValidator... outputValidators) {
+			require("validate", outputValidators);
+			for (OutputValidator v : outputValidators) {
+				validators.add(require("validate", v));
+			}
+			return this;
+		}
+
+		/**
+		 * Adds validators that watch each content chunk of a realtime attempt while it streams and
+		 * can cut it (a {@link dev.aiguard.validation.RepetitionDetector}); the chunks delivered before
+		 * the cut stand as a partial answer, handled by the mid-stream policy.
+		 */
+		public Builder validateStreaming(StreamingValidator... watchers) {
+			require("validateStreaming", watchers);
+			for (StreamingValidator v : watchers) {
+				streamingValidators.add(require("validateStreaming", v));
+			}
 			return this;
 		}
 

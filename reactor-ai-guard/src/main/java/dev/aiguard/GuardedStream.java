@@ -29,6 +29,7 @@ import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
+import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
@@ -155,23 +156,36 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		fallbackOrFail(FallbackTrigger.BREAKER_OPEN, cause, lastOutcome != null ? lastOutcome : Outcome.REJECTED);
 	}
 
-	/** The subscriber chunks go to: the actual one, or a tap when something must see them. */
+	/**
+	 * The subscriber chunks go to: the actual one, or a tap when something must see them, or the
+	 * tap's hold when the answer is validated before anything of it is delivered.
+	 */
 	private CoreSubscriber<? super T> tapFor(Stage next) {
 		ResponseCache<T> cache = callForm ? guard.responseCache() : null;
 		ContinuationSupport<T> continuation = callForm ? guard.continuationSupport() : null;
 		boolean record = next == Stage.REALTIME && cache != null;
 		boolean transcribe = next == Stage.REALTIME && continuation != null;
-		if (!record && !transcribe) {
+		boolean validate = next == Stage.REALTIME && policy.validates();
+		if (!record && !transcribe && !validate) {
 			return actual;
 		}
 		if (tap == null) {
-			tap = new AnswerTap<>(actual, cache, continuation);
+			tap = new AnswerTap<>(actual, cache, continuation,
+					validate ? new AnswerCheck(policy.validators(), policy.streamingValidators()) : null);
 		}
 		else if (record && continuations == 0) {
 			tap.restartRecording();
 		}
 		tap.recording = record;
 		tap.transcribing = transcribe;
+		tap.validating = validate;
+		tap.holding = false;
+		if (validate) {
+			tap.check.startAttempt();
+			if (tap.check.holds(request)) {
+				return tap.hold();
+			}
+		}
 		return tap;
 	}
 
@@ -197,16 +211,33 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			tailEnded(watch, end, error);
 			return;
 		}
+		AnswerTap<T> t = tap;
+		boolean held = t != null && t.holding;
+		if (end == StallWatch.End.COMPLETED && t != null && t.validating) {
+			// the verdict at the end of the attempt: a rejected answer makes it a failed one
+			InvalidOutputException rejected = t.check.verdict(watch.finishReason(), request, actual.currentContext());
+			if (rejected != null) {
+				end = StallWatch.End.ERROR;
+				error = rejected;
+			}
+		}
+		if (error instanceof InvalidOutputException) {
+			invalidAnswer(((InvalidOutputException) error).validator());
+		}
 		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
 			permit.record(outcome, watch.timeToFirstTokenNanos());
 		}
-		attemptEnded(watch, outcome, error);
+		attemptEnded(watch, outcome, error, held);
 		switch (end) {
 			case COMPLETED:
 				answerCompleted();
+				if (held) {
+					release();
+					break;
+				}
 				storeAnswer(watch);
 				complete(Outcome.SUCCESS, true, watch.finishReason());
 				break;
@@ -239,6 +270,10 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		switch (step.action()) {
 			case RETRY:
 				retryReason = error.getClass().getSimpleName();
+				if (error instanceof InvalidOutputException && request != null && tap != null && tap.check != null) {
+					// a rejected answer may be corrected by what its validator adds to the prompt
+					request = tap.check.retryRequest(request, actual.currentContext());
+				}
 				retryAfter(policy.retry().delayBefore(realtimeAttempts, error).toNanos());
 				return;
 			case TRUNCATE:
@@ -445,6 +480,11 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		}
 		switch (end) {
 			case COMPLETED:
+				if (stage == Stage.RELEASE) {
+					storeAnswer(watch);
+					complete(Outcome.SUCCESS, true, watch.finishReason());
+					break;
+				}
 				// a notice ends the answer, but the attempt still failed (its error is in the attempts)
 				complete(stage == Stage.FALLBACK || stage == Stage.PREFERRED ? Outcome.SUCCESS
 						: lastOutcome != null ? lastOutcome : Outcome.FAILURE, false, watch.finishReason());
@@ -460,6 +500,13 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				}
 				endWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 		}
+	}
+
+	/** The held answer passed its validators: it goes to the subscriber now, with the subscriber's demand. */
+	private void release() {
+		AnswerTap<T> t = tap;
+		t.holding = false;
+		subscribe(Flux.fromIterable(t.takeHeld()), policy.tailStall(), Stage.RELEASE, actual, null);
 	}
 
 	private void storeAnswer(StallWatch<T> watch) {

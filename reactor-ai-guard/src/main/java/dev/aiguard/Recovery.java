@@ -18,10 +18,11 @@ import dev.aiguard.retry.MidStreamPolicy;
  * <ol>
  * <li>a preempted request ends ({@link Action#FAIL}, partial when tokens were delivered);</li>
  * <li>after the first delivered token there is never a plain retry: the mid-stream policy decides
- * (continue, notice, or fail partial);</li>
+ * (continue, notice, or fail partial), and an answer a validator rejected is never continued;</li>
  * <li>a context-length error in the call form is truncated while the caps allow;</li>
  * <li>a retryable error is retried while attempts remain and the budget grants it;</li>
- * <li>otherwise the fallback ladder, when it is entered by the trigger; otherwise fail.</li>
+ * <li>otherwise the fallback ladder, when it is entered by the trigger ({@link FallbackTrigger#INVALID_OUTPUT}
+ * for a rejected answer); otherwise fail.</li>
  * </ol>
  */
 final class Recovery {
@@ -115,6 +116,7 @@ final class Recovery {
 			refused = true;
 		}
 		FallbackTrigger trigger = f.outcome() == Outcome.CLIENT_ERROR ? FallbackTrigger.CLIENT_ERROR
+				: f.outcome() == Outcome.INVALID ? FallbackTrigger.INVALID_OUTPUT
 				: f.stalledBeforeMaxDuration() ? FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN
 				: FallbackTrigger.RETRIES_EXHAUSTED;
 		if (r.fallbackEnteredBy().test(trigger)) {
@@ -127,7 +129,8 @@ final class Recovery {
 	private static Step afterFirstToken(Facts f, Rules r) {
 		switch (r.midStream()) {
 			case CONTINUE:
-				if (r.callForm() && r.canContinue() && f.transcriptContinuable() && f.continuable()
+				// continuing a rejected answer would only extend it
+				if (f.outcome() != Outcome.INVALID && r.callForm() && r.canContinue() && f.transcriptContinuable() && f.continuable()
 						&& f.continuationsMade() < r.maxContinuations()) {
 					return Step.of(Action.CONTINUE);
 				}

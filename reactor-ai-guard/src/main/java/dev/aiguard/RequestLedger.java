@@ -147,8 +147,12 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		observe(BACKOFF, delayNanos, null);
 	}
 
-	/** A realtime attempt ended: its numbers go into the report, its meters are recorded. */
-	void attemptEnded(StallWatch<?> watch, Outcome outcome, @Nullable Throwable error) {
+	/**
+	 * A realtime attempt ended: its numbers go into the report, its meters are recorded.
+	 *
+	 * @param held whether its answer was held back for validation: its tokens reached nobody yet
+	 */
+	void attemptEnded(StallWatch<?> watch, Outcome outcome, @Nullable Throwable error, boolean held) {
 		int number = ++attemptsEnded;
 		RequestObserver o = observer;
 		if (o != RequestObserver.NOOP) {
@@ -161,8 +165,10 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		}
 		long tokens = watch.tokens();
 		long ttft = watch.timeToFirstTokenNanos();
-		noteFirstToken(watch);
-		deliveredTokens += tokens;
+		if (!held) {
+			noteFirstToken(watch);
+			deliveredTokens += tokens;
+		}
 		if (outcome != Outcome.SUCCESS) {
 			wastedTokens += tokens;
 		}
@@ -239,6 +245,10 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	void retried(String reason) {
 		policy.metrics().retried(policy.name(), priority, reason);
 		observe(RETRIED, 0L, reason);
+	}
+
+	void invalidAnswer(String validator) {
+		policy.metrics().invalidAnswer(policy.name(), priority, validator);
 	}
 
 	void continued() {

@@ -48,6 +48,7 @@ class PackageGraphTest {
 		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat"));
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
 		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission"));
+		ALLOWED.put("validation", List.of("core", "chat"));
 	}
 
 	static JavaClasses library;

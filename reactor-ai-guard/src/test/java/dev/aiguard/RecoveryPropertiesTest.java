@@ -48,7 +48,8 @@ class RecoveryPropertiesTest {
 	@Provide
 	Arbitrary<Recovery.Facts> facts() {
 		return Combinators.combine(
-				Arbitraries.of(Outcome.FAILURE, Outcome.STALLED, Outcome.INCOMPLETE, Outcome.CLIENT_ERROR, Outcome.REJECTED),
+				Arbitraries.of(Outcome.FAILURE, Outcome.STALLED, Outcome.INCOMPLETE, Outcome.INVALID, Outcome.CLIENT_ERROR,
+						Outcome.REJECTED),
 				Arbitraries.of(true, false), Arbitraries.of(true, false), Arbitraries.of(true, false),
 				Arbitraries.of(true, false), Arbitraries.of(true, false),
 				Arbitraries.longs().between(0, 3),
@@ -87,6 +88,7 @@ class RecoveryPropertiesTest {
 				assertThat(r.midStream()).isEqualTo(MidStreamPolicy.Mode.CONTINUE);
 				assertThat(f.continuationsMade()).isLessThan(r.maxContinuations());
 				assertThat(r.callForm() && r.canContinue() && f.transcriptContinuable() && !f.preempted()).isTrue();
+				assertThat(f.outcome()).isNotEqualTo(Outcome.INVALID);
 			}
 			if (step.action() == NOTICE) {
 				assertThat(r.midStream()).isEqualTo(MidStreamPolicy.Mode.NOTICE);
@@ -151,9 +153,49 @@ class RecoveryPropertiesTest {
 			assertThat(r.fallbackEnteredBy().test(step.trigger())).isTrue();
 			assertThat(f.deliveredTokens()).isZero();
 			FallbackTrigger expected = f.outcome() == Outcome.CLIENT_ERROR ? FallbackTrigger.CLIENT_ERROR
+					: f.outcome() == Outcome.INVALID ? FallbackTrigger.INVALID_OUTPUT
 					: f.stalledBeforeMaxDuration() ? FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN
 					: FallbackTrigger.RETRIES_EXHAUSTED;
 			assertThat(step.trigger()).isEqualTo(expected);
+		}
+	}
+
+	/** An answer a validator rejected after it reached the subscriber is never continued: it would only grow. */
+	@Property(tries = 2000)
+	void aRejectedAnswerThatWasDeliveredIsNeverContinued(@ForAll("facts") Recovery.Facts f,
+			@ForAll("rules") Recovery.Rules r, @ForAll boolean grants) {
+		Recovery.Facts invalid = new Recovery.Facts(Outcome.INVALID, f.preempted(), false, f.retryable(),
+				f.continuable(), false, Math.max(1L, f.deliveredTokens()), f.attemptsMade(), f.truncationsMade(),
+				f.continuationsMade(), f.transcriptContinuable());
+		Recovery.Step step = Recovery.decide(invalid, r, new Budget(grants)::ask);
+		assertThat(step.action()).isIn(FAIL_PARTIAL, NOTICE);
+		if (step.action() == NOTICE) {
+			assertThat(r.midStream()).isEqualTo(MidStreamPolicy.Mode.NOTICE);
+			assertThat(invalid.preempted()).isFalse();
+		}
+	}
+
+	/**
+	 * A rejected answer nobody saw (an empty one, a held structured one) is retried when its
+	 * rejection allows it and attempts and budget remain; otherwise it enters the ladder by
+	 * INVALID_OUTPUT when the ladder lists it, and fails when not.
+	 */
+	@Property(tries = 2000)
+	void aRejectedAnswerNobodySawIsRetriedOrEntersTheLadderAsInvalidOutput(@ForAll("facts") Recovery.Facts f,
+			@ForAll("rules") Recovery.Rules r, @ForAll boolean grants) {
+		Recovery.Facts invalid = new Recovery.Facts(Outcome.INVALID, false, false, f.retryable(), f.continuable(),
+				false, 0L, f.attemptsMade(), f.truncationsMade(), f.continuationsMade(), f.transcriptContinuable());
+		Recovery.Step step = Recovery.decide(invalid, r, new Budget(grants)::ask);
+		boolean retry = invalid.retryable() && invalid.attemptsMade() < r.maxAttempts() && grants;
+		if (retry) {
+			assertThat(step.action()).isEqualTo(RETRY);
+		}
+		else if (r.fallbackEnteredBy().test(FallbackTrigger.INVALID_OUTPUT)) {
+			assertThat(step.action()).isEqualTo(FALLBACK);
+			assertThat(step.trigger()).isEqualTo(FallbackTrigger.INVALID_OUTPUT);
+		}
+		else {
+			assertThat(step.action()).isEqualTo(FAIL);
 		}
 	}
 }

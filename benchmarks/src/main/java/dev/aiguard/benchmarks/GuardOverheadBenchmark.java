@@ -8,6 +8,8 @@ import dev.aiguard.AiGuard;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.validation.RepetitionDetector;
+import dev.aiguard.validation.Validators;
 import io.github.resilience4j.bulkhead.Bulkhead;
 import io.github.resilience4j.bulkhead.BulkheadConfig;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
@@ -47,6 +49,9 @@ public class GuardOverheadBenchmark {
 	ChatChunk[] chunks;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> guard;
 	Function<Flux<ChatChunk>, Flux<ChatChunk>> stallOnly;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> validated;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> emptyOnly;
+	Function<Flux<ChatChunk>, Flux<ChatChunk>> repetitionOnly;
 	MicrometerGuardMetrics floorMetrics;
 	CircuitBreaker r4jBreaker;
 	Bulkhead r4jBulkhead;
@@ -61,6 +66,15 @@ public class GuardOverheadBenchmark {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
 		guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)));
 		stallOnly = AiGuard.of(BenchmarkPolicies.stallOnlyPolicy(new MicrometerGuardMetrics(registry)));
+		// the full policy plus the empty-answer validator and the repetition detector
+		validated = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)).toBuilder()
+				.validate(Validators.emptyAnswer())
+				.validateStreaming(RepetitionDetector.defaults())
+				.build());
+		emptyOnly = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)).toBuilder()
+				.validate(Validators.emptyAnswer()).build());
+		repetitionOnly = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(registry)).toBuilder()
+				.validateStreaming(RepetitionDetector.defaults()).build());
 		floorMetrics = new MicrometerGuardMetrics(registry);
 		r4jBreaker = CircuitBreaker.of("bench", CircuitBreakerConfig.ofDefaults());
 		r4jBulkhead = Bulkhead.of("bench", BulkheadConfig.custom().maxConcurrentCalls(1000).build());
@@ -74,6 +88,24 @@ public class GuardOverheadBenchmark {
 	@Benchmark
 	public void guarded(Blackhole bh) {
 		Flux.fromArray(chunks).transform(guard).subscribe(new BlackholeSink<>(bh));
+	}
+
+	/** {@link #guarded} with output validation on: the end-of-attempt check and the per-chunk repetition watch. */
+	@Benchmark
+	public void guardedValidated(Blackhole bh) {
+		Flux.fromArray(chunks).transform(validated).subscribe(new BlackholeSink<>(bh));
+	}
+
+	/** {@link #guarded} with the empty-answer validator alone: the tap and the end-of-attempt verdict. */
+	@Benchmark
+	public void guardedEmptyAnswer(Blackhole bh) {
+		Flux.fromArray(chunks).transform(emptyOnly).subscribe(new BlackholeSink<>(bh));
+	}
+
+	/** {@link #guarded} with the repetition detector alone. */
+	@Benchmark
+	public void guardedRepetition(Blackhole bh) {
+		Flux.fromArray(chunks).transform(repetitionOnly).subscribe(new BlackholeSink<>(bh));
 	}
 
 	/** Deadlines and metrics only, to separate the per-token watch from per-stream admission costs. */

@@ -247,6 +247,11 @@ public final class CircuitBreaker {
 			case INCOMPLETE:
 				flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT | SlidingWindow.INCOMPLETE_BIT;
 				break;
+			case INVALID:
+				// a rejected answer is a failed call; trip policies weigh it as a plain failure
+				flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT;
+				counted = Outcome.FAILURE;
+				break;
 			case CLIENT_ERROR:
 				if (c.recordClientErrors()) {
 					flags = SlidingWindow.CALL_BIT | SlidingWindow.FAILURE_BIT;

@@ -16,8 +16,10 @@ import java.util.Objects;
  * @param messages the conversation, never empty
  * @param maxTokens the output token limit, or {@code null} for the provider's default
  * @param temperature sampling temperature, or {@code null} for the provider's default
+ * @param responseFormat the structured output asked for, or {@code null} for free text
  */
-public record ChatRequest(String model, List<ChatMessage> messages, Integer maxTokens, Double temperature) {
+public record ChatRequest(String model, List<ChatMessage> messages, Integer maxTokens, Double temperature,
+		ResponseFormat responseFormat) {
 
 	public ChatRequest {
 		Objects.requireNonNull(messages, "messages");
@@ -30,20 +32,30 @@ public record ChatRequest(String model, List<ChatMessage> messages, Integer maxT
 		}
 	}
 
+	/** A request for free text (no response format). */
+	public ChatRequest(String model, List<ChatMessage> messages, Integer maxTokens, Double temperature) {
+		this(model, messages, maxTokens, temperature, null);
+	}
+
 	public static ChatRequest of(String model, List<ChatMessage> messages) {
-		return new ChatRequest(model, messages, null, null);
+		return new ChatRequest(model, messages, null, null, null);
 	}
 
 	public ChatRequest withMessages(List<ChatMessage> newMessages) {
-		return new ChatRequest(model, newMessages, maxTokens, temperature);
+		return new ChatRequest(model, newMessages, maxTokens, temperature, responseFormat);
 	}
 
 	public ChatRequest withModel(String newModel) {
-		return new ChatRequest(newModel, messages, maxTokens, temperature);
+		return new ChatRequest(newModel, messages, maxTokens, temperature, responseFormat);
 	}
 
 	public ChatRequest withMaxTokens(Integer newMaxTokens) {
-		return new ChatRequest(model, messages, newMaxTokens, temperature);
+		return new ChatRequest(model, messages, newMaxTokens, temperature, responseFormat);
+	}
+
+	/** @param format the structured output to ask for, or {@code null} for free text */
+	public ChatRequest withResponseFormat(ResponseFormat format) {
+		return new ChatRequest(model, messages, maxTokens, temperature, format);
 	}
 
 	/** @return the last message, which is what the user just asked (usually). */

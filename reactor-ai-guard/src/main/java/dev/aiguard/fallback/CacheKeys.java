@@ -9,6 +9,7 @@ import java.util.function.Function;
 
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.chat.ResponseFormat;
 import dev.aiguard.chat.ToolCall;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Operators;
@@ -32,7 +33,9 @@ import reactor.util.context.Context;
  * practical concern at that width. Its {@code toString()} is {@code sha256:} and 64 hex digits,
  * stable across processes and versions of this library, for use as an external store's key.
  * {@code maxTokens} and {@code temperature} are not part of the key: a stored answer was complete,
- * and sampling settings do not make it wrong.
+ * and sampling settings do not make it wrong. A response format is: its name and schema follow
+ * the messages when the request has one, so a structured answer never serves a free-text request
+ * (and keys of requests without one stay as they were).
  */
 public final class CacheKeys {
 
@@ -65,6 +68,11 @@ public final class CacheKeys {
 		h.number(request.messages().size());
 		for (ChatMessage m : request.messages()) {
 			h.message(m);
+		}
+		ResponseFormat format = request.responseFormat();
+		if (format != null) {
+			h.text(format.name());
+			h.text(format.schema());
 		}
 		return h.digest();
 	}

@@ -31,6 +31,12 @@ public enum FallbackTrigger {
 	 */
 	CLIENT_ERROR,
 	/**
+	 * An output validator rejected the realtime answer before any of it reached the subscriber
+	 * (an empty or filtered answer, a held structured answer that did not match its schema), and
+	 * no retry was left or allowed.
+	 */
+	INVALID_OUTPUT,
+	/**
 	 * The load governor's level sends the request's priority to cheaper sources first (or to the
 	 * static answer only): the steps of those sources are walked before the live model is asked,
 	 * which answers when none of them does.

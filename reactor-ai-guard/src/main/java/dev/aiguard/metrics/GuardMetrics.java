@@ -138,6 +138,14 @@ public interface GuardMetrics {
 	default void continued(String policy, Priority priority) {
 	}
 
+	/**
+	 * An output validator rejected an attempt's answer (at its end, or by cutting its stream).
+	 *
+	 * @param validator the validator's name ({@code empty}, {@code finish-reason}, {@code repetition}...)
+	 */
+	default void invalidAnswer(String policy, Priority priority, String validator) {
+	}
+
 	// ---- fallback ----
 
 	/** A request was answered (completed) from {@code source}. */

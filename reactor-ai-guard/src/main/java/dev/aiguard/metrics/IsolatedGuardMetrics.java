@@ -195,6 +195,16 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
+	public void invalidAnswer(String policy, Priority priority, String validator) {
+		try {
+			delegate.invalidAnswer(policy, priority, validator);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
 	public void answered(String policy, Priority priority, Source source) {
 		try {
 			delegate.answered(policy, priority, source);

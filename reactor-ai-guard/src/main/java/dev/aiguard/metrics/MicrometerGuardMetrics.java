@@ -249,6 +249,15 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
+	public void invalidAnswer(String policy, Priority priority, String validator) {
+		Counter.builder("aiguard.answers.invalid")
+				.description("Answers an output validator rejected, by validator")
+				.tags("policy", policy, "priority", priority.name(), "validator", validator)
+				.register(registry)
+				.increment();
+	}
+
+	@Override
 	public void answered(String policy, Priority priority, Source source) {
 		meters(policy).answers[priority.ordinal()][source.ordinal()].increment();
 	}

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.chat.ResponseFormat;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.sse.SseDecoder;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -112,6 +113,13 @@ public final class OpenAiCompatibleClient {
 		}
 		if (request.temperature() != null) {
 			root.put("temperature", request.temperature());
+		}
+		ResponseFormat format = request.responseFormat();
+		if (format != null) {
+			ObjectNode jsonSchema = root.putObject("response_format").put("type", "json_schema").putObject("json_schema");
+			jsonSchema.put("name", format.name());
+			jsonSchema.put("strict", format.strict());
+			jsonSchema.set("schema", Json.MAPPER.readTree(format.schema()));
 		}
 		ArrayNode messages = root.putArray("messages");
 		for (ChatMessage message : request.messages()) {

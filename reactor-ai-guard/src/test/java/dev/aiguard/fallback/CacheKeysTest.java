@@ -35,6 +35,15 @@ class CacheKeysTest {
 	}
 
 	@Test
+	void aResponseFormatIsPartOfTheKey() {
+		ChatRequest plain = req("gpt", ChatMessage.user("Weather?"));
+		ChatRequest json = plain.withResponseFormat(dev.aiguard.chat.ResponseFormat.jsonSchema("w", "{\"type\":\"object\"}"));
+		ChatRequest other = plain.withResponseFormat(dev.aiguard.chat.ResponseFormat.jsonSchema("w", "{\"type\":\"array\"}"));
+		assertThat(CacheKeys.of(json)).isNotEqualTo(CacheKeys.of(plain)).isNotEqualTo(CacheKeys.of(other));
+		assertThat(CacheKeys.of(json)).isEqualTo(CacheKeys.of(plain.withResponseFormat(json.responseFormat())));
+	}
+
+	@Test
 	void whitespaceDifferencesDoNotChangeTheKey() {
 		Object a = CacheKeys.of(req("gpt", ChatMessage.user("What are\tyour   opening hours?")));
 		Object b = CacheKeys.of(req("gpt", ChatMessage.user("  What are your opening\n\nhours? \r\n")));

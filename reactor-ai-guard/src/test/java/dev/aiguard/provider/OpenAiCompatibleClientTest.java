@@ -366,6 +366,20 @@ class OpenAiCompatibleClientTest extends CannedServerFixture {
 	}
 
 	@Test
+	void aResponseFormatIsSentAsAJsonSchemaAndNoneWithoutIt() throws Exception {
+		String schema = "{\"type\":\"object\",\"required\":[\"city\"]}";
+		client("normal").stream(REQUEST.withResponseFormat(dev.aiguard.chat.ResponseFormat.jsonSchema("weather", schema)))
+				.blockLast(Duration.ofSeconds(10));
+		client("normal").stream(REQUEST).blockLast(Duration.ofSeconds(10));
+		JsonNode body = Json.MAPPER.readTree(requestBodies.get(0));
+		assertThat(body.at("/response_format/type").asText()).isEqualTo("json_schema");
+		assertThat(body.at("/response_format/json_schema/name").asText()).isEqualTo("weather");
+		assertThat(body.at("/response_format/json_schema/strict").asBoolean()).isTrue();
+		assertThat(body.at("/response_format/json_schema/schema")).isEqualTo(Json.MAPPER.readTree(schema));
+		assertThat(Json.MAPPER.readTree(requestBodies.get(1)).has("response_format")).isFalse();
+	}
+
+	@Test
 	void withoutAKeyNoAuthorizationIsSentAndTheClientModelIsUsed() throws Exception {
 		OpenAiCompatibleClient local = OpenAiCompatibleClient.builder(baseUrl("normal") + "/").model("llama3.2")
 			.includeUsage(false).build();

@@ -166,6 +166,11 @@ public final class RecordingMetrics implements GuardMetrics {
 		record("continued", priority, null, policy, priority);
 	}
 
+	@Override
+	public void invalidAnswer(String policy, Priority priority, String validator) {
+		record("invalidAnswer", priority, validator, policy, priority, validator);
+	}
+
 	// ---- fallback ----
 
 	@Override

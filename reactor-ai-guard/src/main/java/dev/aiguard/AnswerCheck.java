@@ -1,0 +1,224 @@
+package dev.aiguard;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.chat.ToolCall;
+import dev.aiguard.chat.ToolCallDelta;
+import dev.aiguard.core.ChunkInspector;
+import dev.aiguard.internal.Callbacks;
+import dev.aiguard.validation.Answer;
+import dev.aiguard.validation.InvalidOutputException;
+import dev.aiguard.validation.OutputValidator;
+import dev.aiguard.validation.StreamingValidator;
+import org.jspecify.annotations.Nullable;
+import reactor.util.context.Context;
+
+/**
+ * The output validation of one request: per chunk, it feeds the streaming validators and keeps
+ * what the end-of-attempt validators read (the text only when one of them reads it; whether the
+ * answer is blank and its tool calls always); at the end of an attempt it asks them for a verdict.
+ * Lives in an {@link AnswerTap}, on the delivering thread; the verdict is asked once the attempt
+ * has ended.
+ */
+final class AnswerCheck {
+
+	private final OutputValidator[] validators;
+	private final StreamingValidator[] streaming;
+	private final StreamingValidator.Watch[] watches;
+	@Nullable
+	private final StringBuilder text;
+	private boolean blank;
+	/** Tool calls of the attempt by index, assembled from their deltas; {@code null} until the first. */
+	@Nullable
+	private List<ToolCallParts> toolCalls;
+
+	/** Rejections so far: a retry after a rejection is granted once per request. */
+	private int rejections;
+	/** The last rejection's validator, answer and reason, for the retry request. */
+	@Nullable
+	private OutputValidator rejectedBy;
+	@Nullable
+	private Answer rejected;
+	@Nullable
+	private String violation;
+
+	AnswerCheck(List<OutputValidator> validators, List<StreamingValidator> streaming) {
+		this.validators = validators.toArray(new OutputValidator[0]);
+		this.streaming = streaming.toArray(new StreamingValidator[0]);
+		this.watches = new StreamingValidator.Watch[this.streaming.length];
+		for (int i = 0; i < watches.length; i++) {
+			watches[i] = this.streaming[i].newWatch();
+		}
+		boolean keepText = false;
+		for (OutputValidator v : this.validators) {
+			keepText |= v.needsText();
+		}
+		this.text = keepText ? new StringBuilder() : null;
+		this.blank = true;
+	}
+
+	/** A realtime attempt starts: what the previous one streamed is forgotten. */
+	void startAttempt() {
+		if (text != null) {
+			text.setLength(0);
+		}
+		blank = true;
+		toolCalls = null;
+		for (StreamingValidator.Watch w : watches) {
+			w.reset();
+		}
+	}
+
+	/** @return whether a validator holds the answer to {@code request} back until it passed */
+	boolean holds(@Nullable ChatRequest request) {
+		for (OutputValidator v : validators) {
+			if (v.holdsAnswer(request)) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/**
+	 * Notes a chunk on its way to the subscriber. O(1) per chunk besides the streaming validators'
+	 * own work and the text append (only when kept); allocates nothing unless the chunk carries a
+	 * tool-call delta.
+	 *
+	 * @return the error that cuts the stream, or {@code null}
+	 */
+	@Nullable
+	InvalidOutputException onChunk(Object chunk, int flags) {
+		if ((flags & ChunkInspector.CONTENT) == 0 || !(chunk instanceof ChatChunk)) {
+			return null;
+		}
+		ChatChunk c = (ChatChunk) chunk;
+		String t = c.text();
+		if (!t.isEmpty()) {
+			if (text != null) {
+				text.append(t);
+			}
+			if (blank && !t.isBlank()) {
+				blank = false;
+			}
+			StreamingValidator.Watch[] ws = watches;
+			for (int i = 0; i < ws.length; i++) {
+				InvalidOutputException cut = ws[i].onText(t);
+				if (cut != null) {
+					return cut;
+				}
+			}
+		}
+		List<ToolCallDelta> deltas = c.toolCalls();
+		if (!deltas.isEmpty()) {
+			assemble(deltas);
+		}
+		return null;
+	}
+
+	private void assemble(List<ToolCallDelta> deltas) {
+		List<ToolCallParts> calls = toolCalls;
+		if (calls == null) {
+			calls = new ArrayList<>(2);
+			toolCalls = calls;
+		}
+		for (ToolCallDelta d : deltas) {
+			ToolCallParts parts = null;
+			for (ToolCallParts p : calls) {
+				if (p.index == d.index()) {
+					parts = p;
+					break;
+				}
+			}
+			if (parts == null) {
+				parts = new ToolCallParts(d.index());
+				calls.add(parts);
+			}
+			if (d.id() != null) {
+				parts.id = d.id();
+			}
+			if (d.name() != null) {
+				parts.name = d.name();
+			}
+			if (d.argumentsDelta() != null) {
+				parts.arguments.append(d.argumentsDelta());
+			}
+		}
+	}
+
+	/**
+	 * The attempt completed: the end-of-attempt validators judge its answer, in order. A validator
+	 * that throws is skipped; what it threw goes to {@code Hooks.onErrorDropped}.
+	 *
+	 * @return the rejection, or {@code null} when the answer passed
+	 */
+	@Nullable
+	InvalidOutputException verdict(@Nullable String finishReason, @Nullable ChatRequest request, Context context) {
+		if (validators.length == 0) {
+			return null;
+		}
+		List<ToolCall> calls = List.of();
+		if (toolCalls != null) {
+			calls = new ArrayList<>(toolCalls.size());
+			for (ToolCallParts p : toolCalls) {
+				calls.add(new ToolCall(p.id != null ? p.id : "", p.name != null ? p.name : "", p.arguments.toString()));
+			}
+		}
+		Answer answer = text != null ? Answer.of(text.toString(), calls, finishReason, request)
+				: Answer.withoutText(blank, calls, finishReason, request);
+		for (OutputValidator v : validators) {
+			String reason;
+			try {
+				reason = v.check(answer);
+			}
+			catch (Throwable validatorFailure) {
+				Callbacks.dropped(validatorFailure, context);
+				continue;
+			}
+			if (reason != null) {
+				rejections++;
+				rejectedBy = v;
+				rejected = answer;
+				violation = reason;
+				return new InvalidOutputException(v.name(), reason, rejections == 1 && v.retryable());
+			}
+		}
+		return null;
+	}
+
+	/**
+	 * @return the request a retry after the last rejection sends: what its validator makes of
+	 *         {@code request}, or {@code request} when the validator fails
+	 */
+	ChatRequest retryRequest(ChatRequest request, Context context) {
+		OutputValidator v = rejectedBy;
+		if (v == null || rejected == null || violation == null) {
+			return request;
+		}
+		try {
+			ChatRequest next = v.retryRequest(request, rejected, violation);
+			return next != null ? next : request;
+		}
+		catch (Throwable validatorFailure) {
+			Callbacks.dropped(validatorFailure, context);
+			return request;
+		}
+	}
+
+	/** One tool call being streamed. */
+	private static final class ToolCallParts {
+
+		final int index;
+		@Nullable
+		String id;
+		@Nullable
+		String name;
+		final StringBuilder arguments = new StringBuilder();
+
+		ToolCallParts(int index) {
+			this.index = index;
+		}
+	}
+}
