@@ -7,6 +7,8 @@ module dev.aiguard {
 	requires transitive reactor.core;
 	requires transitive org.reactivestreams;
 	requires static org.jspecify;
+	requires java.management;
+	requires static jdk.management;
 
 	requires static micrometer.core;
 	requires static micrometer.observation;

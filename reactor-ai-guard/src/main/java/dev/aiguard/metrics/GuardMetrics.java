@@ -1,5 +1,6 @@
 package dev.aiguard.metrics;
 
+import java.util.Map;
 import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
@@ -142,5 +143,27 @@ public interface GuardMetrics {
 
 	/** A response-cache lookup. */
 	default void cacheLookup(String policy, boolean hit) {
+	}
+
+	// ---- load governor ----
+
+	/**
+	 * A load governor was created; gauges may sample the suppliers.
+	 *
+	 * @param level severity of the current level: 0 HEALTHY, 1 WARNING, 2 DEGRADED, 3 CRITICAL
+	 * @param score health score 0..100 (NaN when no signal has data)
+	 * @param load offered request rate ÷ capacity in the last interval
+	 * @param forecastPeak highest forecast request rate within the horizon ÷ capacity
+	 * @param subScores each health signal's sub-score 0..100 (NaN: no data), by signal name
+	 */
+	default void loadGovernorCreated(String governor, DoubleSupplier level, DoubleSupplier score, DoubleSupplier load,
+			DoubleSupplier forecastPeak, Map<String, DoubleSupplier> subScores) {
+	}
+
+	/**
+	 * A load governor changed level; levels and reason are the enum constants' names (e.g.
+	 * {@code HEALTHY}, {@code DEGRADED}, {@code SCORE}).
+	 */
+	default void loadLevelChanged(String governor, String from, String to, String reason) {
 	}
 }

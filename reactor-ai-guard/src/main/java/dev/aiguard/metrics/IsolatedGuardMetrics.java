@@ -1,5 +1,6 @@
 package dev.aiguard.metrics;
 
+import java.util.Map;
 import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
@@ -207,6 +208,27 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	public void cacheLookup(String policy, boolean hit) {
 		try {
 			delegate.cacheLookup(policy, hit);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void loadGovernorCreated(String governor, DoubleSupplier level, DoubleSupplier score, DoubleSupplier load,
+			DoubleSupplier forecastPeak, Map<String, DoubleSupplier> subScores) {
+		try {
+			delegate.loadGovernorCreated(governor, level, score, load, forecastPeak, subScores);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void loadLevelChanged(String governor, String from, String to, String reason) {
+		try {
+			delegate.loadLevelChanged(governor, from, to, reason);
 		}
 		catch (Throwable meterFailure) {
 			Callbacks.dropped(meterFailure);

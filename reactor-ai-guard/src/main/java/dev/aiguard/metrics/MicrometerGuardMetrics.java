@@ -1,5 +1,6 @@
 package dev.aiguard.metrics;
 
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -256,6 +257,39 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		Counter.builder("aiguard.cache.lookups")
 				.description("Response-cache lookups, by result")
 				.tags("policy", policy, "result", hit ? "hit" : "miss")
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void loadGovernorCreated(String governor, DoubleSupplier level, DoubleSupplier score, DoubleSupplier load,
+			DoubleSupplier forecastPeak, Map<String, DoubleSupplier> subScores) {
+		governorGauge("aiguard.load.level", "Severity of the load level: 0 HEALTHY, 1 WARNING, 2 DEGRADED, 3 CRITICAL",
+				governor, level);
+		governorGauge("aiguard.load.score", "Health score 0..100 from the weighted sub-scores", governor, score);
+		governorGauge("aiguard.load.load", "Offered request rate divided by capacity, last interval", governor, load);
+		governorGauge("aiguard.load.forecast", "Forecast peak request rate within the horizon divided by capacity",
+				governor, forecastPeak);
+		subScores.forEach((signal, value) -> Gauge.builder("aiguard.load.subscore", value, DoubleSupplier::getAsDouble)
+				.description("One health signal's sub-score 0..100 (NaN: no data in the last interval)")
+				.tags("governor", governor, "signal", signal)
+				.strongReference(true)
+				.register(registry));
+	}
+
+	private void governorGauge(String meter, String description, String governor, DoubleSupplier value) {
+		Gauge.builder(meter, value, DoubleSupplier::getAsDouble)
+				.description(description)
+				.tags("governor", governor)
+				.strongReference(true)
+				.register(registry);
+	}
+
+	@Override
+	public void loadLevelChanged(String governor, String from, String to, String reason) {
+		Counter.builder("aiguard.load.level.changes")
+				.description("Load level changes, by levels and reason")
+				.tags("governor", governor, "from", from, "to", to, "reason", reason)
 				.register(registry)
 				.increment();
 	}

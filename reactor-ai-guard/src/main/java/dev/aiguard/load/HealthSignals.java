@@ -1,0 +1,159 @@
+package dev.aiguard.load;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
+import java.lang.management.MemoryUsage;
+import java.lang.management.OperatingSystemMXBean;
+import java.util.Objects;
+import java.util.function.DoubleSupplier;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The built-in {@link HealthSignal}s and a factory for custom ones. The governor's defaults are
+ * {@link #cpu()} (weight 0.20), {@link #memory()} (0.15), {@link #responseTime()} (0.35) and
+ * {@link #errorRate()} (0.30). For CPU read from Micrometer instead of the JVM, see
+ * {@link MicrometerHealthSignals}.
+ *
+ * <pre>{@code
+ * LoadGovernor.builder("chat").capacity(40)
+ *     .signal(HealthSignals.responseTime(), 0.5)   // replaces the default of the same name
+ *     .withoutSignal("memory")
+ *     .build();
+ * }</pre>
+ */
+public final class HealthSignals {
+
+	/** Name of {@link #cpu()}. */
+	public static final String CPU = "cpu";
+	/** Name of {@link #memory()}. */
+	public static final String MEMORY = "memory";
+	/** Name of {@link #responseTime()}. */
+	public static final String RESPONSE_TIME = "response-time";
+	/** Name of {@link #errorRate()}. */
+	public static final String ERROR_RATE = "error-rate";
+
+	private HealthSignals() {
+	}
+
+	/**
+	 * @return {@code 100 − CPU %} of this process (of the machine when the JVM does not report the
+	 *         process), read from the JVM's {@link OperatingSystemMXBean}; NaN while the JVM has no
+	 *         reading yet
+	 */
+	public static HealthSignal cpu() {
+		return cpu(JvmCpu.usage());
+	}
+
+	/**
+	 * @param usage CPU usage in 0..1 (NaN or negative: no data)
+	 * @return {@code 100 − usage × 100} under the name {@code cpu}
+	 */
+	public static HealthSignal cpu(DoubleSupplier usage) {
+		Objects.requireNonNull(usage, "usage");
+		return of(CPU, interval -> {
+			double u = usage.getAsDouble();
+			return u >= 0.0 ? 100.0 - Math.min(u, 1.0) * 100.0 : Double.NaN;
+		});
+	}
+
+	/** @return {@code 100 − heap used ÷ max %} (÷ committed when the heap has no maximum) */
+	public static HealthSignal memory() {
+		MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+		return of(MEMORY, interval -> {
+			MemoryUsage heap = memory.getHeapMemoryUsage();
+			long max = heap.getMax() > 0 ? heap.getMax() : heap.getCommitted();
+			return max > 0 ? 100.0 - 100.0 * heap.getUsed() / max : Double.NaN;
+		});
+	}
+
+	/**
+	 * @return {@code 100 − min(mean TTFT ms ÷ 1000 × 50, 100)}: 100 at an instant first token, 50 at
+	 *         one second, 0 from two seconds; NaN when no first token arrived in the interval
+	 */
+	public static HealthSignal responseTime() {
+		return of(RESPONSE_TIME, interval -> {
+			double ms = interval.meanTtftMillis();
+			return Double.isNaN(ms) ? Double.NaN : 100.0 - Math.min(ms / 1000.0 * 50.0, 100.0);
+		});
+	}
+
+	/**
+	 * @return {@code 100 − failures ÷ attempts × 1000}, clamped at 0: 1 % failures cost 10 points,
+	 *         10 % or more give 0; NaN when no attempt ended in the interval
+	 */
+	public static HealthSignal errorRate() {
+		return of(ERROR_RATE, interval -> {
+			double rate = interval.errorRate();
+			return Double.isNaN(rate) ? Double.NaN : Math.max(0.0, 100.0 - rate * 1000.0);
+		});
+	}
+
+	/**
+	 * @param name the signal's name
+	 * @param score the sub-score of an interval, 0..100, NaN for no data
+	 * @return a signal of that name
+	 */
+	public static HealthSignal of(String name, ToDoubleFunction<IntervalStats> score) {
+		Objects.requireNonNull(name, "name");
+		Objects.requireNonNull(score, "score");
+		if (name.isBlank()) {
+			throw new IllegalArgumentException("signal name must not be blank, was '" + name + "'");
+		}
+		return new Named(name, score);
+	}
+
+	/** A signal from a name and a function. */
+	static final class Named implements HealthSignal {
+
+		final String name;
+		final ToDoubleFunction<IntervalStats> score;
+
+		Named(String name, ToDoubleFunction<IntervalStats> score) {
+			this.name = name;
+			this.score = score;
+		}
+
+		@Override
+		public String name() {
+			return name;
+		}
+
+		@Override
+		public double score(IntervalStats interval) {
+			return score.applyAsDouble(interval);
+		}
+
+		@Override
+		public String toString() {
+			return "HealthSignal(" + name + ')';
+		}
+	}
+
+	/** CPU usage from the JVM's operating-system bean, process load first. */
+	static final class JvmCpu {
+
+		private JvmCpu() {
+		}
+
+		static DoubleSupplier usage() {
+			OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+			try {
+				if (os instanceof com.sun.management.OperatingSystemMXBean) {
+					com.sun.management.OperatingSystemMXBean hotspot = (com.sun.management.OperatingSystemMXBean) os;
+					return () -> {
+						double process = hotspot.getProcessCpuLoad();
+						return process >= 0.0 ? process : hotspot.getCpuLoad();
+					};
+				}
+			}
+			catch (LinkageError jdkManagementAbsent) {
+				// a runtime without jdk.management: the load average below is what remains
+			}
+			int cpus = Math.max(1, os.getAvailableProcessors());
+			return () -> {
+				double average = os.getSystemLoadAverage();
+				return average >= 0.0 ? Math.min(average / cpus, 1.0) : Double.NaN;
+			};
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package dev.aiguard.load;
+
+import java.time.Duration;
+
+import dev.aiguard.core.Priority;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/**
+ * A governor on virtual time with capacity 10 requests per second, one-second intervals, and the
+ * JVM signals (cpu, memory) replaced by dials so its score is what the test sets.
+ */
+final class GovernorFixture {
+
+	final VirtualTimeScheduler time = VirtualTimeScheduler.create();
+	final Dial cpu = new Dial("cpu", 100);
+	final Dial memory = new Dial("memory", 100);
+
+	/** Cold start for ever: levels from the current values only, unless the test sets a warm-up. */
+	LoadGovernor.Builder builder() {
+		return LoadGovernor.builder("chat")
+				.capacity(10)
+				.interval(Duration.ofSeconds(1))
+				.clock(time)
+				.signal(cpu, 0.20)
+				.signal(memory, 0.15)
+				.warmupIntervals(1_000_000);
+	}
+
+	/** Sets both dials: with no stream data the score is this value. */
+	void score(double value) {
+		cpu.set(value);
+		memory.set(value);
+	}
+
+	/** {@code requests} arrivals of {@code priority}, then one interval passes (one decision on a started governor). */
+	void interval(LoadGovernor governor, int requests, Priority priority) {
+		for (int i = 0; i < requests; i++) {
+			governor.arrived(priority);
+		}
+		time.advanceTimeBy(Duration.ofSeconds(1));
+	}
+
+	void interval(LoadGovernor governor, int requests) {
+		interval(governor, requests, Priority.P1);
+	}
+
+	void intervals(LoadGovernor governor, int count, int requestsEach) {
+		for (int i = 0; i < count; i++) {
+			interval(governor, requestsEach);
+		}
+	}
+}
