@@ -1,5 +1,6 @@
 package dev.aiguard.benchmarks;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -13,13 +14,18 @@ import com.netflix.concurrency.limits.Limiter;
 import com.netflix.concurrency.limits.limit.Gradient2Limit;
 import com.netflix.concurrency.limits.limiter.SimpleLimiter;
 import dev.aiguard.admission.LanePermit;
+import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.load.Forecaster;
 import dev.aiguard.load.HealthSignal;
+import dev.aiguard.load.Holt;
 import dev.aiguard.load.IntervalStats;
+import dev.aiguard.load.LoadAction;
 import dev.aiguard.load.LoadGovernor;
+import dev.aiguard.load.LoadLevel;
+import dev.aiguard.load.LoadRules;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -28,7 +34,7 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 /**
  * Does the load governor keep interactive (P0) answers fast and successful when the offered load
  * rises beyond what the model sustains, without wasting the model's capacity? Five admission
- * setups see the same traffic, all in virtual time (deterministic figures):
+ * setups (and two tuned variants) see the same traffic, all in virtual time (deterministic figures):
  *
  * <ol>
  * <li>no governor: every request goes to the model;</li>
@@ -39,8 +45,13 @@ import reactor.test.scheduler.VirtualTimeScheduler;
  * anchor);</li>
  * <li>the load governor with reactive levels only (a persistence forecaster: the next intervals
  * are predicted to equal the last one);</li>
- * <li>the full load governor (Holt forecast of the request rate).</li>
+ * <li>the full load governor (Holt forecast of the request rate);</li>
+ * <li>rows 6 and 7: the same two, tuned for this model (a longer interval, a faster Holt, P1 kept
+ * live at DEGRADED and CRITICAL) with {@link PriorityLanes} sized to the model in front of it.</li>
  * </ol>
+ *
+ * Rows 4 to 7 replace the JVM's CPU signal with the simulated CPU and drop the memory signal, so
+ * the figures repeat.
  *
  * The model serves {@value #STREAMS} streams at full speed; beyond that its time to first token
  * grows with the square of the excess and it fails a growing share of requests (see
@@ -106,6 +117,15 @@ public final class LoadGovernorSimulation {
 	static final int G2_INITIAL = STREAMS;
 	static final int G2_MIN = STREAMS / 8;
 	static final int G2_MAX = STREAMS * 4;
+
+	// ---- the tuned governor (rows 6 and 7) ----
+	/** Enough arrivals per decision (about 250 at capacity) that Poisson noise stays near 6 %. */
+	static final Duration TUNED_INTERVAL = Duration.ofSeconds(5);
+	static final double TUNED_ALPHA = 0.8;
+	static final double TUNED_BETA = 0.5;
+	static final int LANE_P0 = 32;
+	static final int LANE_P1 = 16;
+	static final Duration LANE_WAIT = Duration.ofSeconds(2);
 
 	static final long SECOND = TimeUnit.SECONDS.toNanos(1);
 	static final Priority[] PRIORITIES = Priority.values();
@@ -250,8 +270,10 @@ public final class LoadGovernorSimulation {
 		NONE("1 no governor", Unguarded::new),
 		STATIC("2 static thresholds", StaticThresholds::new),
 		GRADIENT2("3 Gradient2 (Netflix)", Gradient2Admission::new),
-		REACTIVE("4 governor, reactive", run -> new Governed(run, false)),
-		FULL("5 governor, full", run -> new Governed(run, true));
+		REACTIVE("4 governor, reactive", run -> new Governed(run, false, false)),
+		FULL("5 governor, full", run -> new Governed(run, true, false)),
+		TUNED_REACTIVE("6 tuned + lanes, reactive", run -> new Governed(run, false, true)),
+		TUNED_FULL("7 tuned + lanes, full", run -> new Governed(run, true, true));
 
 		final String label;
 		final Function<Run, Admission> admission;
@@ -374,9 +396,6 @@ public final class LoadGovernorSimulation {
 					.limit(limit)
 					.nanoClock(run::now)
 					.build();
-			if (Boolean.getBoolean("debug")) {
-				run.clock.schedulePeriodically(() -> System.err.println("DBG t=" + run.now() / SECOND + " limit=" + limit.getLimit() + " streams=" + run.streams + " " + limit), 0, 10 * SECOND, TimeUnit.NANOSECONDS);
-			}
 		}
 
 		@Override
@@ -419,53 +438,38 @@ public final class LoadGovernorSimulation {
 		final LoadGovernor governor;
 		final @Nullable PriorityLanes lanes;
 
-		Governed(Run run, boolean forecast) {
+		Governed(Run run, boolean forecast, boolean tuned) {
 			this.run = run;
-			CpuMeter cpu = run.newCpuMeter();
-			this.lanes = Boolean.getBoolean("lanes") ? lanes(run) : null;
+			this.lanes = tuned ? lanes(run) : null;
 			LoadGovernor.Builder builder = LoadGovernor.builder(forecast ? "full" : "reactive")
 					.capacity(CAPACITY)
-					.interval(java.time.Duration.ofSeconds(Long.getLong("interval", 1)))
 					.clock(run.clock)
 					.withoutSignal("memory")
-					.signal(new SimulatedCpu(cpu), 0.20);
-			String lt = System.getProperty("lt");
-			if (lt != null) {
-				String[] v = lt.split(",");
-				builder.loadThresholds(Double.parseDouble(v[0]), Double.parseDouble(v[1]), Double.parseDouble(v[2]));
-				builder.recoverBelow(Double.parseDouble(v[0]) * 0.75);
-			}
-			if (System.getProperty("line") != null) {
-				builder.overloadLine(Double.parseDouble(System.getProperty("line")));
-			}
-			if (System.getProperty("holt") != null) {
-				String[] v = System.getProperty("holt").split(",");
-				builder.forecaster(() -> dev.aiguard.load.Holt.of(Double.parseDouble(v[0]), Double.parseDouble(v[1])));
+					.signal(new SimulatedCpu(run.newCpuMeter()), 0.20);
+			if (tuned) {
+				builder.interval(TUNED_INTERVAL)
+						.forecaster(() -> Holt.of(TUNED_ALPHA, TUNED_BETA))
+						.rules(LoadRules.defaults()
+								.withAction(LoadLevel.DEGRADED, Priority.P1, LoadAction.REALTIME)
+								.withAction(LoadLevel.CRITICAL, Priority.P1, LoadAction.REALTIME));
 			}
 			if (!forecast) {
 				builder.forecaster(Persistence::new);
-			}
-			if (Boolean.getBoolean("keepP1")) {
-				builder.rules(dev.aiguard.load.LoadRules.defaults()
-						.withAction(dev.aiguard.load.LoadLevel.DEGRADED, Priority.P1, dev.aiguard.load.LoadAction.REALTIME)
-						.withAction(dev.aiguard.load.LoadLevel.CRITICAL, Priority.P1, dev.aiguard.load.LoadAction.REALTIME));
-			}
-			if (Boolean.getBoolean("noCheap")) {
-				builder.rules(dev.aiguard.load.LoadRules.defaults()
-						.withAction(dev.aiguard.load.LoadLevel.WARNING, Priority.P2, dev.aiguard.load.LoadAction.REALTIME)
-						.withAction(dev.aiguard.load.LoadLevel.DEGRADED, Priority.P1, dev.aiguard.load.LoadAction.REALTIME)
-						.withAction(dev.aiguard.load.LoadLevel.CRITICAL, Priority.P1, dev.aiguard.load.LoadAction.REALTIME));
 			}
 			this.governor = builder.build();
 			governor.start();
 		}
 
+		/** The model's streams split into lanes; urgent lanes lend idle permits and take them back. */
 		static PriorityLanes lanes(Run run) {
-			java.time.Duration wait = java.time.Duration.ofSeconds(2);
-			return PriorityLanes.builder().name("sim").timer(run.clock)
-					.lane(Priority.P0, dev.aiguard.admission.LaneSpec.of(24).maxQueueWait(wait).lendToLower(1.0).preemptBorrowers(true))
-					.lane(Priority.P1, dev.aiguard.admission.LaneSpec.of(24).maxQueueWait(wait).lendToLower(1.0).preemptBorrowers(true))
-					.lane(Priority.P2, dev.aiguard.admission.LaneSpec.of(16).maxQueueWait(wait))
+			return PriorityLanes.builder()
+					.name("simulation")
+					.timer(run.clock)
+					.lane(Priority.P0, LaneSpec.of(LANE_P0).maxQueueWait(Duration.ofNanos(FIRST_TOKEN_TIMEOUT_NANOS))
+							.lendToLower(1.0).preemptBorrowers(true))
+					.lane(Priority.P1, LaneSpec.of(LANE_P1).maxQueueWait(LANE_WAIT).lendToLower(1.0)
+							.preemptBorrowers(true))
+					.lane(Priority.P2, LaneSpec.of(STREAMS - LANE_P0 - LANE_P1).maxQueueWait(LANE_WAIT))
 					.build();
 		}
 
@@ -660,7 +664,7 @@ public final class LoadGovernorSimulation {
 			Arrays.fill(severity, -1);
 			// one sample per second, just after the governors' decisions on the second
 			clock.schedulePeriodically(this::sampleLevel, SECOND + 1_000_000, SECOND, TimeUnit.NANOSECONDS);
-			clock.advanceTimeBy(java.time.Duration.ofSeconds(TOTAL_S + DRAIN_S));
+			clock.advanceTimeBy(Duration.ofSeconds(TOTAL_S + DRAIN_S));
 			admission.dispose();
 			clock.dispose();
 			return result();
@@ -765,7 +769,10 @@ public final class LoadGovernorSimulation {
 				liveOnPermit(i, permit, attempt);
 				return;
 			}
-			lanes.acquire(priority).subscribe(granted -> liveOnPermit(i, granted, attempt), refused -> shed(i));
+			// a permit taken back from a borrower is handed over before that stream's preemption
+			// action runs: start on the next task at the same instant, once the stream has ended
+			lanes.acquire(priority).subscribe(
+					granted -> clock.schedule(() -> liveOnPermit(i, granted, attempt)), refused -> shed(i));
 		}
 
 		private void liveOnPermit(int i, LanePermit permit, Attempt attempt) {
@@ -902,6 +909,31 @@ public final class LoadGovernorSimulation {
 				unloadedP99);
 		System.out.println("* level changes per minute in the steady phase (after 60 s cold start); "
 				+ "** seconds after the ramp starts rising at which the level leaves HEALTHY for good");
+		System.out.printf(Locale.ROOT,
+				"rows 4-5: the governor's defaults (interval 1 s, Holt(0.3, 0.1), default rules), CPU signal simulated, "
+						+ "no memory signal; rows 6-7: interval %d s, Holt(%.1f, %.1f), P1 stays REALTIME at DEGRADED and "
+						+ "CRITICAL, PriorityLanes in front of the model (P0 %d, P1 %d, P2 %d permits, lending and "
+						+ "preemption, P1/P2 wait <= %d s); reactive rows: the same with a persistence forecaster%n%n",
+				TUNED_INTERVAL.toSeconds(), TUNED_ALPHA, TUNED_BETA, LANE_P0, LANE_P1, STREAMS - LANE_P0 - LANE_P1,
+				LANE_WAIT.toSeconds());
+		Result gradient2 = results.get(Setup.GRADIENT2.ordinal());
+		goals("", results.get(Setup.FULL.ordinal()), results.get(Setup.REACTIVE.ordinal()), gradient2, unloadedP99,
+				1);
+		goals("tuned-", results.get(Setup.TUNED_FULL.ordinal()), results.get(Setup.TUNED_REACTIVE.ordinal()),
+				gradient2, unloadedP99, TUNED_INTERVAL.toSeconds());
+	}
+
+	static void goals(String prefix, Result full, Result reactive, Result gradient2, double unloadedP99,
+			long intervalSeconds) {
+		System.out.printf(Locale.ROOT, "%sp0-success=%.4f%n", prefix, full.p0Success);
+		System.out.printf(Locale.ROOT, "%sp0-p99-ttft-ratio=%.3f%n", prefix, full.p0TtftP99 / unloadedP99);
+		System.out.printf(Locale.ROOT, "%sgoodput=%.3f%n", prefix, full.goodput);
+		System.out.printf(Locale.ROOT, "%slevel-changes-per-min-steady=%.2f%n", prefix, full.steadyChangesPerMinute);
+		System.out.printf(Locale.ROOT, "%sforecast-lead-intervals=%s%n", prefix,
+				full.rampDegradeSecond == Integer.MAX_VALUE || reactive.rampDegradeSecond == Integer.MAX_VALUE ? "n/a"
+						: Long.toString((reactive.rampDegradeSecond - full.rampDegradeSecond) / intervalSeconds));
+		System.out.printf(Locale.ROOT, "%svs-gradient2-p0-p99=%.3f (goodput %.3f vs %.3f)%n", prefix,
+				full.p0TtftP99 / gradient2.p0TtftP99, full.goodput, gradient2.goodput);
 	}
 
 	static long[] p0UnloadedTtfts(Traffic traffic) {
