@@ -1,5 +1,6 @@
 package dev.aiguard;
 
+import java.util.EnumSet;
 import java.util.Objects;
 import java.util.function.Function;
 
@@ -7,7 +8,10 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.FallbackTrigger;
+import dev.aiguard.load.LoadAction;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.MidStreamPolicy;
@@ -44,12 +48,27 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 	/** What the recovery decision reads of the policy, for each form: resolved once, not per request. */
 	private final Recovery.Rules transformRules;
 	private final Recovery.Rules callRules;
+	/**
+	 * The ladder's steps the load governor's actions walk before (or instead of) the live model,
+	 * cut once; {@code null} when the ladder has none of them or is not entered by LOAD.
+	 */
+	@Nullable
+	private final FallbackChain<T> cheaperFirst;
+	@Nullable
+	private final FallbackChain<T> fallbackFirst;
+	@Nullable
+	private final FallbackChain<T> staticOnly;
 
 	private AiGuard(GuardPolicy policy, ChunkInspector<T> inspector) {
 		this.policy = policy;
 		this.inspector = inspector;
 		this.transformRules = rulesOf(policy, false);
 		this.callRules = rulesOf(policy, true);
+		FallbackChain<T> chain = fallback();
+		boolean byLoad = chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD);
+		this.cheaperFirst = byLoad ? chain.only(EnumSet.of(Source.CACHE, Source.LIGHTWEIGHT)).orElse(null) : null;
+		this.fallbackFirst = byLoad ? chain.only(EnumSet.of(Source.FALLBACK_MODEL, Source.CACHE)).orElse(null) : null;
+		this.staticOnly = byLoad ? chain.only(EnumSet.of(Source.STATIC)).orElse(null) : null;
 	}
 
 	private static Recovery.Rules rulesOf(GuardPolicy policy, boolean callForm) {
@@ -157,6 +176,24 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 	@Nullable
 	FallbackChain<T> fallback() {
 		return (FallbackChain<T>) policy.fallback();
+	}
+
+	/**
+	 * @return the ladder steps walked first (or only) for a load action, {@code null} when there
+	 *         are none
+	 */
+	@Nullable
+	FallbackChain<T> ladderFor(LoadAction action) {
+		switch (action) {
+			case CHEAPER_FIRST:
+				return cheaperFirst;
+			case FALLBACK_FIRST:
+				return fallbackFirst;
+			case STATIC_OR_SHED:
+				return staticOnly;
+			default:
+				return null;
+		}
 	}
 
 	/** The transform form: subscribing creates a {@link GuardedStream} that subscribes the source per attempt. */

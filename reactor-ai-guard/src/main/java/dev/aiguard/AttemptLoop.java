@@ -11,6 +11,8 @@ import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
+import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.watch.StallWatch;
@@ -41,7 +43,10 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	final AiGuard<T> guard;
 	final CoreSubscriber<? super T> actual;
 
-	/** What the current attempt is: a realtime call, a fallback answer, or a notice. */
+	/**
+	 * What the current attempt is: a realtime call, a fallback answer, a notice, or the ladder's
+	 * cheaper steps walked first because of the load.
+	 */
 	volatile Stage stage = Stage.REALTIME;
 	/** The breaker's permission for the attempt being started or running. */
 	@Nullable
@@ -81,7 +86,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "finished");
 
 	enum Stage {
-		REALTIME, FALLBACK, NOTICE
+		REALTIME, FALLBACK, NOTICE, PREFERRED
 	}
 
 	AttemptLoop(AiGuard<T> guard, CoreSubscriber<? super T> actual) {
@@ -95,6 +100,14 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 
 	/** The request ends with the lanes' refusal, or whatever the fallback ladder makes of it. */
 	abstract void notAdmitted(Throwable rejection);
+
+	/**
+	 * The load governor asks for something other than a live answer for this request: shed it, or
+	 * walk the ladder's cheaper steps first.
+	 *
+	 * @return whether the request went that way; false sends it on to admission as usual
+	 */
+	abstract boolean routedByLoad(LoadGovernor load, LoadAction action);
 
 
 	void start() {
@@ -114,6 +127,23 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		if (budget != null) {
 			budget.onRequest();
 		}
+		LoadGovernor load = policy.load();
+		if (load != null) {
+			load.arrived(priority);
+			LoadAction action = load.action(priority);
+			if (action != LoadAction.REALTIME && routedByLoad(load, action)) {
+				return;
+			}
+		}
+		admit();
+	}
+
+	/**
+	 * Takes the lane permit (at once, or through the acquire Mono) and starts the first attempt;
+	 * with no lanes, starts it at once. Runs when the request starts, or after the load governor's
+	 * cheaper sources had no answer.
+	 */
+	final void admit() {
 		PriorityLanes lanes = policy.lanes();
 		if (lanes == null) {
 			nextAttempt();

@@ -11,6 +11,7 @@ import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.internal.TimeSource;
 import dev.aiguard.metrics.GuardMetrics;
@@ -57,6 +58,8 @@ public final class GuardPolicy {
 	private final CircuitBreaker breaker;
 	@Nullable
 	private final PriorityLanes lanes;
+	@Nullable
+	private final LoadGovernor load;
 	private final boolean blockingUpstream;
 	private final RetryRules retry;
 	/** Whether {@link Builder#retry} was called: only then does {@code maxAttempts} cap truncations too. */
@@ -91,6 +94,7 @@ public final class GuardPolicy {
 				.metrics(b.metrics).clock(() -> clock().nanos()).build();
 		this.breakerConfig = b.breakerConfig;
 		this.lanes = b.lanes;
+		this.load = b.load;
 		this.blockingUpstream = b.blockingUpstream;
 		this.retry = b.retry;
 		this.retrySet = b.retrySet;
@@ -166,6 +170,12 @@ public final class GuardPolicy {
 	@Nullable
 	public CircuitBreaker breaker() {
 		return breaker;
+	}
+
+	/** @return the load governor asked before admission, or {@code null} */
+	@Nullable
+	public LoadGovernor load() {
+		return load;
 	}
 
 	/** @return the lanes a request is admitted through, or {@code null} */
@@ -246,6 +256,7 @@ public final class GuardPolicy {
 		b.errorClassifier = errorClassifier;
 		b.breaker = breaker;
 		b.lanes = lanes;
+		b.load = load;
 		b.blockingUpstream = blockingUpstream;
 		b.retry = retry;
 		b.retrySet = retrySet;
@@ -267,7 +278,7 @@ public final class GuardPolicy {
 	public String toString() {
 		return "GuardPolicy{" + name + ", defaultPriority=" + defaultPriority + ", stall=" + stall
 				+ (breaker != null ? ", breaker=" + breaker.name() : "") + (lanes != null ? ", lanes=" + lanes.name() : "")
-				+ ", retry=" + retry + ", midStream=" + midStream + (truncation != null ? ", truncation=" + truncation : "")
+				+ (load != null ? ", load=" + load.name() : "") + ", retry=" + retry + ", midStream=" + midStream + (truncation != null ? ", truncation=" + truncation : "")
 				+ (fallback != null ? ", fallback=" + fallback : "") + '}';
 	}
 
@@ -285,6 +296,7 @@ public final class GuardPolicy {
 		private Function<Throwable, Outcome> errorClassifier = ErrorClassifier::outcomeOf;
 		private CircuitBreaker breaker;
 		private PriorityLanes lanes;
+		private LoadGovernor load;
 		private BreakerConfig breakerConfig;
 		private boolean blockingUpstream;
 		private RetryRules retry = RetryRules.none();
@@ -392,6 +404,19 @@ public final class GuardPolicy {
 		}
 
 		/**
+		 * @param governor asked before admission: each request counts as an arrival, and the
+		 *        governor's {@link LoadGovernor#action(dev.aiguard.core.Priority) action} for its
+		 *        priority decides whether it is served live, by the fallback ladder's cheaper steps
+		 *        first ({@link dev.aiguard.fallback.FallbackTrigger#LOAD}), by the static answer, or
+		 *        shed with {@code AdmissionRejectedException(SHED)}; live attempts report their time
+		 *        to first token and outcome to it. {@link #build()} starts the governor (idempotent).
+		 */
+		public Builder load(LoadGovernor governor) {
+			this.load = require("load", governor);
+			return this;
+		}
+
+		/**
 		 * @param blocking whether the upstream blocks the thread that subscribes it (a blocking SDK,
 		 *        {@code Flux.fromIterable} over a blocking iterator): it is then subscribed on the
 		 *        lane's Scheduler (or {@code boundedElastic} without lanes). Default false.
@@ -458,7 +483,11 @@ public final class GuardPolicy {
 				throw new IllegalArgumentException(
 						"name must be non-empty letters, digits, '.', '_' or '-', was '" + name + "'");
 			}
-			return new GuardPolicy(this);
+			GuardPolicy policy = new GuardPolicy(this);
+			if (load != null) {
+				load.start();
+			}
+			return policy;
 		}
 
 		private static <V> V require(String field, V value) {

@@ -2,6 +2,7 @@ package dev.aiguard;
 
 import java.util.function.Function;
 
+import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.PreemptedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
@@ -16,6 +17,9 @@ import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.load.DegradedByLoadException;
+import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.ContinuationSupport;
@@ -72,6 +76,9 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private AnswerTap<T> tap;
 	/** The answer's source was announced to GuardSignals (at the first content chunk). */
 	private boolean announced;
+	/** Set while only the static steps are walked because the load sheds the request otherwise. */
+	@Nullable
+	private AdmissionRejectedException shedOtherwise;
 
 	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
 			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
@@ -363,14 +370,84 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		subscribe(answer, policy.tailStall(), Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
 	}
 
+	// ---- the load governor's routing ----
+
+	@Override
+	boolean routedByLoad(LoadGovernor load, LoadAction action) {
+		if (action == LoadAction.SHED) {
+			shedByLoad(load.shed(priority));
+			return true;
+		}
+		FallbackChain<T> ladder = guard.ladderFor(action);
+		if (action == LoadAction.STATIC_OR_SHED) {
+			AdmissionRejectedException shed = load.shed(priority);
+			if (ladder == null) {
+				shedByLoad(shed);
+			}
+			else {
+				walkFirst(ladder, shed, shed);
+			}
+			return true;
+		}
+		if (ladder == null) {
+			return false; // nothing cheaper to try: served live
+		}
+		walkFirst(ladder, new DegradedByLoadException(priority, load.level(), action), null);
+		return true;
+	}
+
+	private void shedByLoad(AdmissionRejectedException shed) {
+		observeRefused(shed);
+		lastError = shed;
+		lastOutcome = Outcome.REJECTED;
+		endWith(shed, Outcome.REJECTED);
+	}
+
+	/**
+	 * Walks {@code ladder} before the live model (or, with {@code shedOtherwise}, instead of it):
+	 * no lane permit is taken for it.
+	 */
+	private void walkFirst(FallbackChain<T> ladder, Throwable cause, @Nullable AdmissionRejectedException shedOtherwise) {
+		this.shedOtherwise = shedOtherwise;
+		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
+		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, FallbackTrigger.LOAD, priority, key);
+		Flux<T> answer = ladder.answer(fallbackRequest, blockingScheduler(), clock.scheduler(), this::sourceChosen,
+				policy.metrics(), policy.name());
+		subscribe(answer, policy.tailStall(), Stage.PREFERRED, tapFor(Stage.PREFERRED), tap);
+	}
+
+	/** The cheaper steps had no answer and delivered nothing: the live model is asked after all. */
+	private void preferredFailed(Throwable error) {
+		AdmissionRejectedException shed = shedOtherwise;
+		if (shed != null) {
+			endWith(shed, Outcome.REJECTED);
+			return;
+		}
+		backToRealtime();
+		// cancel() finishes the request itself only while no attempt is active: clear the ended walk
+		// first, then re-check, so that one of the two sides always sees the other
+		active = null;
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		admit();
+	}
+
 	/** A fallback answer or a notice ended. */
 	private void tailEnded(StallWatch<T> watch, StallWatch.End end, @Nullable Throwable error) {
 		tailEnded(watch);
+		if (stage == Stage.PREFERRED && end != StallWatch.End.COMPLETED && end != StallWatch.End.CANCELLED
+				&& watch.tokens() == 0L
+				&& !(error instanceof PreemptedException)) {
+			preferredFailed(error);
+			return;
+		}
 		switch (end) {
 			case COMPLETED:
 				// a notice ends the answer, but the attempt still failed (its error is in the attempts)
-				complete(stage == Stage.FALLBACK ? Outcome.SUCCESS : lastOutcome != null ? lastOutcome : Outcome.FAILURE,
-						false, watch.finishReason());
+				complete(stage == Stage.FALLBACK || stage == Stage.PREFERRED ? Outcome.SUCCESS
+						: lastOutcome != null ? lastOutcome : Outcome.FAILURE, false, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(Outcome.CANCELLED, null, watch.finishReason());

@@ -12,6 +12,7 @@ import dev.aiguard.core.Source;
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.metrics.RequestObserver;
 import dev.aiguard.stall.watch.StallWatch;
@@ -176,6 +177,13 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
 					watch.finishReason(), error));
 		}
+		LoadGovernor load = policy.load();
+		if (load != null) {
+			if (ttft >= 0L) {
+				load.firstToken(ttft);
+			}
+			load.ended(outcome);
+		}
 		// the policy's meters are isolated (GuardMetrics.isolated): a throwing one never gets here
 		policy.metrics().streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
 		if (error instanceof StreamStalledException) {
@@ -205,6 +213,11 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		source = chosen;
 		announce(chosen);
 		observe(SOURCE, 0L, chosen);
+	}
+
+	/** The cheaper sources tried first had no answer: the live model answers after all. */
+	void backToRealtime() {
+		source = Source.REALTIME;
 	}
 
 	void announce(Source chosen) {

@@ -25,6 +25,20 @@ class NoMicrometerTest {
 	}
 
 	@Test
+	void loadGovernorWorksWithoutMicrometer() {
+		dev.aiguard.load.LoadGovernor governor = dev.aiguard.load.LoadGovernor.builder("plain").capacity(10)
+				.metrics(GuardMetrics.noop()).warmupIntervals(0).build();
+		for (int i = 0; i < 9; i++) {
+			governor.arrived(dev.aiguard.core.Priority.P2);
+		}
+		assertThat(governor.decide().level()).isEqualTo(dev.aiguard.load.LoadLevel.WARNING);
+		assertThat(governor.state().subScores()).containsKeys("cpu", "memory");
+		StepVerifier.create(Flux.just("a").transform(governor.admit()))
+				.expectNext("a")
+				.verifyComplete();
+	}
+
+	@Test
 	void guardWorksWithoutMicrometer() {
 		Reports reports = new Reports();
 		GuardPolicy policy = Policies.reporting("plain", reports).metrics(GuardMetrics.noop()).build();

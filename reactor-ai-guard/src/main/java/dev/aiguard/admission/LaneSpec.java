@@ -247,7 +247,12 @@ public final class LaneSpec {
 
 	/** @return how many permits may be lent to less urgent requests at once */
 	int lendCap() {
-		return (int) Math.floor(lendToLower * concurrency);
+		return lendCap(concurrency);
+	}
+
+	/** @return permits a lane of this spec resized to {@code permits} lends to less urgent ones */
+	int lendCap(int permits) {
+		return (int) Math.floor(lendToLower * permits);
 	}
 
 	private static int checkConcurrency(int permits) {

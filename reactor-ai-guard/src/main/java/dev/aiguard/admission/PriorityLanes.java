@@ -97,6 +97,7 @@ public final class PriorityLanes implements Disposable {
 			lanes[p.ordinal()] = new Lane(p, builder.specs.get(p));
 		}
 		metrics.lanesCreated(name, this::inFlight, this::borrowedInFlight, this::queued);
+		metrics.laneCapacity(name, this::concurrency);
 	}
 
 	/** @return a builder; every lane must be given a {@link LaneSpec}. */
@@ -213,9 +214,48 @@ public final class PriorityLanes implements Disposable {
 		return lanes[priority.ordinal()].queued;
 	}
 
-	/** @return the spec {@code lane} was built with */
+	/**
+	 * @return the spec {@code lane} was built with; its {@link LaneSpec#concurrency()} is the
+	 *         built size even after a {@link #resize(Priority, int)}
+	 */
 	public LaneSpec spec(Priority lane) {
 		return lanes[lane.ordinal()].spec;
+	}
+
+	/**
+	 * @return the permits {@code lane} has now: its built concurrency, or the last
+	 *         {@link #resize(Priority, int) resize} once the lanes applied it
+	 */
+	public int concurrency(Priority lane) {
+		return lanes[lane.ordinal()].limit;
+	}
+
+	/**
+	 * Changes how many permits {@code lane} has, while requests are running. Streams already
+	 * admitted keep their permits: a smaller lane admits nobody of its own until enough of them
+	 * have finished to bring it under the new size, and lends and lets borrow only what the new
+	 * size allows; a larger lane hands its new permits to waiters at once. The lane's queue, wait
+	 * deadline, reservations and lending ratio stay as built (a reservation larger than the new
+	 * size reserves the whole lane). Never blocks: the change is applied by the lanes' drain loop,
+	 * by this thread when the loop is idle; of several concurrent resizes of one lane, the last
+	 * applied wins.
+	 *
+	 * <pre>{@code
+	 * lanes.resize(Priority.P2, lanes.spec(Priority.P2).concurrency() / 2); // halve batch work
+	 * }</pre>
+	 *
+	 * @param lane the lane to resize
+	 * @param concurrency its new number of permits; 0 leaves it only what it may borrow
+	 * @throws IllegalArgumentException when {@code concurrency} is negative
+	 */
+	public void resize(Priority lane, int concurrency) {
+		Objects.requireNonNull(lane, "lane");
+		if (concurrency < 0) {
+			throw new IllegalArgumentException("lane " + lane + ": concurrency must be >= 0, was " + concurrency);
+		}
+		Lane l = lanes[lane.ordinal()];
+		Lane.RESIZE_TO.set(l, concurrency);
+		drain();
 	}
 
 	/** @return the name used in metrics and messages */
@@ -326,6 +366,7 @@ public final class PriorityLanes implements Disposable {
 		}
 		int missed = 1;
 		for (;;) {
+			applyResizes();
 			LaneTicket t;
 			while ((t = commands.poll()) != null) {
 				int ops = LaneTicket.OPS.getAndSet(t, 0);
@@ -348,6 +389,20 @@ public final class PriorityLanes implements Disposable {
 			missed = WIP.addAndGet(this, -missed);
 			if (missed == 0) {
 				break;
+			}
+		}
+	}
+
+	/** Applies the sizes {@link #resize(Priority, int)} asked for since the last pass (drain loop only). */
+	private void applyResizes() {
+		for (Lane lane : lanes) {
+			if (lane.resizeTo < 0) {
+				continue;
+			}
+			int size = Lane.RESIZE_TO.getAndSet(lane, -1);
+			if (size >= 0 && size != lane.limit) {
+				lane.setLimit(size);
+				metrics.laneResized(name, lane.priority, size);
 			}
 		}
 	}
@@ -728,13 +783,23 @@ public final class PriorityLanes implements Disposable {
 		final Priority priority;
 		final LaneSpec spec;
 		final Scheduler scheduler;
-		final int limit;
-		final int borrowable;
-		final int lendCap;
 		final long maxWaitNanos;
 		final long agingNanos;
 
-		/** Free permits of this lane. */
+		// written by the drain loop only (built values until a resize); volatile for the gauges
+		volatile int limit;
+		volatile int borrowable;
+		volatile int lendCap;
+
+		/** A size asked for by {@link PriorityLanes#resize}, not yet applied; -1 when none. */
+		volatile int resizeTo = -1;
+		static final AtomicIntegerFieldUpdater<Lane> RESIZE_TO =
+				AtomicIntegerFieldUpdater.newUpdater(Lane.class, "resizeTo");
+
+		/**
+		 * Free permits of this lane; negative after a shrink while more streams hold its permits
+		 * than it now has, so nobody takes one until enough are given back.
+		 */
 		volatile int available;
 		static final AtomicIntegerFieldUpdater<Lane> AVAILABLE =
 				AtomicIntegerFieldUpdater.newUpdater(Lane.class, "available");
@@ -758,7 +823,7 @@ public final class PriorityLanes implements Disposable {
 			this.limit = spec.concurrency();
 			this.available = limit;
 			this.borrowable = spec.concurrency() - spec.reservedForOwn();
-			this.lendCap = spec.lendCap();
+			this.lendCap = spec.lendCap(spec.concurrency());
 			this.maxWaitNanos = spec.maxQueueWait().toNanos();
 			this.agingNanos = spec.agingAfter() == null ? 0L : spec.agingAfter().toNanos();
 			this.scheduler = Schedulers.newBoundedElastic(spec.threadCap(), spec.queuedTaskCap(),
@@ -779,6 +844,18 @@ public final class PriorityLanes implements Disposable {
 
 		void giveBack() {
 			AVAILABLE.incrementAndGet(this);
+		}
+
+		/**
+		 * The drain loop's half of a resize: the free count moves by the difference, so permits held
+		 * now are still counted and come back as they are released.
+		 */
+		void setLimit(int size) {
+			int delta = size - limit;
+			limit = size;
+			borrowable = Math.max(0, size - spec.reservedForOwn());
+			lendCap = spec.lendCap(size);
+			AVAILABLE.addAndGet(this, delta);
 		}
 
 		/** Streams of this priority on this lane's permits (a snapshot; exact when idle). */

@@ -169,6 +169,21 @@ public final class FallbackChain<T> {
 		return new FallbackWalk<>(this, request, blockingScheduler, timer, onSourceChosen, metrics, policyName);
 	}
 
+	/**
+	 * The ladder cut down to the steps whose source is in {@code sources}, in their order, with
+	 * the same triggers, timeout and timer: what the guard walks first when the load governor
+	 * prefers cheaper sources to the live model.
+	 *
+	 * @param sources the sources to keep
+	 * @return the shorter ladder, or empty when no step has one of them
+	 */
+	public Optional<FallbackChain<T>> only(Set<Source> sources) {
+		Objects.requireNonNull(sources, "sources");
+		Builder<T> b = toBuilder();
+		b.steps.removeIf(step -> !sources.contains(step.source()));
+		return b.steps.isEmpty() ? Optional.empty() : Optional.of(new FallbackChain<>(b));
+	}
+
 	/** @return a builder holding this chain's settings, to derive a variant */
 	public Builder<T> toBuilder() {
 		Builder<T> b = new Builder<>();

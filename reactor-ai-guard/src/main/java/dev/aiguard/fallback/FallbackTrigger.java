@@ -29,7 +29,13 @@ public enum FallbackTrigger {
 	 * The request itself was refused (400/401/403/404, prompt too large). Off by default: another
 	 * source rarely fixes a bad request, and hiding it hides a bug.
 	 */
-	CLIENT_ERROR;
+	CLIENT_ERROR,
+	/**
+	 * The load governor's level sends the request's priority to cheaper sources first (or to the
+	 * static answer only): the steps of those sources are walked before the live model is asked,
+	 * which answers when none of them does.
+	 */
+	LOAD;
 
 	/** @return a new mutable set of the default triggers: all but {@link #CLIENT_ERROR} */
 	public static EnumSet<FallbackTrigger> defaults() {

@@ -36,9 +36,9 @@ public final class HealthSignals {
 	}
 
 	/**
-	 * @return {@code 100 − CPU %} of this process (of the machine when the JVM does not report the
-	 *         process), read from the JVM's {@link OperatingSystemMXBean}; NaN while the JVM has no
-	 *         reading yet
+	 * @return {@code 100 − CPU %} of this process since the previous reading: its CPU time from the
+	 *         JVM's {@link OperatingSystemMXBean} over the wall time, per available processor (the
+	 *         load average per processor on a runtime that does not report process CPU time)
 	 */
 	public static HealthSignal cpu() {
 		return cpu(JvmCpu.usage());
@@ -129,7 +129,12 @@ public final class HealthSignals {
 		}
 	}
 
-	/** CPU usage from the JVM's operating-system bean, process load first. */
+	/**
+	 * CPU usage from the JVM: the process's CPU time over the wall time since the previous reading,
+	 * per available processor. A CPU-time reading is a clock call (microseconds); the bean's own
+	 * {@code getProcessCpuLoad()} reads the container's control files on every call (hundreds of
+	 * microseconds), which has no place on an event loop.
+	 */
 	static final class JvmCpu {
 
 		private JvmCpu() {
@@ -137,23 +142,54 @@ public final class HealthSignals {
 
 		static DoubleSupplier usage() {
 			OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+			int cpus = Math.max(1, os.getAvailableProcessors());
 			try {
-				if (os instanceof com.sun.management.OperatingSystemMXBean) {
-					com.sun.management.OperatingSystemMXBean hotspot = (com.sun.management.OperatingSystemMXBean) os;
-					return () -> {
-						double process = hotspot.getProcessCpuLoad();
-						return process >= 0.0 ? process : hotspot.getCpuLoad();
-					};
+				if (os instanceof com.sun.management.OperatingSystemMXBean
+						&& ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() >= 0) {
+					return new ProcessCpuTime((com.sun.management.OperatingSystemMXBean) os, cpus);
 				}
 			}
 			catch (LinkageError jdkManagementAbsent) {
 				// a runtime without jdk.management: the load average below is what remains
 			}
-			int cpus = Math.max(1, os.getAvailableProcessors());
 			return () -> {
 				double average = os.getSystemLoadAverage();
 				return average >= 0.0 ? Math.min(average / cpus, 1.0) : Double.NaN;
 			};
+		}
+	}
+
+	/** CPU time used between two readings ÷ (wall time × processors); safe to share between governors. */
+	static final class ProcessCpuTime implements DoubleSupplier {
+
+		final com.sun.management.OperatingSystemMXBean os;
+		final int cpus;
+		final java.util.function.LongSupplier wallClock;
+		/** {wall nanos, process CPU nanos} of the previous reading. */
+		final java.util.concurrent.atomic.AtomicReference<long[]> last;
+
+		ProcessCpuTime(com.sun.management.OperatingSystemMXBean os, int cpus) {
+			this(os, cpus, System::nanoTime);
+		}
+
+		ProcessCpuTime(com.sun.management.OperatingSystemMXBean os, int cpus, java.util.function.LongSupplier wallClock) {
+			this.os = os;
+			this.cpus = cpus;
+			this.wallClock = wallClock;
+			this.last = new java.util.concurrent.atomic.AtomicReference<>(new long[] {wallClock.getAsLong(),
+					os.getProcessCpuTime()});
+		}
+
+		@Override
+		public double getAsDouble() {
+			long cpu = os.getProcessCpuTime();
+			long now = wallClock.getAsLong();
+			long[] previous = last.getAndSet(new long[] {now, cpu});
+			long wall = now - previous[0];
+			if (cpu < 0 || previous[1] < 0 || wall <= 0) {
+				return Double.NaN;
+			}
+			return Math.max(0.0, Math.min(1.0, (double) (cpu - previous[1]) / ((double) wall * cpus)));
 		}
 	}
 }

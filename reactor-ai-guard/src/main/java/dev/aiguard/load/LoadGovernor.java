@@ -16,6 +16,7 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.internal.Callbacks;
@@ -37,7 +38,8 @@ import reactor.core.scheduler.Schedulers;
  * the score's level, the offered load's level and, once warmed up, WARNING when the forecast peak
  * reaches the overload line. Escalation is immediate; recovery waits the dwell time at the current
  * level, goes one level at a time, and only when every input allows it with a margin
- * (hysteresis). Each change is published as a {@link LoadEvent} to listeners and metrics.
+ * (hysteresis). Each change is published as a {@link LoadEvent} to listeners and metrics, and
+ * resizes the {@link PriorityLanes} when given.
  *
  * <p>Recording ({@link #arrived}, {@link #firstToken}, {@link #ended}) is on the guard's hot path:
  * lock-free striped counters, no allocation. {@link #action(Priority)} is one volatile read of a
@@ -46,6 +48,7 @@ import reactor.core.scheduler.Schedulers;
  * <pre>{@code
  * LoadGovernor governor = LoadGovernor.builder("chat")
  *     .capacity(40.0)                       // requests per second the service sustains
+ *     .lanes(lanes)                         // lane sizes follow the level
  *     .listener(e -> log.warn("{}", e))
  *     .build();
  * governor.start();
@@ -72,6 +75,7 @@ public final class LoadGovernor implements Disposable {
 	private final double[] loadThresholds;
 	/** Each level is left below its load threshold times this. */
 	private final double recoveryRatio;
+	private final double smoothing;
 	/** Score under which WARNING, DEGRADED, CRITICAL hold. */
 	private final double[] scoreThresholds;
 	private final long dwellNanos;
@@ -81,6 +85,9 @@ public final class LoadGovernor implements Disposable {
 	private final LoadRules rules;
 	/** [level][priority], never changed. */
 	private final LoadAction[][] actions;
+	@Nullable
+	private final PriorityLanes lanes;
+	private final int[] laneBase;
 	private final LoadListener[] listeners;
 	private final GuardMetrics metrics;
 
@@ -98,6 +105,8 @@ public final class LoadGovernor implements Disposable {
 	private long seenSuccesses;
 	private long seenFailures;
 	private long lastDecisionNanos = UNSET;
+	/** The offered rate smoothed over intervals (decision loop only); NaN before the first decision. */
+	private double smoothedRate = Double.NaN;
 
 	// ---- published ----
 	private volatile LoadState state;
@@ -127,6 +136,7 @@ public final class LoadGovernor implements Disposable {
 		this.overloadLine = b.overloadLine;
 		this.loadThresholds = new double[] {b.degradeAt, b.degradedAt, b.criticalAt};
 		this.recoveryRatio = b.recoverBelow / b.degradeAt;
+		this.smoothing = b.smoothing;
 		this.scoreThresholds = b.scoreThresholds.clone();
 		this.dwellNanos = b.dwell.toNanos();
 		this.warmupIntervals = b.warmupIntervals;
@@ -140,6 +150,13 @@ public final class LoadGovernor implements Disposable {
 		}
 		this.rules = b.rules;
 		this.actions = b.rules.actionTable();
+		this.lanes = b.lanes;
+		this.laneBase = new int[PRIORITIES.length];
+		if (lanes != null) {
+			for (Priority p : PRIORITIES) {
+				laneBase[p.ordinal()] = lanes.spec(p).concurrency();
+			}
+		}
 		this.listeners = b.listeners.toArray(new LoadListener[0]);
 		this.metrics = GuardMetrics.isolated(b.metrics);
 		for (int p = 0; p < arrivals.length; p++) {
@@ -167,7 +184,7 @@ public final class LoadGovernor implements Disposable {
 
 	/**
 	 * Resolves the clock and runs {@link #decide()} every interval on it. Idempotent; does nothing
-	 * once disposed.
+	 * once disposed. The lanes, when given, are sized for the current level.
 	 *
 	 * @return this governor
 	 */
@@ -188,6 +205,7 @@ public final class LoadGovernor implements Disposable {
 			}
 			WIP.decrementAndGet(this);
 		}
+		resizeLanes(state.level());
 		Disposable scheduled = scheduler.schedulePeriodically(this::decideQuietly, intervalNanos, intervalNanos,
 				TimeUnit.NANOSECONDS);
 		this.task = scheduled;
@@ -409,7 +427,9 @@ public final class LoadGovernor implements Disposable {
 			}
 		}
 		double score = weightSum > 0.0 ? weighted / weightSum : Double.NaN;
-		double load = rate / capacity;
+		// the levels read the smoothed rate: one noisy interval must not cross a line on its own
+		smoothedRate = Double.isNaN(smoothedRate) ? rate : smoothing * rate + (1.0 - smoothing) * smoothedRate;
+		double load = smoothedRate / capacity;
 
 		LoadLevel scoreLevel = scoreLevel(score);
 		LoadLevel loadLevel = loadLevel(load);
@@ -531,10 +551,26 @@ public final class LoadGovernor implements Disposable {
 	}
 
 	private void announce(LoadEvent event) {
+		resizeLanes(event.to());
 		metrics.loadLevelChanged(name, event.from().name(), event.to().name(), event.reason().name());
 		for (LoadListener listener : listeners) {
 			try {
 				listener.levelChanged(event);
+			}
+			catch (Throwable failure) {
+				Callbacks.dropped(failure);
+			}
+		}
+	}
+
+	private void resizeLanes(LoadLevel level) {
+		PriorityLanes l = lanes;
+		if (l == null) {
+			return;
+		}
+		for (Priority p : PRIORITIES) {
+			try {
+				l.resize(p, rules.laneSize(level, p, laneBase[p.ordinal()]));
 			}
 			catch (Throwable failure) {
 				Callbacks.dropped(failure);
@@ -589,13 +625,16 @@ public final class LoadGovernor implements Disposable {
 		private double overloadLine = 0.85;
 		private double degradeAt = 0.8;
 		private double recoverBelow = 0.6;
-		private double degradedAt = 1.0;
-		private double criticalAt = 2.0;
+		private double degradedAt = Double.POSITIVE_INFINITY;
+		private double criticalAt = Double.POSITIVE_INFINITY;
+		private double smoothing = 0.3;
 		private double[] scoreThresholds = {80.0, 60.0, 40.0};
 		private Duration dwell = Duration.ofSeconds(30);
 		private int warmupIntervals = 10;
 		private final LinkedHashMap<String, WeightedSignal> signals = new LinkedHashMap<>();
 		private LoadRules rules = LoadRules.defaults();
+		@Nullable
+		private PriorityLanes lanes;
 		private final List<LoadListener> listeners = new ArrayList<>();
 		private GuardMetrics metrics = GuardMetrics.noop();
 
@@ -677,11 +716,18 @@ public final class LoadGovernor implements Disposable {
 			return this;
 		}
 
-		/** Loads entering WARNING, DEGRADED and CRITICAL, increasing (default 0.8, 1.0, 2.0). */
+		/**
+		 * Loads (the smoothed offered rate ÷ capacity) entering WARNING, DEGRADED and CRITICAL,
+		 * increasing. Default 0.8, ∞, ∞: the offered load alone takes the service to WARNING (the
+		 * least urgent work gets cheaper and its lane smaller before the overload); DEGRADED and
+		 * CRITICAL come from the health score, when the model visibly suffers. A finite value makes
+		 * the offered load alone shed; {@code Double.POSITIVE_INFINITY} turns a level's load line off
+		 * (DEGRADED's only together with CRITICAL's).
+		 */
 		public Builder loadThresholds(double warning, double degraded, double critical) {
 			requirePositive("loadThresholds.warning", warning);
-			requirePositive("loadThresholds.degraded", degraded);
-			requirePositive("loadThresholds.critical", critical);
+			requirePositiveOrInfinite("loadThresholds.degraded", degraded);
+			requirePositiveOrInfinite("loadThresholds.critical", critical);
 			this.degradeAt = warning;
 			this.degradedAt = degraded;
 			this.criticalAt = critical;
@@ -748,6 +794,12 @@ public final class LoadGovernor implements Disposable {
 			return this;
 		}
 
+		/** Lanes whose concurrency follows the rules' factors of their built sizes at each level change. */
+		public Builder lanes(PriorityLanes lanes) {
+			this.lanes = Objects.requireNonNull(lanes, "lanes");
+			return this;
+		}
+
 		/** Adds a listener of level changes (non-blocking; what it throws is dropped). */
 		public Builder listener(LoadListener listener) {
 			listeners.add(Objects.requireNonNull(listener, "listener"));
@@ -769,7 +821,8 @@ public final class LoadGovernor implements Disposable {
 				throw new IllegalArgumentException("capacity is required (requests per second the service sustains), was "
 						+ "not set");
 			}
-			if (!(degradeAt < degradedAt && degradedAt < criticalAt)) {
+			boolean bothOff = Double.isInfinite(degradedAt) && Double.isInfinite(criticalAt);
+			if (!(degradeAt < degradedAt && (degradedAt < criticalAt || bothOff))) {
 				throw new IllegalArgumentException("loadThresholds must increase (warning < degraded < critical), were "
 						+ degradeAt + ", " + degradedAt + ", " + criticalAt);
 			}
@@ -789,6 +842,28 @@ public final class LoadGovernor implements Disposable {
 			if (!(value > 0.0) || Double.isInfinite(value)) {
 				throw new IllegalArgumentException(field + " must be a finite number > 0, was " + value);
 			}
+		}
+
+		private static void requirePositiveOrInfinite(String field, double value) {
+			if (!(value > 0.0)) {
+				throw new IllegalArgumentException(field + " must be > 0 (or infinite: off), was " + value);
+			}
+		}
+
+		/**
+		 * How much of each interval's offered rate enters the load the levels read: an exponential
+		 * moving average, in (0, 1] (default 0.3; 1 reads each interval's rate alone). Smoothing keeps
+		 * the random spread of arrivals in one interval from crossing the degrade line on its own; the
+		 * forecast (which sees the trend) makes up for the lag it adds on a real ramp.
+		 *
+		 * @throws IllegalArgumentException when not in (0, 1]
+		 */
+		public Builder loadSmoothing(double alpha) {
+			if (!(alpha > 0.0 && alpha <= 1.0)) {
+				throw new IllegalArgumentException("loadSmoothing must be in (0, 1], was " + alpha);
+			}
+			this.smoothing = alpha;
+			return this;
 		}
 
 		private static void requireScore(String field, double value) {

@@ -83,7 +83,7 @@ public final class LoadState {
 		return subScores;
 	}
 
-	/** @return the offered load of the last interval: request rate ÷ capacity */
+	/** @return the offered load the levels read: the smoothed request rate ÷ capacity */
 	public double load() {
 		return load;
 	}

@@ -5,7 +5,8 @@
  * ({@link dev.aiguard.load.LoadAction}), so lower priorities are degraded before interactive users
  * feel an overload.
  *
- * <p>Forecasting ({@link dev.aiguard.load.Forecaster}, {@link dev.aiguard.load.Holt}) is plain
+ * <p>Forecasting ({@link dev.aiguard.load.Forecaster}: {@link dev.aiguard.load.Holt},
+ * {@link dev.aiguard.load.HoltWinters}, {@link dev.aiguard.load.SeasonalFactor}) is plain
  * arithmetic with no Reactor dependency; the governor runs one decision per interval on a Reactor
  * Scheduler.
  */

@@ -93,6 +93,17 @@ public interface GuardMetrics {
 			ToIntFunction<Priority> inFlightBorrowed, ToIntFunction<Priority> queued) {
 	}
 
+	/**
+	 * Priority lanes were created; a gauge may sample each lane's current number of permits,
+	 * which {@code PriorityLanes.resize} changes at run time.
+	 */
+	default void laneCapacity(String lanes, ToIntFunction<Priority> capacity) {
+	}
+
+	/** A lane was resized to {@code concurrency} permits. */
+	default void laneResized(String lanes, Priority lane, int concurrency) {
+	}
+
 	/** A request waited this long for a lane permit (0 when admitted at once). */
 	default void admissionWaited(String lanes, Priority priority, long nanos) {
 	}

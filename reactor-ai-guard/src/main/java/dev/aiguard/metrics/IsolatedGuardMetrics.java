@@ -95,6 +95,26 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
+	public void laneCapacity(String lanes, ToIntFunction<Priority> capacity) {
+		try {
+			delegate.laneCapacity(lanes, capacity);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void laneResized(String lanes, Priority lane, int concurrency) {
+		try {
+			delegate.laneResized(lanes, lane, concurrency);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
 	public void admissionWaited(String lanes, Priority priority, long nanos) {
 		try {
 			delegate.admissionWaited(lanes, priority, nanos);

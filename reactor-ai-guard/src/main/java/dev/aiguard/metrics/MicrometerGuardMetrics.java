@@ -141,6 +141,25 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
+	public void laneCapacity(String lanes, ToIntFunction<Priority> capacity) {
+		for (Priority p : PRIORITIES) {
+			Gauge.builder("aiguard.lane.capacity", () -> capacity.applyAsInt(p))
+					.description("Permits of the lane now (its built size until resized)")
+					.tags("lanes", lanes, "priority", p.name())
+					.register(registry);
+		}
+	}
+
+	@Override
+	public void laneResized(String lanes, Priority lane, int concurrency) {
+		Counter.builder("aiguard.lane.resized")
+				.description("Times a lane was resized at run time")
+				.tags("lanes", lanes, "priority", lane.name())
+				.register(registry)
+				.increment();
+	}
+
+	@Override
 	public void admissionWaited(String lanes, Priority priority, long nanos) {
 		Timer[] timers = laneWaits.get(lanes);
 		if (timers == null) {

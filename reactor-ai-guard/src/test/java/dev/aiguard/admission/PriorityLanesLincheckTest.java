@@ -40,7 +40,8 @@ import static dev.aiguard.Scenarios.actor;
  * Lincheck: {@link PriorityLanes} admission against {@link Spec}, a sequential counting model of
  * three one-permit lanes with borrowing (P0 and P1 take idle permits of less urgent lanes),
  * work-conserving lending (P2 runs on P0's idle permit) and preemption (a P0 arrival takes that
- * permit back), small queues (one place; two for P2), tryAcquire, release and cancel.
+ * permit back), small queues (one place; two for P2), tryAcquire, release, cancel, and resizing a
+ * lane to 0, 1 or 2 permits while requests hold and wait for them.
  *
  * <p>Each thread keeps the requests it made; {@code release(thread)} lets go of its latest one
  * (releases the permit, or cancels the request while it waits), so who holds what is part of the
@@ -257,6 +258,14 @@ class PriorityLanesLincheckTest {
 			}
 		}
 
+		/** Resizes a lane while others acquire and release. */
+		@Operation
+		public void resize(@Param(gen = IntGen.class, conf = "0:2") int lane,
+				@Param(gen = IntGen.class, conf = "0:2") int concurrency) {
+			lanes.resize(PRIORITIES[lane], concurrency);
+			awaitDrained();
+		}
+
 		@Quiescent
 		@Operation
 		public String state() {
@@ -338,6 +347,25 @@ class PriorityLanesLincheckTest {
 				.check(c);
 	}
 
+	/**
+	 * A lane shrinks while one of its holders lets go and a newcomer arrives: the newcomer runs
+	 * only if it came before the shrink, and no permit is lost or doubled either way.
+	 */
+	@Test
+	void aShrinkRacingAReleaseAndAnArrival() {
+		Class<?> c = Lanes.class;
+		modelChecking()
+				.iterations(0)
+				.invocationsPerIteration(300)
+				.addCustomScenario(Scenarios.of(
+						List.of(actor(c, "resize", 2, 2), actor(c, "acquire", 1, 2), actor(c, "acquire", 1, 2)),
+						List.of(List.of(actor(c, "resize", 2, 1)), List.of(actor(c, "release", 1)),
+								List.of(actor(c, "acquire", 2, 2))),
+						List.of(actor(c, "state"))))
+				.sequentialSpecification(Spec.class)
+				.check(c);
+	}
+
 	@Test
 	void admissionUnderStress() {
 		new StressOptions()
@@ -360,11 +388,13 @@ class PriorityLanesLincheckTest {
 	 */
 	public static final class Spec {
 
-		static final int[] CONCURRENCY = { 1, 1, 1 };
 		static final int[] MAX_QUEUE = { 1, 1, 2 };
 		static final boolean[] BORROW_FROM_LOWER = { true, true, true };
-		static final int[] LEND_CAP = { 1, 0, 0 };
+		static final double[] LEND_TO_LOWER = { 1.0, 0.0, 0.0 };
 		static final boolean[] PREEMPT = { true, false, false };
+
+		/** Permits per lane: one each until resized. */
+		final int[] concurrency = { 1, 1, 1 };
 
 		static final class Req {
 			final int p;
@@ -381,7 +411,7 @@ class PriorityLanesLincheckTest {
 			}
 		}
 
-		final int[] available = CONCURRENCY.clone();
+		final int[] available = concurrency.clone();
 		final int[] lentDown = new int[3];
 		final int[] lentUp = new int[3];
 		final int[] borrowed = new int[3];
@@ -407,7 +437,7 @@ class PriorityLanesLincheckTest {
 		}
 
 		public String tryAcquire(int thread, int priority) {
-			if (totalQueued() != 0 || available[priority] == 0) {
+			if (totalQueued() != 0 || available[priority] <= 0) {
 				return "none";
 			}
 			Req r = new Req(priority);
@@ -440,10 +470,17 @@ class PriorityLanesLincheckTest {
 			dispatch();
 		}
 
+		/** The free count moves by the difference: held permits stay held, a shrink is paid back as they return. */
+		public void resize(int lane, int size) {
+			available[lane] += size - concurrency[lane];
+			concurrency[lane] = size;
+			dispatch();
+		}
+
 		public String state() {
 			StringBuilder sb = new StringBuilder();
 			for (int p = 0; p < 3; p++) {
-				int own = CONCURRENCY[p] - available[p] - lentDown[p] - lentUp[p];
+				int own = concurrency[p] - available[p] - lentDown[p] - lentUp[p];
 				sb.append(PRIORITIES[p]).append("{own=").append(own).append(", borrowed=").append(borrowed[p])
 						.append(", queued=").append(queues[p].size()).append("} ");
 			}
@@ -520,9 +557,9 @@ class PriorityLanesLincheckTest {
 				return true;
 			}
 			if (p < l) {
-				return BORROW_FROM_LOWER[p] && lentDown[l] < CONCURRENCY[l];
+				return BORROW_FROM_LOWER[p] && lentDown[l] < concurrency[l];
 			}
-			return lentUp[l] < LEND_CAP[l] && queues[l].isEmpty();
+			return lentUp[l] < (int) Math.floor(LEND_TO_LOWER[l] * concurrency[l]) && queues[l].isEmpty();
 		}
 
 		private boolean preempt(Req r) {

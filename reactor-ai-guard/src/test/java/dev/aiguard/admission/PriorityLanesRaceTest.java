@@ -285,6 +285,46 @@ class PriorityLanesRaceTest {
 	}
 
 	@Test
+	void resizeRacingReleaseAndArrivalNeitherLosesNorDoublesAPermit() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(2).borrowFromLower(false),
+				new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			LanePermit a = request(lanes, P2).getReceivedOnNext().get(0);
+			LanePermit b = request(lanes, P2).getReceivedOnNext().get(0);
+			TestSubscriber<LanePermit> arrival = TestSubscriber.create();
+
+			RaceTestUtils.race(() -> lanes.resize(P2, 1), a::release, () -> lanes.acquire(P2).subscribe(arrival));
+
+			// the arrival got a's permit before the shrink, or waits for b's after it
+			assertThat(lanes.inFlight(P2)).isBetween(1, 2);
+			b.release();
+			assertThat(arrival.getReceivedOnNext()).as("admitted, at the latest once b left").hasSize(1);
+			releaseReceived(arrival);
+			assertIdleWithCapacity(lanes, P2, 1);
+
+			lanes.resize(P2, 2);
+			assertIdleWithCapacity(lanes, P2, 2);
+		}
+	}
+
+	@Test
+	void concurrentResizesEndAtOneOfTheRequestedSizesWithTheCountsIntact() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(2).borrowFromLower(false),
+				new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			LanePermit held = request(lanes, P2).getReceivedOnNext().get(0);
+
+			RaceTestUtils.race(() -> lanes.resize(P2, 1), () -> lanes.resize(P2, 3));
+
+			int size = lanes.concurrency(P2);
+			assertThat(size).isIn(1, 3);
+			held.release();
+			assertIdleWithCapacity(lanes, P2, size);
+			lanes.resize(P2, 2);
+		}
+	}
+
+	@Test
 	void concurrentAcquireAndReleaseNeverExceedCapacityAndServeEveryone() {
 		PriorityLanes lanes = lanes(LaneSpec.of(1).maxQueueSize(100_000), LaneSpec.of(1).maxQueueSize(100_000),
 				LaneSpec.of(2).maxQueueSize(100_000), new RecordingMetrics());

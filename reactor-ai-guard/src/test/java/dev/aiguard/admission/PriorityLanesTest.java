@@ -749,4 +749,115 @@ class PriorityLanesTest {
 			assertThat(lanes.queued(p)).isZero();
 		}
 	}
+
+	// ---------------------------------------------------------------- resizing
+
+	@Test
+	void growingALaneHandsTheNewPermitsToWaitersAtOnce() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1).borrowFromLower(false));
+		LanePermit first = admitNow(lanes, P2);
+		TestSubscriber<LanePermit> second = request(lanes, P2);
+		TestSubscriber<LanePermit> third = request(lanes, P2);
+		assertWaiting(second);
+
+		lanes.resize(P2, 3);
+
+		admitted(second);
+		admitted(third);
+		assertThat(lanes.concurrency(P2)).isEqualTo(3);
+		assertThat(lanes.spec(P2).concurrency()).as("the built size").isEqualTo(1);
+		assertThat(lanes.inFlight(P2)).isEqualTo(3);
+		first.release();
+		assertThat(lanes.inFlight(P2)).isEqualTo(2);
+	}
+
+	@Test
+	void shrinkingALaneKeepsAdmittedStreamsAndAdmitsOnlyUnderTheNewSize() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(4).borrowFromLower(false));
+		List<LanePermit> running = new ArrayList<>();
+		for (int i = 0; i < 4; i++) {
+			running.add(admitNow(lanes, P2));
+		}
+
+		lanes.resize(P2, 2);
+
+		assertThat(lanes.inFlight(P2)).as("nobody is stopped").isEqualTo(4);
+		assertThat(lanes.tryAcquire(P2)).isNull();
+		TestSubscriber<LanePermit> waiting = request(lanes, P2);
+		running.remove(0).release();
+		running.remove(0).release();
+		assertWaiting(waiting); // two still run on a lane of two
+		running.remove(0).release();
+		admitted(waiting).release();
+		running.remove(0).release();
+		assertThat(lanes.inFlight(P2)).isZero();
+		assertThat(lanes.concurrency(P2)).isEqualTo(2);
+		LanePermit a = admitNow(lanes, P2);
+		LanePermit b = admitNow(lanes, P2);
+		assertThat(lanes.tryAcquire(P2)).as("two permits, not four").isNull();
+		a.release();
+		b.release();
+	}
+
+	@Test
+	void aLaneResizedToZeroAdmitsNothingOfItsOwnAndReopensWhenResizedBack() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1).borrowFromLower(false), LaneSpec.of(1).borrowFromLower(false),
+				LaneSpec.of(2).maxQueueWait(Duration.ofSeconds(1)));
+		lanes.resize(P2, 0);
+
+		TestSubscriber<LanePermit> waiting = request(lanes, P2);
+		assertWaiting(waiting);
+		clock.advanceTimeBy(Duration.ofSeconds(1));
+		assertThat(rejection(waiting).reason()).isEqualTo(Reason.WAIT_TIMEOUT);
+
+		TestSubscriber<LanePermit> next = request(lanes, P2);
+		lanes.resize(P2, 2);
+		admitted(next).release();
+	}
+
+	@Test
+	void aShrunkLaneLendsAndLetsBorrowOnlyWhatItsNewSizeAllows() {
+		PriorityLanes lanes = lanes(LaneSpec.of(4).lendToLower(1.0), LaneSpec.of(0).borrowFromLower(false),
+				LaneSpec.of(4));
+		lanes.resize(P0, 1);
+		LanePermit lent = admitNow(lanes, P1);
+		assertThat(lent.lane()).isEqualTo(P0);
+		TestSubscriber<LanePermit> second = request(lanes, P1);
+		assertWaiting(second); // P0 has one permit now, already lent
+		lent.release();
+		admitted(second).release();
+
+		lanes.resize(P2, 1);
+		LanePermit own = admitNow(lanes, P2);
+		LanePermit borrowed = admitNow(lanes, P0); // P0's own permit
+		TestSubscriber<LanePermit> p0 = request(lanes, P0);
+		assertWaiting(p0); // P2's single permit is in use: nothing left to borrow
+		own.release();
+		assertThat(admitted(p0).lane()).isEqualTo(P2);
+		borrowed.release();
+		p0.getReceivedOnNext().get(0).release();
+	}
+
+	@Test
+	void resizeRefusesANegativeSizeNamingTheLane() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(1), LaneSpec.of(1));
+		assertThatThrownBy(() -> lanes.resize(P1, -1)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("lane P1").hasMessageContaining("concurrency").hasMessageContaining("-1");
+		assertThat(lanes.concurrency(P1)).isEqualTo(1);
+	}
+
+	@Test
+	void resizeIsCountedAndTheCapacityGaugeFollowsIt() {
+		io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+				new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+		PriorityLanes lanes = lanes(LaneSpec.of(2), LaneSpec.of(2), LaneSpec.of(8),
+				new dev.aiguard.metrics.MicrometerGuardMetrics(registry));
+		assertThat(registry.get("aiguard.lane.capacity").tag("priority", "P2").gauge().value()).isEqualTo(8.0);
+
+		lanes.resize(P2, 4);
+		lanes.resize(P2, 4); // no change: not counted
+
+		assertThat(registry.get("aiguard.lane.capacity").tag("priority", "P2").gauge().value()).isEqualTo(4.0);
+		assertThat(registry.get("aiguard.lane.resized").tag("priority", "P2").counter().count()).isEqualTo(1.0);
+	}
 }

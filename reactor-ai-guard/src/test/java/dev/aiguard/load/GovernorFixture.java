@@ -7,7 +7,10 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
  * A governor on virtual time with capacity 10 requests per second, one-second intervals, and the
- * JVM signals (cpu, memory) replaced by dials so its score is what the test sets.
+ * JVM signals (cpu, memory) replaced by dials so its score is what the test sets. The load is read
+ * unsmoothed and every level has a load line (0.8, 1.0, 2.0), so one interval's arrivals set the
+ * level a test expects; the defaults (smoothing, DEGRADED and CRITICAL from the score only) have
+ * their own tests.
  */
 final class GovernorFixture {
 
@@ -23,7 +26,9 @@ final class GovernorFixture {
 				.clock(time)
 				.signal(cpu, 0.20)
 				.signal(memory, 0.15)
-				.warmupIntervals(1_000_000);
+				.warmupIntervals(1_000_000)
+				.loadSmoothing(1.0)
+				.loadThresholds(0.8, 1.0, 2.0);
 	}
 
 	/** Sets both dials: with no stream data the score is this value. */

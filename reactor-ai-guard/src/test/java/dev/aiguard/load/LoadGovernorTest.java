@@ -29,6 +29,41 @@ class LoadGovernorTest {
 		return governor;
 	}
 
+	// ---- the load the levels read ----
+
+	@Test
+	void oneBusyIntervalDoesNotCrossTheLineOnItsOwnButASustainedRiseDoes() {
+		start(f.builder().loadSmoothing(0.3).dwell(Duration.ZERO));
+		f.intervals(governor, 5, 7); // 0.7 of capacity
+		f.interval(governor, 10); // one interval at capacity: 0.3 * 1.0 + 0.7 * 0.7 = 0.79
+		assertThat(governor.state().load()).isCloseTo(0.79, within(1e-9));
+		assertThat(governor.state().requestRate()).isEqualTo(10.0);
+		assertThat(governor.level()).isEqualTo(LoadLevel.HEALTHY);
+
+		f.interval(governor, 10); // 0.3 + 0.7 * 0.79 = 0.853
+		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
+	}
+
+	@Test
+	void unsmoothedEachIntervalDecidesAlone() {
+		start(f.builder().dwell(Duration.ZERO)); // the fixture reads each interval alone
+		f.intervals(governor, 5, 7);
+		f.interval(governor, 10);
+		assertThat(governor.level()).isEqualTo(LoadLevel.DEGRADED);
+	}
+
+	@Test
+	void byDefaultTheOfferedLoadAloneNeverGoesPastWarning() {
+		start(LoadGovernor.builder("chat").capacity(10).clock(f.time).signal(f.cpu, 0.20).signal(f.memory, 0.15)
+				.dwell(Duration.ZERO));
+		f.intervals(governor, 10, 50); // five times the capacity, a healthy score
+		assertThat(governor.state().load()).isGreaterThan(4.0);
+		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
+		f.score(30); // the score decides the rest
+		f.interval(governor, 50);
+		assertThat(governor.level()).isEqualTo(LoadLevel.CRITICAL);
+	}
+
 	// ---- score ----
 
 	@Test

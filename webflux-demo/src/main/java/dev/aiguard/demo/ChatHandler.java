@@ -7,6 +7,11 @@ import dev.aiguard.AiGuard;
 import dev.aiguard.GuardSignals;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.core.Priority;
+import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LoadGovernor;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.MediaType;
@@ -25,7 +30,8 @@ import tools.jackson.databind.json.JsonMapper;
  * the model: the library's {@code OpenAiCompatibleClient} through {@code AiGuard.call}, or Spring
  * AI's {@code ChatClient} through its {@code AiGuardAdvisor}; both guards share one policy's parts
  * and put their report into the request's {@link GuardSignals}, so the events are the same. Closing
- * the response cancels the guarded stream and with it the upstream call.
+ * the response cancels the guarded stream and with it the upstream call. A request the load
+ * governor sheds at its current level gets 503 with {@code Retry-After} and no stream.
  */
 final class ChatHandler {
 
@@ -38,11 +44,14 @@ final class ChatHandler {
 	private final JsonMapper json;
 	private final ChatEvents events;
 	private final int maxBodyBytes;
+	@Nullable
+	private final LoadGovernor governor;
 	private final String idPrefix = Long.toString(ThreadLocalRandom.current().nextLong(1L << 20, 1L << 24), 36);
 	private final AtomicLong ids = new AtomicLong();
 
+	/** @param governor the policy's load governor, asked before the stream starts; {@code null}: none */
 	ChatHandler(AiGuard<ChatChunk> guard, ModelUpstream upstream, SpringAiClient springAi, AnswerClient defaultClient,
-			JsonMapper json, int maxBodyBytes) {
+			JsonMapper json, int maxBodyBytes, @Nullable LoadGovernor governor) {
 		this.guard = guard;
 		this.upstream = upstream;
 		this.springAi = springAi;
@@ -50,6 +59,7 @@ final class ChatHandler {
 		this.json = json;
 		this.events = new ChatEvents(json);
 		this.maxBodyBytes = maxBodyBytes;
+		this.governor = governor;
 	}
 
 	Mono<ServerResponse> chat(ServerRequest request) {
@@ -57,11 +67,33 @@ final class ChatHandler {
 		String client = request.queryParam("client").orElse(null);
 		return RequestBodies.text(request, maxBodyBytes)
 			.map(body -> ChatInput.parse(json, body, header, client, defaultClient))
-			.flatMap(input -> ServerResponse.ok()
-				.contentType(MediaType.TEXT_EVENT_STREAM)
-				.header("Cache-Control", "no-cache")
-				.body(BodyInserters.fromServerSentEvents(answer(input))))
+			.flatMap(input -> {
+				AdmissionRejectedException shed = shedNow(input.priority());
+				return shed != null ? ErrorResponses.shed(shed)
+						: ServerResponse.ok()
+							.contentType(MediaType.TEXT_EVENT_STREAM)
+							.header("Cache-Control", "no-cache")
+							.body(BodyInserters.fromServerSentEvents(answer(input)));
+			})
 			.onErrorResume(BadRequestException.class, e -> ErrorResponses.of(e));
+	}
+
+	/**
+	 * Sheds a request the governor's rules shed at its level before any response starts, so the
+	 * client gets a 503 with {@code Retry-After} instead of a stream that only says no. The request
+	 * still counts as offered load. Any other action (and a level that changes meanwhile) is the
+	 * guard's to apply.
+	 *
+	 * @return the refusal, or {@code null} when the request may go on
+	 */
+	@Nullable
+	private AdmissionRejectedException shedNow(Priority priority) {
+		LoadGovernor g = governor;
+		if (g == null || g.action(priority) != LoadAction.SHED) {
+			return null;
+		}
+		g.arrived(priority);
+		return g.shed(priority);
 	}
 
 	/** The events of one answer; each subscription is a new request with its own id, signals and counts. */

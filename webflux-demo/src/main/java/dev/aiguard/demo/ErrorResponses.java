@@ -1,13 +1,15 @@
 package dev.aiguard.demo;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import dev.aiguard.admission.AdmissionRejectedException;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
-/** The demo's JSON error body: {@code {"error": code, "message": sentence}}. */
+/** The demo's JSON error body: {@code {"error": code, "message": sentence}}, and a shed request's 503. */
 final class ErrorResponses {
 
 	private ErrorResponses() {
@@ -15,6 +17,22 @@ final class ErrorResponses {
 
 	static Mono<ServerResponse> of(BadRequestException e) {
 		return of(e.status(), e.code(), e.getMessage());
+	}
+
+	/**
+	 * A request the load governor shed before it started: 503 with {@code Retry-After} (whole
+	 * seconds, rounded up, at least 1) and {@code retryAfterMs}, so a client backs off as asked.
+	 */
+	static Mono<ServerResponse> shed(AdmissionRejectedException e) {
+		long retryMs = e.retryAfter().map(Duration::toMillis).orElse(1000L);
+		Map<String, Object> body = new LinkedHashMap<>();
+		body.put("error", "shed");
+		body.put("message", e.getMessage());
+		body.put("retryAfterMs", retryMs);
+		return ServerResponse.status(503)
+			.header("Retry-After", Long.toString(Math.max(1, (retryMs + 999) / 1000)))
+			.contentType(MediaType.APPLICATION_JSON)
+			.bodyValue(body);
 	}
 
 	static Mono<ServerResponse> of(int status, String code, String message) {

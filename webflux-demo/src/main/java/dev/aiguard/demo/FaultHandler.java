@@ -3,6 +3,7 @@ package dev.aiguard.demo;
 import java.util.List;
 
 import dev.aiguard.test.mock.FaultProfile;
+import dev.aiguard.test.mock.LoadPressure;
 import dev.aiguard.test.mock.MockModelServer;
 import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
@@ -27,7 +28,18 @@ final class FaultHandler {
 
 	/** The contract's fields, in the contract's order. */
 	static final List<String> FIELDS = List.of("firstTokenDelayMs", "tokenIntervalMs", "stallAfterTokens",
-			"dropAfterTokens", "errorRate", "errorStatus", "retryAfterSeconds", "contextLimitTokens", "omitTerminal");
+			"dropAfterTokens", "errorRate", "errorStatus", "retryAfterSeconds", "contextLimitTokens", "omitTerminal",
+			"loadPressureCapacity");
+
+	/**
+	 * How the mock suffers past {@code loadPressureCapacity} concurrent requests: each capacity's
+	 * worth of excess adds three first-token delays and 20 % refusals (529, {@code Retry-After: 1}),
+	 * at most 30 %, so the guard's retries and the breaker keep up and the load governor sees a slow,
+	 * flaky model rather than a dead one.
+	 */
+	static LoadPressure pressure(int capacity) {
+		return LoadPressure.of(capacity).slowdown(3).errors(0.2, 0.3, 529, 1);
+	}
 
 	private static final int MAX_BODY_BYTES = 16 * 1024;
 
@@ -130,7 +142,8 @@ final class FaultHandler {
 						(int) wholeNumber(f, "retryAfterSeconds", base.retryAfterSeconds(), defaults.retryAfterSeconds()))
 				.withContextLimit(optionalWholeNumber(f, "contextLimitTokens", base.contextLimitTokens(),
 						defaults.contextLimitTokens()))
-				.withOmitTerminal(bool(f, "omitTerminal", base.omitTerminal(), defaults.omitTerminal()));
+				.withOmitTerminal(bool(f, "omitTerminal", base.omitTerminal(), defaults.omitTerminal()))
+				.withLoadPressure(loadPressure(f, base.loadPressure(), defaults.loadPressure()));
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("invalid_fault", e.getMessage());
@@ -157,6 +170,21 @@ final class FaultHandler {
 			throw new IllegalArgumentException(name + " must be a whole number, was " + n);
 		}
 		return n.intValue();
+	}
+
+	@Nullable
+	private static LoadPressure loadPressure(ObjectNode f, @Nullable LoadPressure absent, @Nullable LoadPressure reset) {
+		if (!f.has("loadPressureCapacity")) {
+			return absent;
+		}
+		Integer capacity = optionalWholeNumber(f, "loadPressureCapacity", null, null);
+		if (capacity == null) {
+			return reset;
+		}
+		if (capacity < 1 || capacity > 1000) {
+			throw new IllegalArgumentException("loadPressureCapacity must be between 1 and 1000, was " + capacity);
+		}
+		return pressure(capacity);
 	}
 
 	private static double number(ObjectNode f, String name, double absent, double reset) {
@@ -197,7 +225,8 @@ final class FaultHandler {
 			.put("errorStatus", p.errorStatus())
 			.put("retryAfterSeconds", p.retryAfterSeconds())
 			.put("contextLimitTokens", p.contextLimitTokens())
-			.put("omitTerminal", p.omitTerminal());
+			.put("omitTerminal", p.omitTerminal())
+			.put("loadPressureCapacity", p.loadPressure() == null ? null : p.loadPressure().capacity());
 	}
 
 	private Mono<ServerResponse> ok(FaultProfile profile) {

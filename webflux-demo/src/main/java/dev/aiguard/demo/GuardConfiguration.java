@@ -7,6 +7,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.boot.autoconfigure.AiGuardPolicyCustomizer;
+import dev.aiguard.boot.autoconfigure.AiGuardProperties;
 import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.test.mock.FaultProfile;
@@ -15,6 +16,7 @@ import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.springai.AiGuardAdvisor;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
@@ -147,20 +149,21 @@ class GuardConfiguration {
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuardRegistry registry,
 			ResponseCache<ChatChunk> cache, ModelUpstream upstream, SpringAiClient springAi, JsonMapper json,
-			GuardStats stats) {
+			GuardStats stats, AiGuardProperties guardProperties) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
 		AnswerClient defaultClient = properties.chat().client();
-		ChatHandler chat = new ChatHandler(libraryGuard(registry, cache, stats), upstream, springAi, defaultClient, json,
-				(int) properties.chat().maxBodySize().toBytes());
-		FaultHandler faults = new FaultHandler(upstream.mock(), json);
 		GuardPolicy policy = chatPolicy(registry);
+		LoadGovernor governor = registry.load().orElse(null);
+		ChatHandler chat = new ChatHandler(libraryGuard(registry, cache, stats), upstream, springAi, defaultClient, json,
+				(int) properties.chat().maxBodySize().toBytes(), governor);
+		FaultHandler faults = new FaultHandler(upstream.mock(), json);
 		GuardStatusHandler status = new GuardStatusHandler(
 				Objects.requireNonNull(policy.breaker(), "aiguard.policies.chat.breaker names no breaker"),
 				Clock.systemUTC(),
 				Objects.requireNonNull(policy.lanes(), "aiguard.policies.chat.lanes is not true"), stats, upstream,
-				defaultClient);
+				defaultClient, governor, governor == null ? null : guardProperties.getLoad().getCapacity());
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)

@@ -8,9 +8,11 @@ import java.util.Map;
 
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.boot.autoconfigure.AiGuardEndpoint;
+import dev.aiguard.boot.autoconfigure.AiGuardLoadView;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.test.mock.MockModelServer;
 import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
@@ -20,7 +22,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state, rates and waits (when
- * an OPEN breaker lets the next request probe), per-lane occupancy, answer counters, the last
+ * an OPEN breaker lets the next request probe), per-lane occupancy, the load governor's level,
+ * score and forecast, answer counters, the last
  * requests, and where the mock listens and what it has seen.
  */
 final class GuardStatusHandler {
@@ -33,16 +36,27 @@ final class GuardStatusHandler {
 	private final GuardStats stats;
 	private final ModelUpstream upstream;
 	private final AnswerClient defaultClient;
+	@Nullable
+	private final LoadGovernor governor;
+	@Nullable
+	private final Double capacity;
 
-	/** @param wallClock for the epoch time of {@code openUntil} */
+	/**
+	 * @param wallClock for the epoch time of {@code openUntil}
+	 * @param governor the policy's load governor, or {@code null}
+	 * @param capacity its capacity in requests per second ({@code aiguard.load.capacity}), or {@code null}
+	 */
 	GuardStatusHandler(CircuitBreaker breaker, Clock wallClock, PriorityLanes lanes, GuardStats stats,
-			ModelUpstream upstream, AnswerClient defaultClient) {
+			ModelUpstream upstream, AnswerClient defaultClient, @Nullable LoadGovernor governor,
+			@Nullable Double capacity) {
 		this.breaker = breaker;
 		this.wallClock = wallClock;
 		this.lanes = lanes;
 		this.stats = stats;
 		this.upstream = upstream;
 		this.defaultClient = defaultClient;
+		this.governor = governor;
+		this.capacity = capacity;
 	}
 
 	Mono<ServerResponse> status(ServerRequest request) {
@@ -58,8 +72,7 @@ final class GuardStatusHandler {
 		body.put("client", clients);
 		body.put("breaker", breaker());
 		body.put("lanes", lanes());
-		// the library has no load governor: the field is part of the contract and stays null
-		body.put("load", null);
+		body.put("load", load());
 		Map<String, Object> counters = new LinkedHashMap<>();
 		counters.put("requests", stats.requests());
 		counters.put("attempts", stats.attempts());
@@ -104,6 +117,18 @@ final class GuardStatusHandler {
 
 	private Map<String, Object> lanes() {
 		return AiGuardEndpoint.laneView(lanes);
+	}
+
+	/** The governor's state as the Actuator endpoint shows it, and its capacity; {@code null} without a governor. */
+	@Nullable
+	private Map<String, Object> load() {
+		LoadGovernor g = governor;
+		if (g == null) {
+			return null;
+		}
+		Map<String, Object> load = AiGuardLoadView.of(g);
+		load.put("capacity", capacity);
+		return load;
 	}
 
 	/** The mock's address (what a real client would be pointed at) and its counters; {@code null} without a mock. */

@@ -250,7 +250,7 @@ class BrowserTest extends DemoTestSupport {
 	}
 
 	private static final List<String> SWITCHES = List.of("fault-slow", "fault-stall", "fault-drop", "fault-omit",
-			"fault-errors", "fault-context");
+			"fault-errors", "fault-context", "fault-load");
 
 	private Map<String, Boolean> pageSwitches() {
 		Map<String, Boolean> on = new LinkedHashMap<>();
@@ -269,6 +269,7 @@ class BrowserTest extends DemoTestSupport {
 		on.put("fault-omit", p.omitTerminal());
 		on.put("fault-errors", p.errorRate() > 0);
 		on.put("fault-context", p.contextLimitTokens() != null);
+		on.put("fault-load", p.loadPressure() != null);
 		return on;
 	}
 

@@ -50,6 +50,22 @@ class FaultsApiTest extends DemoTestSupport {
 	}
 
 	@Test
+	void loadPressureIsACapacityOrNull() {
+		patch("{\"loadPressureCapacity\": 4}").expectStatus().isOk()
+			.expectBody().jsonPath("$.loadPressureCapacity").isEqualTo(4);
+		assertThat(mock.faults().loadPressure()).isEqualTo(FaultHandler.pressure(4));
+
+		patch("{\"stallAfterTokens\": 3}").expectStatus().isOk();
+		assertThat(mock.faults().loadPressure()).as("another field's change keeps it").isEqualTo(FaultHandler.pressure(4));
+
+		patch("{\"loadPressureCapacity\": 0}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").isEqualTo("loadPressureCapacity must be between 1 and 1000, was 0");
+		patch("{\"loadPressureCapacity\": null}").expectStatus().isOk()
+			.expectBody().jsonPath("$.loadPressureCapacity").isEmpty();
+		assertThat(mock.faults().loadPressure()).isNull();
+	}
+
+	@Test
 	void patchChangesTheNamedFieldsKeepsTheOthersAndNullResetsOne() {
 		faults(mock.faults().withStallAfter(5).withPace(20, 3));
 

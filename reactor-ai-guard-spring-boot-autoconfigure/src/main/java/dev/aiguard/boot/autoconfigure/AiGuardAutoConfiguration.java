@@ -4,6 +4,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.aiguard.AiGuard;
+import dev.aiguard.load.HealthSignal;
+import dev.aiguard.load.LoadGovernor;
+import dev.aiguard.load.MicrometerHealthSignals;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
@@ -22,8 +25,9 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
 /**
- * Builds the guards, breakers and lanes described under {@code aiguard.*}: an
- * {@link AiGuardRegistry} holding them, and one {@code AiGuard<ChatChunk>} bean per policy,
+ * Builds the guards, breakers, lanes and load governor described under {@code aiguard.*}: an
+ * {@link AiGuardRegistry} holding them, a {@link LoadGovernor} bean when {@code aiguard.load.enabled},
+ * and one {@code AiGuard<ChatChunk>} bean per policy,
  * qualified by the policy's name ({@code @Qualifier("chat") AiGuard<ChatChunk> guard}). Meters go to
  * the context's {@link MeterRegistry} when there is one, and each request is an {@code Observation}
  * of the context's {@link ObservationRegistry} when there is one. Every bean backs off when the application
@@ -55,11 +59,33 @@ public class AiGuardAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	AiGuardRegistry aiGuardRegistry(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics,
-			ObjectProvider<AiGuardPolicyCustomizer> customizers, RecentReports recent) {
+			ObjectProvider<AiGuardPolicyCustomizer> customizers, RecentReports recent, SharedLanes lanes,
+			ObjectProvider<LoadGovernor> governor) {
 		List<AiGuardPolicyCustomizer> all = new ArrayList<>();
 		all.add((name, builder) -> builder.onReport(recent));
 		customizers.orderedStream().forEach(all::add);
-		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), all).build();
+		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), all)
+			.build(lanes.lanes(), governor.getIfAvailable());
+	}
+
+	@Bean
+	SharedLanes aiGuardSharedLanes(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics) {
+		return new SharedLanes(new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), List.of())
+			.lanes(properties.getLanes()));
+	}
+
+	/**
+	 * The load governor of {@code aiguard.load}, started now and disposed with the context, with
+	 * the context's metrics and every {@link HealthSignal} bean.
+	 */
+	@Bean(destroyMethod = "dispose")
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = AiGuardProperties.PREFIX + ".load.enabled")
+	LoadGovernor aiGuardLoadGovernor(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics,
+			ObjectProvider<HealthSignal> signals, SharedLanes lanes) {
+		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), List.of())
+			.governor(signals.orderedStream().toList(), lanes.lanes())
+			.start();
 	}
 
 	@Bean
@@ -91,6 +117,14 @@ public class AiGuardAutoConfiguration {
 		@ConditionalOnMissingBean
 		GuardMetrics aiGuardMetrics(MeterRegistry registry) {
 			return new MicrometerGuardMetrics(registry);
+		}
+
+		/** The load governor's cpu signal from Micrometer's CPU gauges, when the governor is on. */
+		@Bean
+		@ConditionalOnBooleanProperty(name = AiGuardProperties.PREFIX + ".load.enabled")
+		@ConditionalOnMissingBean(name = "aiGuardCpuSignal")
+		HealthSignal aiGuardCpuSignal(MeterRegistry registry) {
+			return MicrometerHealthSignals.cpu(registry);
 		}
 	}
 }

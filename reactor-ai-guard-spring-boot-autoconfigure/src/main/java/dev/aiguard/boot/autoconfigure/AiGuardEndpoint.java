@@ -23,18 +23,23 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 /**
  * The {@code aiguard} Actuator endpoint. Reading it ({@code GET /actuator/aiguard}) shows every
  * policy, breaker (state, rates, window, when the next probe may go) and lane (capacity, in flight,
- * queued), and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
+ * queued), the load governor's level and inputs, and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
  * {@code POST /actuator/aiguard/{breaker}} with {@code {"state": "forced-open" | "disabled" | "closed"}}
  * moves a breaker by hand and records an audit event {@value #AUDIT_TYPE} when the application has
- * an {@link AuditEventRepository}. Like every Actuator endpoint it is reachable over HTTP only once
- * exposed ({@code management.endpoints.web.exposure.include=aiguard}); secure the write operation as
- * any other.
+ * an {@link AuditEventRepository}; {@code POST /actuator/aiguard/lanes/{priority}} with
+ * {@code {"capacity": n}} resizes a lane while it runs (admitted streams keep their permits) and
+ * records {@value #LANE_AUDIT_TYPE}. Like every Actuator endpoint it is reachable over HTTP only
+ * once exposed ({@code management.endpoints.web.exposure.include=aiguard}); secure the write
+ * operations as any other.
  */
 @Endpoint(id = "aiguard")
 public class AiGuardEndpoint {
 
 	/** The audit event type of a breaker moved through the endpoint. */
 	public static final String AUDIT_TYPE = "AIGUARD_BREAKER_CHANGED";
+
+	/** The audit event type of a lane resized through the endpoint. */
+	public static final String LANE_AUDIT_TYPE = "AIGUARD_LANE_RESIZED";
 
 	private final AiGuardRegistry registry;
 	private final RecentReports reports;
@@ -52,7 +57,7 @@ public class AiGuardEndpoint {
 		this.audit = audit;
 	}
 
-	/** @return policies, breakers, lanes and recent reports */
+	/** @return policies, breakers, lanes, the load governor's state ({@link AiGuardLoadView}) and recent reports */
 	@ReadOperation
 	public Map<String, Object> guard() {
 		Map<String, Object> body = new LinkedHashMap<>();
@@ -63,6 +68,7 @@ public class AiGuardEndpoint {
 		registry.breakers().forEach((name, breaker) -> breakers.put(name, breaker(breaker)));
 		body.put("breakers", breakers);
 		body.put("lanes", registry.lanes().map(AiGuardEndpoint::lanes).orElse(null));
+		body.put("load", registry.load().map(AiGuardLoadView::of).orElse(null));
 		body.put("reports", reports.newestFirst());
 		return body;
 	}
@@ -97,16 +103,58 @@ public class AiGuardEndpoint {
 			default -> throw new IllegalArgumentException(
 					"state must be forced-open, disabled or closed, was '" + state + "'");
 		}
+		Map<String, Object> data = new LinkedHashMap<>();
+		data.put("breaker", name);
+		data.put("from", before);
+		data.put("to", breaker.state().name());
+		audit(securityContext, AUDIT_TYPE, data);
+		return breaker(breaker);
+	}
+
+	/**
+	 * Resizes one of the shared lanes while it runs: streams already admitted keep their permits,
+	 * a smaller lane admits again once enough of them finished, a larger one admits its waiters at
+	 * once. The change lasts until the next resize (a load governor attached to the lanes resizes
+	 * them at its next change of level).
+	 *
+	 * @param section {@code lanes}
+	 * @param priority the lane ({@code P0}, {@code P1}, {@code P2})
+	 * @param capacity its new number of permits, 0 or more
+	 * @return the lanes after the change, or {@code null} (404) when there are no lanes or the
+	 *         section is not {@code lanes}
+	 * @throws IllegalArgumentException (400) for an unknown priority or a negative capacity
+	 */
+	@WriteOperation
+	public @Nullable Map<String, Object> resizeLane(SecurityContext securityContext, @Selector String section,
+			@Selector String priority, int capacity) {
+		PriorityLanes lanes = registry.lanes().orElse(null);
+		if (lanes == null || !"lanes".equals(section)) {
+			return null;
+		}
+		Priority lane;
+		try {
+			lane = Priority.valueOf(priority.trim().toUpperCase(Locale.ROOT));
+		}
+		catch (IllegalArgumentException unknown) {
+			throw new IllegalArgumentException("priority must be P0, P1 or P2, was '" + priority + "'");
+		}
+		int before = lanes.concurrency(lane);
+		lanes.resize(lane, capacity);
+		Map<String, Object> data = new LinkedHashMap<>();
+		data.put("lanes", lanes.name());
+		data.put("priority", lane.name());
+		data.put("from", before);
+		data.put("to", capacity);
+		audit(securityContext, LANE_AUDIT_TYPE, data);
+		return lanes(lanes);
+	}
+
+	private void audit(SecurityContext securityContext, String type, Map<String, Object> data) {
 		if (audit != null) {
 			String principal = securityContext.getPrincipal() == null ? "anonymous"
 					: securityContext.getPrincipal().getName();
-			Map<String, Object> data = new LinkedHashMap<>();
-			data.put("breaker", name);
-			data.put("from", before);
-			data.put("to", breaker.state().name());
-			audit.add(new AuditEvent(principal, AUDIT_TYPE, data));
+			audit.add(new AuditEvent(principal, type, data));
 		}
-		return breaker(breaker);
 	}
 
 	private static Map<String, Object> policy(GuardPolicy p) {
@@ -153,14 +201,15 @@ public class AiGuardEndpoint {
 
 	/**
 	 * @param lanes the lanes to show
-	 * @return per priority name ({@code P0}…): capacity, in flight, borrowed, queued — as this
-	 *         endpoint shows them, for views of one's own
+	 * @return per priority name ({@code P0}…): capacity now, capacity as built, in flight,
+	 *         borrowed, queued — as this endpoint shows them, for views of one's own
 	 */
 	public static Map<String, Object> laneView(PriorityLanes lanes) {
 		Map<String, Object> all = new LinkedHashMap<>();
 		for (Priority p : Priority.values()) {
 			Map<String, Object> lane = new LinkedHashMap<>();
-			lane.put("capacity", lanes.spec(p).concurrency());
+			lane.put("capacity", lanes.concurrency(p));
+			lane.put("builtCapacity", lanes.spec(p).concurrency());
 			lane.put("inFlight", lanes.inFlight(p));
 			lane.put("borrowed", lanes.borrowedInFlight(p));
 			lane.put("queued", lanes.queued(p));

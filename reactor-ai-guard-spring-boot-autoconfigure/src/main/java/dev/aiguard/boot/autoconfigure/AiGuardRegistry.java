@@ -9,11 +9,12 @@ import dev.aiguard.AiGuard;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.load.LoadGovernor;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.DisposableBean;
 
 /**
- * The guards, breakers and lanes built from {@code aiguard.*}, by name. Each guard is also a bean
+ * The guards, breakers, lanes and load governor built from {@code aiguard.*}, by name. Each guard is also a bean
  * of its own (named after its policy), so most code injects the guard and never sees this; the
  * registry is for code that looks guards up at runtime and for management views.
  *
@@ -28,12 +29,15 @@ public final class AiGuardRegistry implements DisposableBean {
 	private final Map<String, CircuitBreaker> breakers;
 	@Nullable
 	private final PriorityLanes lanes;
+	@Nullable
+	private final LoadGovernor load;
 
 	AiGuardRegistry(Map<String, AiGuard<ChatChunk>> guards, Map<String, CircuitBreaker> breakers,
-			@Nullable PriorityLanes lanes) {
+			@Nullable PriorityLanes lanes, @Nullable LoadGovernor load) {
 		this.guards = Collections.unmodifiableMap(new LinkedHashMap<>(guards));
 		this.breakers = Collections.unmodifiableMap(new LinkedHashMap<>(breakers));
 		this.lanes = lanes;
+		this.load = load;
 	}
 
 	/**
@@ -67,6 +71,14 @@ public final class AiGuardRegistry implements DisposableBean {
 	/** @return the shared lanes, if any lane is configured */
 	public Optional<PriorityLanes> lanes() {
 		return Optional.ofNullable(lanes);
+	}
+
+	/**
+	 * @return the load governor the policies pass (the context's {@code LoadGovernor} bean), if
+	 *         there is one; its bean, not the registry, starts and disposes it
+	 */
+	public Optional<LoadGovernor> load() {
+		return Optional.ofNullable(load);
 	}
 
 	/** Disposes the lanes' schedulers when the context closes. */

@@ -3,11 +3,14 @@ package dev.aiguard.boot.autoconfigure;
 import java.util.List;
 import java.util.Map;
 
+import dev.aiguard.admission.LanePermit;
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.actuate.audit.AuditEvent;
 import org.springframework.boot.actuate.audit.InMemoryAuditEventRepository;
@@ -62,7 +65,8 @@ class AiGuardActuatorTest {
 					.verifyComplete();
 			}
 			Map<String, Object> body = context.getBean(AiGuardEndpoint.class).guard();
-			assertThat(body).containsOnlyKeys("policies", "breakers", "lanes", "reports");
+			assertThat(body).containsOnlyKeys("policies", "breakers", "lanes", "load", "reports");
+			assertThat(body.get("load")).as("no load governor configured").isNull();
 			Map<String, Object> chat = (Map<String, Object>) ((Map<String, Object>) body.get("policies")).get("chat");
 			assertThat(chat).containsEntry("breaker", "openai").containsEntry("lanes", "lanes")
 				.containsEntry("defaultPriority", "P1");
@@ -100,6 +104,52 @@ class AiGuardActuatorTest {
 					.containsExactlyInAnyOrder("FORCED_OPEN", "DISABLED", "CLOSED");
 				assertThat(events).extracting(AuditEvent::getPrincipal).containsOnly("anonymous");
 			});
+	}
+
+	@Test
+	@SuppressWarnings("unchecked")
+	void writingResizesALaneWhileItRunsAndLeavesAnAuditEvent() {
+		runner.withPropertyValues("management.endpoints.web.exposure.include=aiguard")
+			.withBean(InMemoryAuditEventRepository.class)
+			.run(context -> {
+				AiGuardEndpoint endpoint = context.getBean(AiGuardEndpoint.class);
+				PriorityLanes lanes = context.getBean(AiGuardRegistry.class).lanes().orElseThrow();
+				LanePermit first = lanes.tryAcquire(Priority.P0);
+				LanePermit second = lanes.tryAcquire(Priority.P0);
+				assertThat(first).isNotNull();
+				assertThat(second).isNotNull();
+
+				Map<String, Object> after = endpoint.resizeLane(SecurityContext.NONE, "lanes", "p0", 1);
+
+				Map<String, Object> p0 = (Map<String, Object>) after.get("P0");
+				assertThat(p0).containsEntry("capacity", 1).containsEntry("builtCapacity", 2)
+					.containsEntry("inFlight", 2);
+				first.release();
+				assertThat(lanes.tryAcquire(Priority.P0)).as("one permit, still held").isNull();
+				second.release();
+				LanePermit again = lanes.tryAcquire(Priority.P0);
+				assertThat(again).isNotNull();
+				again.release();
+
+				assertThat(endpoint.resizeLane(SecurityContext.NONE, "breakers", "P0", 3)).isNull();
+				assertThatThrownBy(() -> endpoint.resizeLane(SecurityContext.NONE, "lanes", "P9", 3))
+					.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'P9'");
+				assertThatThrownBy(() -> endpoint.resizeLane(SecurityContext.NONE, "lanes", "P1", -1))
+					.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");
+				assertThat(lanes.concurrency(Priority.P1)).isEqualTo(1);
+
+				List<AuditEvent> events = context.getBean(InMemoryAuditEventRepository.class).find(null, null, null);
+				assertThat(events).singleElement().satisfies(e -> {
+					assertThat(e.getType()).isEqualTo(AiGuardEndpoint.LANE_AUDIT_TYPE);
+					assertThat(e.getData()).containsEntry("priority", "P0").containsEntry("from", 1 + 1)
+						.containsEntry("to", 1);
+				});
+			});
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class, AiGuardEndpointAutoConfiguration.class))
+			.withPropertyValues("management.endpoints.web.exposure.include=aiguard")
+			.run(context -> assertThat(context.getBean(AiGuardEndpoint.class)
+				.resizeLane(SecurityContext.NONE, "lanes", "P0", 1)).as("no lanes: 404").isNull());
 	}
 
 	@Test

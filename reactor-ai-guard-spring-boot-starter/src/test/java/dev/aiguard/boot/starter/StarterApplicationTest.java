@@ -137,6 +137,23 @@ class StarterApplicationTest {
 	}
 
 	@Test
+	@SuppressWarnings("unchecked")
+	void aLaneIsResizedOverHttpThroughTheActuator() {
+		Map<String, Object> lanes = http().post().uri("/actuator/aiguard/lanes/P2")
+			.contentType(MediaType.APPLICATION_JSON)
+			.bodyValue(Map.of("capacity", 3))
+			.retrieve()
+			.bodyToMono(new ParameterizedTypeReference<Map<String, Object>>() {
+			})
+			.block(WAIT);
+		assertThat((Map<String, Object>) lanes.get("P2")).containsEntry("capacity", 3).containsEntry("builtCapacity", 1);
+		Map<String, Object> read = (Map<String, Object>) get("/actuator/aiguard").get("lanes");
+		assertThat((Map<String, Object>) read.get("P2")).containsEntry("capacity", 3);
+		assertThat(guards.lanes().orElseThrow().concurrency(dev.aiguard.core.Priority.P2)).isEqualTo(3);
+		guards.lanes().orElseThrow().resize(dev.aiguard.core.Priority.P2, 1);
+	}
+
+	@Test
 	void aStalledAnswerGetsTheConfiguredNotice() {
 		MODEL.faults(MODEL.faults().withStallAfter(3));
 		String answer = ask("Tell me about stalls");

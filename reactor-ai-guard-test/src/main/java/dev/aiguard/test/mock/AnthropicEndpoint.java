@@ -77,7 +77,7 @@ final class AnthropicEndpoint {
 			.doFinally(signal -> server.inProgress.decrementAndGet());
 	}
 
-	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
+	private Mono<Void> answer(long number, String body, FaultProfile taken, HttpServerResponse response) {
 		Ask ask;
 		try {
 			ask = read(body);
@@ -89,6 +89,7 @@ final class AnthropicEndpoint {
 		catch (IllegalArgumentException e) {
 			return error(response, 400, "invalid_request_error", e.getMessage(), 0);
 		}
+		FaultProfile profile = server.underLoad(taken);
 		if (profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
 			server.injectedErrors.incrementAndGet();
 			return switch (profile.errorStatus()) {

@@ -40,11 +40,14 @@ import org.jspecify.annotations.Nullable;
  * @param inBandErrorType the {@code type} of that error event, e.g. {@code server_error} or {@code overloaded_error}
  * @param rateLimits the {@code x-ratelimit-*} headers sent with every chat answer (error or not);
  *        {@code null} = none. Numbers below 0 and {@code null} resets are left out
+ * @param loadPressure slower first tokens and more refusals when more requests are in progress than
+ *        its capacity ({@link LoadPressure}); {@code null} = the mock does not mind its load
  */
 public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 		@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
 		@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
-		@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits) {
+		@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
+		@Nullable LoadPressure loadPressure) {
 
 	/** The longest delay accepted, so a typo cannot park a request for hours. */
 	static final long MAX_DELAY_MS = 120_000;
@@ -80,12 +83,22 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		}
 	}
 
+	/** A profile without load pressure. */
+	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
+			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
+			@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
+			@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits) {
+		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
+				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
+				rateLimits, null);
+	}
+
 	/** A profile with OpenAI's error bodies, no in-band error and no rate-limit headers. */
 	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
 			@Nullable Integer contextLimitTokens, boolean omitTerminal) {
 		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
-				retryAfterSeconds, contextLimitTokens, omitTerminal, null, null, SERVER_ERROR, null);
+				retryAfterSeconds, contextLimitTokens, omitTerminal, null, null, SERVER_ERROR, null, null);
 	}
 
 	/** @return a profile without faults, at the given pace */
@@ -98,21 +111,21 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withPace(long firstTokenDelay, long tokenInterval) {
 		return new FaultProfile(firstTokenDelay, tokenInterval, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits);
+				inBandErrorType, rateLimits, loadPressure);
 	}
 
 	/** @return a copy that stalls after {@code tokens} content chunks ({@code null}: never) */
 	public FaultProfile withStallAfter(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, tokens, dropAfterTokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits);
+				inBandErrorType, rateLimits, loadPressure);
 	}
 
 	/** @return a copy that drops the connection after {@code tokens} content chunks ({@code null}: never) */
 	public FaultProfile withDropAfter(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, tokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits);
+				inBandErrorType, rateLimits, loadPressure);
 	}
 
 	/**
@@ -124,7 +137,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withErrors(double rate, int status, int retryAfter) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, rate, status,
 				retryAfter, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
-				rateLimits);
+				rateLimits, loadPressure);
 	}
 
 	/**
@@ -135,21 +148,21 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withErrorBody(@Nullable String body) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, body, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits);
+				inBandErrorType, rateLimits, loadPressure);
 	}
 
 	/** @return a copy with a context limit ({@code null}: none) */
 	public FaultProfile withContextLimit(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, tokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits);
+				inBandErrorType, rateLimits, loadPressure);
 	}
 
 	/** @return a copy that does or does not omit the terminal marker */
 	public FaultProfile withOmitTerminal(boolean omit) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omit, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits);
+				inBandErrorType, rateLimits, loadPressure);
 	}
 
 	/**
@@ -167,7 +180,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	 */
 	public FaultProfile withInBandError(@Nullable Integer tokens, String type) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
-				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, tokens, type, rateLimits);
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, tokens, type, rateLimits,
+				loadPressure);
 	}
 
 	/**
@@ -178,7 +192,25 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withRateLimits(@Nullable RateLimits limits) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, limits);
+				inBandErrorType, limits, loadPressure);
+	}
+
+	/**
+	 * @param pressure how answers suffer past a number of concurrent requests ({@code null}: they never do)
+	 * @return a copy whose first tokens slow down and whose requests start failing under load
+	 */
+	public FaultProfile withLoadPressure(@Nullable LoadPressure pressure) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits, pressure);
+	}
+
+	/**
+	 * @param capacity concurrent requests served without any change
+	 * @return a copy under {@link LoadPressure#of(int) LoadPressure.of(capacity)}
+	 */
+	public FaultProfile withLoadPressure(int capacity) {
+		return withLoadPressure(LoadPressure.of(capacity));
 	}
 
 	private static void range(String field, long value, long min, long max) {

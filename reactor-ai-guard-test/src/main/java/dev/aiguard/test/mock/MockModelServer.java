@@ -53,7 +53,9 @@ import reactor.netty.http.server.HttpServerResponse;
  * response back, a drop closes the connection before any response, an in-band error becomes a
  * 500 with that error object, and {@link FaultProfile#omitTerminal()} changes nothing.
  * Counters in {@link #stats()} record what happened, including answers the client abandoned
- * ({@code cancelled}: the connection closed before the answer ended). Every request, on any route,
+ * ({@code cancelled}: the connection closed before the answer ended). A profile with
+ * {@link FaultProfile#withLoadPressure load pressure} answers worse the more requests are in
+ * progress. Every request, on any route,
  * is kept in a bounded log: {@link #requests()}, {@link #lastRequest()}.
  */
 public final class MockModelServer implements AutoCloseable {
@@ -83,6 +85,8 @@ public final class MockModelServer implements AutoCloseable {
 	final AtomicLong dropped = new AtomicLong();
 	final AtomicLong inProgress = new AtomicLong();
 	final AtomicLong inBandErrors = new AtomicLong();
+	final AtomicLong loadRefusals = new AtomicLong();
+	final AtomicLong loadSlowed = new AtomicLong();
 
 	@Nullable
 	private volatile DisposableServer server;
@@ -247,6 +251,31 @@ public final class MockModelServer implements AutoCloseable {
 		return next != null ? next : faults.get();
 	}
 
+	/**
+	 * The profile a chat request whose body has arrived is answered with: the one it took, adjusted
+	 * for the requests in progress (it included) when its {@link FaultProfile#loadPressure()} has a
+	 * say — refused with the pressure's status, or with a longer first-token delay. Every endpoint
+	 * that answers like a model calls this once per request, after it has counted itself in progress.
+	 */
+	FaultProfile underLoad(FaultProfile profile) {
+		LoadPressure pressure = profile.loadPressure();
+		if (pressure == null) {
+			return profile;
+		}
+		long serving = inProgress.get();
+		if (pressure.excess(serving) == 0) {
+			return profile;
+		}
+		double refusal = pressure.errorRate(serving);
+		if (refusal > 0 && random.getAsDouble() < refusal) {
+			loadRefusals.incrementAndGet();
+			return profile.withErrors(1, pressure.errorStatus(), pressure.retryAfterSeconds()).withErrorBody(null);
+		}
+		loadSlowed.incrementAndGet();
+		return profile.withPace(pressure.firstTokenDelayMs(profile.firstTokenDelayMs(), serving),
+				profile.tokenIntervalMs());
+	}
+
 	/** @return every request received, oldest first (at most the capture limit: the latest ones) */
 	public List<CapturedRequest> requests() {
 		return capture.snapshot();
@@ -287,7 +316,8 @@ public final class MockModelServer implements AutoCloseable {
 	/** @return what the server has done so far */
 	public Stats stats() {
 		return new Stats(chatRequests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
-				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get(), inBandErrors.get());
+				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get(), inBandErrors.get(),
+				loadRefusals.get(), loadSlowed.get());
 	}
 
 	/**
@@ -296,16 +326,18 @@ public final class MockModelServer implements AutoCloseable {
 	 * @param requests chat requests received
 	 * @param completed answers sent to the end (with or without the terminal marker, or ending in an in-band error)
 	 * @param cancelled answers the client abandoned: the connection closed before the end
-	 * @param injectedErrors requests answered with the profile's error status
+	 * @param injectedErrors requests answered with the profile's error status, load pressure's refusals included
 	 * @param contextRejections requests refused for exceeding the context limit
 	 * @param stalled answers that stopped sending on purpose
 	 * @param dropped connections closed on purpose mid-answer
 	 * @param inProgress requests whose response has not ended yet, however it ends (a request the client
 	 *        has left must not stay here: that would be an upstream call nobody closed)
 	 * @param inBandErrors answers ended by an in-band error
+	 * @param loadRefusals requests refused by the profile's {@link LoadPressure} (also in {@code injectedErrors})
+	 * @param loadSlowed requests whose first token the profile's {@link LoadPressure} delayed
 	 */
 	public record Stats(long requests, long completed, long cancelled, long injectedErrors, long contextRejections,
-			long stalled, long dropped, long inProgress, long inBandErrors) {
+			long stalled, long dropped, long inProgress, long inBandErrors, long loadRefusals, long loadSlowed) {
 	}
 
 	/** Binds the server; does nothing when it is running already. */

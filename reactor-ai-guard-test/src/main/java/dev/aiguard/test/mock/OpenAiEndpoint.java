@@ -46,8 +46,8 @@ final class OpenAiEndpoint {
 			.doFinally(signal -> server.inProgress.decrementAndGet());
 	}
 
-	private Mono<Void> answer(long number, String body, FaultProfile profile, HttpServerResponse response) {
-		OpenAiErrors.rateLimitHeaders(response, profile.rateLimits());
+	private Mono<Void> answer(long number, String body, FaultProfile taken, HttpServerResponse response) {
+		OpenAiErrors.rateLimitHeaders(response, taken.rateLimits());
 		Parsed request;
 		try {
 			request = parse(body);
@@ -55,6 +55,7 @@ final class OpenAiEndpoint {
 		catch (BadRequest e) {
 			return send(response, 400, write(OpenAiErrors.error("invalid_request_error", null, e.param, e.getMessage())), 0);
 		}
+		FaultProfile profile = server.underLoad(taken);
 		if (profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
 			server.injectedErrors.incrementAndGet();
 			String error = profile.errorBody() != null ? profile.errorBody()
