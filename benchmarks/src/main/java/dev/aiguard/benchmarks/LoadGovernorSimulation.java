@@ -18,14 +18,11 @@ import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
-import dev.aiguard.load.Forecaster;
 import dev.aiguard.load.HealthSignal;
-import dev.aiguard.load.Holt;
 import dev.aiguard.load.IntervalStats;
-import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LaneResizing;
 import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.load.LoadLevel;
-import dev.aiguard.load.LoadRules;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -33,8 +30,8 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
  * Does the load governor keep interactive (P0) answers fast and successful when the offered load
- * rises beyond what the model sustains, without wasting the model's capacity? Five admission
- * setups (and two tuned variants) see the same traffic, all in virtual time (deterministic figures):
+ * rises beyond what the model sustains, without wasting the model's capacity? Seven admission setups
+ * see the same traffic, all in virtual time (deterministic figures):
  *
  * <ol>
  * <li>no governor: every request goes to the model;</li>
@@ -43,23 +40,24 @@ import reactor.test.scheduler.VirtualTimeScheduler;
  * <li>Netflix concurrency-limits' {@code Gradient2Limit} behind a {@code SimpleLimiter}: an
  * adaptive concurrency limit learnt from round-trip times, blind to priority (the peer
  * anchor);</li>
- * <li>the load governor with reactive levels only (a persistence forecaster: the next intervals
- * are predicted to equal the last one);</li>
- * <li>the full load governor (Holt forecast of the request rate);</li>
- * <li>rows 6 and 7: the same two, tuned for this model (a longer interval, a faster Holt, P1 kept
- * live at DEGRADED and CRITICAL) with {@link PriorityLanes} sized to the model in front of it.</li>
+ * <li>{@link PriorityLanes} alone, their permits a partition of the model's streams (see
+ * {@link #lanes(Run)});</li>
+ * <li>the load governor with its defaults in front of the same lanes, which it resizes, with the
+ * forecast's say removed (reactive levels only);</li>
+ * <li>the same with the forecast (the default Holt);</li>
+ * <li>row 6 with {@link LaneResizing#KEEP_TOTAL}: the permits a level takes from a lane go to the
+ * nearest more urgent open lane instead of being dropped.</li>
  * </ol>
  *
- * Rows 4 to 7 replace the JVM's CPU signal with the simulated CPU and drop the memory signal, so
- * the figures repeat.
+ * The governor rows are driven as the guard drives the governor ({@link Governed}).
  *
  * The model serves {@value #STREAMS} streams at full speed; beyond that its time to first token
  * grows with the square of the excess and it fails a growing share of requests (see
  * {@link Run#live}). The traffic has four phases: a steady load with ±5 % noise, a compressed
  * day, a ramp from 0.5× to 3× capacity, and a sudden spike to 3×; 10 % of it is P0, 30 % P1,
- * 60 % P2. Every arrival, priority, model time and error draw is generated once from seeded
- * streams and replayed in every setup (common random numbers), so the setups differ by admission
- * alone.
+ * 60 % P2. Every arrival, priority, model time, error draw and cache draw is generated once from
+ * seeded streams and replayed in every setup (common random numbers), so the setups differ by
+ * admission alone.
  *
  * <p>Run: {@code java -cp benchmarks/target/benchmarks.jar dev.aiguard.benchmarks.LoadGovernorSimulation}
  */
@@ -118,14 +116,17 @@ public final class LoadGovernorSimulation {
 	static final int G2_MIN = STREAMS / 8;
 	static final int G2_MAX = STREAMS * 4;
 
-	// ---- the tuned governor (rows 6 and 7) ----
-	/** Enough arrivals per decision (about 250 at capacity) that Poisson noise stays near 6 %. */
-	static final Duration TUNED_INTERVAL = Duration.ofSeconds(5);
-	static final double TUNED_ALPHA = 0.8;
-	static final double TUNED_BETA = 0.5;
-	static final int LANE_P0 = 32;
-	static final int LANE_P1 = 16;
-	static final Duration LANE_WAIT = Duration.ofSeconds(2);
+	// ---- the lanes (rows 4 to 7): a partition of the model's streams ----
+	static final int LANE_P0 = STREAMS / 2;
+	static final int LANE_P1 = STREAMS / 4;
+	static final int LANE_P2 = STREAMS - LANE_P0 - LANE_P1;
+	static final Duration P0_WAIT = Duration.ofSeconds(1);
+	static final Duration LOWER_WAIT = Duration.ofSeconds(2);
+
+	// ---- the governor's fallback ladder ----
+	/** Share of the requests the cache or a lightweight answer serves under CHEAPER_FIRST. */
+	static final double CACHE_HIT_RATIO = 0.30;
+	static final long CACHE_SEED = 777L;
 
 	static final long SECOND = TimeUnit.SECONDS.toNanos(1);
 	static final Priority[] PRIORITIES = Priority.values();
@@ -181,6 +182,11 @@ public final class LoadGovernorSimulation {
 		return u >= 60 && u < 180 ? 3.0 : 0.6;
 	}
 
+	/** The overloaded phase second {@code s} belongs to: 0 the day, 1 the ramp, 2 the spike. */
+	static int phase(int s) {
+		return s < RAMP_FROM ? 0 : s < SPIKE_FROM ? 1 : 2;
+	}
+
 	/** One day compressed to one minute per hour: lowest at 02:00, highest at 14:00. */
 	static double dayShape(int secondOfDay) {
 		double hour = secondOfDay / 60.0;
@@ -189,7 +195,8 @@ public final class LoadGovernorSimulation {
 
 	/**
 	 * Every request of the run, generated once: arrival time, priority, the model's unloaded time to
-	 * first token and a uniform draw that decides a failure when the model is overloaded.
+	 * first token, a uniform draw that decides a failure when the model is overloaded, and one that
+	 * decides whether the cache has an answer for it.
 	 */
 	static final class Traffic {
 
@@ -197,13 +204,16 @@ public final class LoadGovernorSimulation {
 		final byte[] priority;
 		final long[] baseTtft;
 		final double[] failureDraw;
+		final double[] cacheDraw;
 		final double[] load;
 
-		private Traffic(long[] at, byte[] priority, long[] baseTtft, double[] failureDraw, double[] load) {
+		private Traffic(long[] at, byte[] priority, long[] baseTtft, double[] failureDraw, double[] cacheDraw,
+				double[] load) {
 			this.at = at;
 			this.priority = priority;
 			this.baseTtft = baseTtft;
 			this.failureDraw = failureDraw;
+			this.cacheDraw = cacheDraw;
 			this.load = load;
 		}
 
@@ -239,8 +249,14 @@ public final class LoadGovernorSimulation {
 					t += exponential(arrivals, ratePerNano);
 				}
 			}
+			// a stream of its own, so the other draws are those of a run without a cache
+			SplittableRandom cache = new SplittableRandom(CACHE_SEED);
+			double[] cacheDraw = new double[n];
+			for (int i = 0; i < n; i++) {
+				cacheDraw[i] = cache.nextDouble();
+			}
 			return new Traffic(Arrays.copyOf(at, n), Arrays.copyOf(priority, n), Arrays.copyOf(baseTtft, n),
-					Arrays.copyOf(failureDraw, n), load);
+					Arrays.copyOf(failureDraw, n), cacheDraw, load);
 		}
 
 		int size() {
@@ -270,10 +286,10 @@ public final class LoadGovernorSimulation {
 		NONE("1 no governor", Unguarded::new),
 		STATIC("2 static thresholds", StaticThresholds::new),
 		GRADIENT2("3 Gradient2 (Netflix)", Gradient2Admission::new),
-		REACTIVE("4 governor, reactive", run -> new Governed(run, false, false)),
-		FULL("5 governor, full", run -> new Governed(run, true, false)),
-		TUNED_REACTIVE("6 tuned + lanes, reactive", run -> new Governed(run, false, true)),
-		TUNED_FULL("7 tuned + lanes, full", run -> new Governed(run, true, true));
+		LANES("4 lanes only", LanesOnly::new),
+		REACTIVE("5 governor+lanes, reactive", run -> new Governed(run, false, LaneResizing.SCALE)),
+		FULL("6 governor+lanes, full", run -> new Governed(run, true, LaneResizing.SCALE)),
+		KEEP_TOTAL("7 = 6 with KEEP_TOTAL lanes", run -> new Governed(run, true, LaneResizing.KEEP_TOTAL));
 
 		final String label;
 		final Function<Run, Admission> admission;
@@ -284,10 +300,10 @@ public final class LoadGovernorSimulation {
 		}
 	}
 
-	/** How one setup routes a request: to the model, to a cheap source, or refused. */
+	/** How one setup routes a request: to the model (through lanes or not), to a cheaper answer, or refused. */
 	interface Admission {
 
-		/** A request arrived; call {@link Run#live}, {@link Run#cheap} or {@link Run#shed}. */
+		/** A request arrived; route it through the {@link Run}. */
 		void offer(int request, Priority priority);
 
 		/** @return the setup's load level (0 = best) after its last decision, or null when it has none */
@@ -425,52 +441,93 @@ public final class LoadGovernorSimulation {
 	}
 
 	/**
-	 * The load governor driven directly, on the run's clock: every arrival is counted, its
-	 * priority's action at the current level decides the route ({@code REALTIME}: the model;
-	 * {@code CHEAPER_FIRST} and {@code FALLBACK_FIRST}: a cheap source, which is assumed to always
-	 * answer; {@code STATIC_OR_SHED} and {@code SHED}: refused), and every live attempt reports its
-	 * time to first token and outcome. The JVM's CPU and memory signals are replaced by the
-	 * simulated CPU so the figures repeat.
+	 * {@link PriorityLanes} sized to the model's streams in front of it, no governor: the lanes
+	 * bound the model's concurrency and decide by priority who waits.
+	 */
+	static final class LanesOnly implements Admission {
+
+		final Run run;
+		final PriorityLanes lanes;
+
+		LanesOnly(Run run) {
+			this.run = run;
+			this.lanes = lanes(run);
+		}
+
+		@Override
+		public void offer(int request, Priority priority) {
+			run.liveThroughLanes(request, priority, lanes, NO_CALLBACKS);
+		}
+
+		@Override
+		public void dispose() {
+			lanes.dispose();
+		}
+	}
+
+	/**
+	 * The lanes every governed row uses, their sizes a partition of the model's {@value #STREAMS}
+	 * streams: P0 holds half of them, reserved for interactive work, and lends what it does not
+	 * use to the other lanes, taking it back by preemption when a P0 request finds nothing free;
+	 * P1 lends its idle permits to P2 without preemption (a batch stream is not thrown away for
+	 * a P1 request that can wait a moment); P2 only borrows. P0 waits in its queue at most
+	 * {@link #P0_WAIT}, P1 and P2 at most {@link #LOWER_WAIT}; a longer wait, or a full queue
+	 * (256), refuses the request.
+	 */
+	static PriorityLanes lanes(Run run) {
+		return PriorityLanes.builder()
+				.name("simulation")
+				.timer(run.clock)
+				.lane(Priority.P0, LaneSpec.of(LANE_P0).maxQueueWait(P0_WAIT).lendToLower(1.0).preemptBorrowers(true))
+				.lane(Priority.P1, LaneSpec.of(LANE_P1).maxQueueWait(LOWER_WAIT).lendToLower(1.0))
+				.lane(Priority.P2, LaneSpec.of(LANE_P2).maxQueueWait(LOWER_WAIT))
+				.build();
+	}
+
+	/**
+	 * The load governor with its defaults (interval 1 s, Holt(0.3, 0.1), horizon 5, overload line
+	 * 0.85, load thresholds 0.8/∞/∞ smoothed at 0.3, score thresholds 80/60/40, dwell 30 s, the
+	 * default rules) in front of the lanes it resizes ({@code .lanes(lanes)}), driven the way the
+	 * guard drives it (see docs/guard.md, "Load governor inside the guard"): every request is one
+	 * arrival; its priority's action decides the path —
+	 * <ul>
+	 * <li>{@code REALTIME}: the lanes, then the model;</li>
+	 * <li>{@code CHEAPER_FIRST}: the cache or a lightweight answer, which has one for
+	 * {@link #CACHE_HIT_RATIO} of the requests; a miss goes on to the lanes and the model;</li>
+	 * <li>{@code FALLBACK_FIRST}: a fallback model answers (another model: not the primary's
+	 * goodput);</li>
+	 * <li>{@code STATIC_OR_SHED} (the ladder has no static step) and {@code SHED}: refused before
+	 * any lane or model.</li>
+	 * </ul>
+	 * Each live attempt reports, when it ends, its time to first token (when one came) and its
+	 * outcome: {@code SUCCESS}, {@code FAILURE} (the model failed it), {@code STALLED} (no first
+	 * token within the first-token timeout), {@code REJECTED} (preempted by the lanes: not counted).
+	 * A lane's refusal never reaches the model and reports nothing. The JVM's CPU signal is replaced
+	 * by the simulated CPU and the memory signal is dropped, so the figures repeat.
+	 *
+	 * <p>The reactive variant is the same governor with the forecast's say removed: an overload
+	 * line no forecast reaches, so only the smoothed load and the health score set the level.
 	 */
 	static final class Governed implements Admission {
 
 		final Run run;
 		final LoadGovernor governor;
-		final @Nullable PriorityLanes lanes;
+		final PriorityLanes lanes;
 
-		Governed(Run run, boolean forecast, boolean tuned) {
+		Governed(Run run, boolean forecast, LaneResizing resizing) {
 			this.run = run;
-			this.lanes = tuned ? lanes(run) : null;
+			this.lanes = lanes(run);
 			LoadGovernor.Builder builder = LoadGovernor.builder(forecast ? "full" : "reactive")
 					.capacity(CAPACITY)
 					.clock(run.clock)
 					.withoutSignal("memory")
-					.signal(new SimulatedCpu(run.newCpuMeter()), 0.20);
-			if (tuned) {
-				builder.interval(TUNED_INTERVAL)
-						.forecaster(() -> Holt.of(TUNED_ALPHA, TUNED_BETA))
-						.rules(LoadRules.defaults()
-								.withAction(LoadLevel.DEGRADED, Priority.P1, LoadAction.REALTIME)
-								.withAction(LoadLevel.CRITICAL, Priority.P1, LoadAction.REALTIME));
-			}
+					.signal(new SimulatedCpu(run.newCpuMeter()), 0.20)
+					.lanes(lanes, resizing);
 			if (!forecast) {
-				builder.forecaster(Persistence::new);
+				builder.overloadLine(Double.MAX_VALUE);
 			}
 			this.governor = builder.build();
 			governor.start();
-		}
-
-		/** The model's streams split into lanes; urgent lanes lend idle permits and take them back. */
-		static PriorityLanes lanes(Run run) {
-			return PriorityLanes.builder()
-					.name("simulation")
-					.timer(run.clock)
-					.lane(Priority.P0, LaneSpec.of(LANE_P0).maxQueueWait(Duration.ofNanos(FIRST_TOKEN_TIMEOUT_NANOS))
-							.lendToLower(1.0).preemptBorrowers(true))
-					.lane(Priority.P1, LaneSpec.of(LANE_P1).maxQueueWait(LANE_WAIT).lendToLower(1.0)
-							.preemptBorrowers(true))
-					.lane(Priority.P2, LaneSpec.of(STREAMS - LANE_P0 - LANE_P1).maxQueueWait(LANE_WAIT))
-					.build();
 		}
 
 		@Override
@@ -478,31 +535,42 @@ public final class LoadGovernorSimulation {
 			governor.arrived(priority);
 			switch (governor.action(priority)) {
 				case REALTIME:
-					Attempt attempt = new Attempt() {
-						@Override
-						public void firstToken(long ttftNanos) {
-							governor.firstToken(ttftNanos);
-						}
-
-						@Override
-						public void ended(End end) {
-							governor.ended(outcome(end));
-						}
-					};
-					if (lanes != null) {
-						run.liveThroughLanes(request, priority, lanes, attempt);
-					}
-					else {
-						run.live(request, attempt);
-					}
+					live(request, priority);
 					break;
 				case CHEAPER_FIRST:
+					if (run.traffic.cacheDraw[request] < CACHE_HIT_RATIO) {
+						run.cheap(request);
+					}
+					else {
+						live(request, priority);
+					}
+					break;
 				case FALLBACK_FIRST:
-					run.cheap(request);
+					run.fallback(request);
 					break;
 				default:
 					run.shed(request);
 			}
+		}
+
+		private void live(int request, Priority priority) {
+			run.liveThroughLanes(request, priority, lanes, new Attempt() {
+				long ttft = -1L;
+
+				@Override
+				public void firstToken(long ttftNanos) {
+					ttft = ttftNanos;
+				}
+
+				@Override
+				public void ended(End end) {
+					// as the guard's ledger does: both when the attempt ends
+					if (ttft >= 0L) {
+						governor.firstToken(ttft);
+					}
+					governor.ended(outcome(end));
+				}
+			});
 		}
 
 		static Outcome outcome(End end) {
@@ -526,9 +594,7 @@ public final class LoadGovernorSimulation {
 		@Override
 		public void dispose() {
 			governor.dispose();
-			if (lanes != null) {
-				lanes.dispose();
-			}
+			lanes.dispose();
 		}
 	}
 
@@ -549,40 +615,6 @@ public final class LoadGovernorSimulation {
 		@Override
 		public double score(IntervalStats interval) {
 			return 100.0 - meter.take();
-		}
-	}
-
-	/**
-	 * No forecast: every future interval is predicted to equal the last one, so the forecast peak
-	 * is the current load and the governor acts on what it measures only.
-	 */
-	static final class Persistence implements Forecaster {
-
-		double last;
-		long observations;
-
-		@Override
-		public void observe(double value) {
-			last = value;
-			observations++;
-		}
-
-		@Override
-		public double forecast(int stepsAhead) {
-			if (stepsAhead < 1) {
-				throw new IllegalArgumentException("stepsAhead must be >= 1, was " + stepsAhead);
-			}
-			return last;
-		}
-
-		@Override
-		public boolean ready() {
-			return observations > 0;
-		}
-
-		@Override
-		public long observations() {
-			return observations;
 		}
 	}
 
@@ -625,11 +657,15 @@ public final class LoadGovernorSimulation {
 		final long[] offered = new long[3];
 		final long[] succeeded = new long[3];
 		final long[] failed = new long[3];
+		final long[] preempted = new long[3];
 		final long[] cheap = new long[3];
+		final long[] fallback = new long[3];
 		final long[] shedCount = new long[3];
+		final long[] refused = new long[3];
+		/** Live answers completed in overloaded seconds, by overloaded phase (day's peak, ramp, spike). */
+		final long[] overloadedByPhase = new long[3];
 		long[] p0Ttft = new long[1024];
 		int p0TtftCount;
-		long overloadedSucceeded;
 		final int[] severity = new int[TOTAL_S];
 
 		Run(Traffic traffic, Setup setup) {
@@ -747,9 +783,13 @@ public final class LoadGovernorSimulation {
 				streamsChange(-1);
 				if (end == End.SUCCESS) {
 					succeeded[priority]++;
-					if (Traffic.overloaded((int) (now() / SECOND))) {
-						overloadedSucceeded++;
+					int s = (int) (now() / SECOND);
+					if (Traffic.overloaded(s)) {
+						overloadedByPhase[phase(s)]++;
 					}
+				}
+				else if (end == End.PREEMPTED) {
+					preempted[priority]++;
 				}
 				else {
 					failed[priority]++;
@@ -760,8 +800,9 @@ public final class LoadGovernorSimulation {
 
 		/**
 		 * Request {@code i} through the lanes: the model call starts when a permit is granted (any
-		 * queueing counts in its time to first token from arrival); a lane's refusal is a shed; a
-		 * preempted stream ends at once as {@link End#PREEMPTED}.
+		 * queueing counts in its time to first token from arrival); a lane's refusal (queue full,
+		 * wait timeout) never reaches the model and is a failure to serve; a preempted stream ends
+		 * at once as {@link End#PREEMPTED}.
 		 */
 		void liveThroughLanes(int i, Priority priority, PriorityLanes lanes, Attempt attempt) {
 			LanePermit permit = lanes.tryAcquire(priority);
@@ -772,7 +813,7 @@ public final class LoadGovernorSimulation {
 			// a permit taken back from a borrower is handed over before that stream's preemption
 			// action runs: start on the next task at the same instant, once the stream has ended
 			lanes.acquire(priority).subscribe(
-					granted -> clock.schedule(() -> liveOnPermit(i, granted, attempt)), refused -> shed(i));
+					granted -> clock.schedule(() -> liveOnPermit(i, granted, attempt)), refusal -> refused(i));
 		}
 
 		private void liveOnPermit(int i, LanePermit permit, Attempt attempt) {
@@ -791,14 +832,24 @@ public final class LoadGovernorSimulation {
 			permit.onPreempted(e -> call.end(End.PREEMPTED));
 		}
 
-		/** Request {@code i} answered by a cheap source (cache, smaller model): answered, not live. */
+		/** Request {@code i} answered by the cache or a lightweight answer: answered, not live. */
 		void cheap(int i) {
 			cheap[traffic.priority[i]]++;
 		}
 
-		/** Request {@code i} refused. */
+		/** Request {@code i} answered by a fallback model: answered, not by the primary. */
+		void fallback(int i) {
+			fallback[traffic.priority[i]]++;
+		}
+
+		/** Request {@code i} refused by admission before any lane or model. */
 		void shed(int i) {
 			shedCount[traffic.priority[i]]++;
+		}
+
+		/** Request {@code i} refused by a lane (queue full or wait timeout). */
+		void refused(int i) {
+			refused[traffic.priority[i]]++;
 		}
 
 		private void recordP0Ttft(long nanos) {
@@ -816,20 +867,27 @@ public final class LoadGovernorSimulation {
 			r.p0Success = succeeded[0] / (double) offered[0];
 			r.p0TtftP50 = percentileMs(ttfts, 0.50);
 			r.p0TtftP99 = percentileMs(ttfts, 0.99);
-			r.p1Answered = (succeeded[1] + cheap[1]) / (double) offered[1];
-			r.p2Answered = (succeeded[2] + cheap[2]) / (double) offered[2];
-			long all = offered[0] + offered[1] + offered[2];
-			r.liveShare = (succeeded[0] + succeeded[1] + succeeded[2]) / (double) all;
-			r.cheapShare = (cheap[0] + cheap[1] + cheap[2]) / (double) all;
-			r.shedShare = (shedCount[0] + shedCount[1] + shedCount[2]) / (double) all;
-			r.failedShare = (failed[0] + failed[1] + failed[2]) / (double) all;
-			int overloadedSeconds = 0;
+			r.p1Answered = (succeeded[1] + cheap[1] + fallback[1]) / (double) offered[1];
+			r.p2Answered = (succeeded[2] + cheap[2] + fallback[2]) / (double) offered[2];
+			double all = offered[0] + offered[1] + offered[2];
+			r.liveShare = sum(succeeded) / all;
+			r.cheapShare = sum(cheap) / all;
+			r.fallbackShare = sum(fallback) / all;
+			r.shedShare = sum(shedCount) / all;
+			r.refusedShare = sum(refused) / all;
+			r.failedShare = sum(failed) / all;
+			r.preemptedShare = sum(preempted) / all;
+			int[] overloadedSeconds = new int[3];
 			for (int s = 0; s < TOTAL_S; s++) {
 				if (Traffic.overloaded(s)) {
-					overloadedSeconds++;
+					overloadedSeconds[phase(s)]++;
 				}
 			}
-			r.goodput = overloadedSucceeded / (CAPACITY * overloadedSeconds);
+			r.goodput = sum(overloadedByPhase) / (CAPACITY * (overloadedSeconds[0] + overloadedSeconds[1]
+					+ overloadedSeconds[2]));
+			for (int phase = 0; phase < 3; phase++) {
+				r.goodputByPhase[phase] = overloadedByPhase[phase] / (CAPACITY * overloadedSeconds[phase]);
+			}
 			r.hasLevels = severity[TOTAL_S - 1] >= 0;
 			if (r.hasLevels) {
 				int changes = 0;
@@ -840,8 +898,17 @@ public final class LoadGovernorSimulation {
 				}
 				r.steadyChangesPerMinute = changes / ((STEADY_S - STEADY_COUNT_FROM_S) / 60.0);
 				r.rampDegradeSecond = firstHeldDegradation();
+				for (int s = 0; s < TOTAL_S; s++) {
+					if (Traffic.overloaded(s) && severity[s] >= 0) {
+						r.overloadedSecondsAt[severity[s]]++;
+					}
+				}
 			}
 			return r;
+		}
+
+		private static long sum(long[] counts) {
+			return counts[0] + counts[1] + counts[2];
 		}
 
 		/**
@@ -878,9 +945,16 @@ public final class LoadGovernorSimulation {
 		double p2Answered;
 		double liveShare;
 		double cheapShare;
+		double fallbackShare;
 		double shedShare;
+		double refusedShare;
 		double failedShare;
+		double preemptedShare;
 		double goodput;
+		/** Goodput in the overloaded seconds of the day's peak, the ramp and the spike. */
+		final double[] goodputByPhase = new double[3];
+		/** Overloaded seconds spent at each level. */
+		final int[] overloadedSecondsAt = new int[LoadLevel.values().length];
 		boolean hasLevels;
 		double steadyChangesPerMinute = Double.NaN;
 		int rampDegradeSecond = Integer.MAX_VALUE;
@@ -892,46 +966,62 @@ public final class LoadGovernorSimulation {
 	static void print(Traffic traffic, List<Result> results) {
 		long[] unloaded = p0UnloadedTtfts(traffic);
 		double unloadedP99 = percentileMs(unloaded, 0.99);
-		System.out.printf(Locale.ROOT, "%-26s %8s %9s %9s %7s %7s %7s %6s %6s %6s %6s %8s %9s %8s%n", "setup",
-				"P0 ok", "P0 p50", "P0 p99", "p99/unl", "P1 ans", "P2 ans", "live", "cheap", "shed", "failed",
-				"goodput", "chg/min*", "ramp s**");
+		System.out.printf(Locale.ROOT, "%-28s %7s %7s %7s %7s %6s %6s %6s %6s %6s %6s %7s %6s %7s %7s %8s %8s%n",
+				"setup", "P0 ok", "P0 p50", "P0 p99", "p99/unl", "P1 ans", "P2 ans", "live", "cache", "fallbk",
+				"shed", "refused", "failed", "preempt", "goodput", "chg/min*", "ramp s**");
 		for (Result r : results) {
-			System.out.printf(Locale.ROOT, "%-26s %8.4f %7.0fms %7.0fms %7.2f %7.3f %7.3f %6.3f %6.3f %6.3f %6.3f %8.3f %9s %8s%n",
+			System.out.printf(Locale.ROOT,
+					"%-28s %7.4f %5.0fms %5.0fms %7.2f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %7.3f %6.3f %7.3f %7.3f %8s %8s%n",
 					r.setup.label, r.p0Success, r.p0TtftP50, r.p0TtftP99, r.p0TtftP99 / unloadedP99, r.p1Answered,
-					r.p2Answered, r.liveShare, r.cheapShare, r.shedShare, r.failedShare, r.goodput,
+					r.p2Answered, r.liveShare, r.cheapShare, r.fallbackShare, r.shedShare, r.refusedShare,
+					r.failedShare, r.preemptedShare, r.goodput,
 					r.hasLevels ? String.format(Locale.ROOT, "%.2f", r.steadyChangesPerMinute) : "-",
 					!r.hasLevels ? "-" : r.rampDegradeSecond == Integer.MAX_VALUE ? "never"
 							: Integer.toString(r.rampDegradeSecond));
 		}
 		System.out.printf(Locale.ROOT,
 				"P0 TTFT: successful P0 requests that arrived while the traffic was scheduled above capacity, from "
-						+ "arrival; unloaded p99 (the same requests at the model's unloaded speed): %.0f ms%n",
-				unloadedP99);
+						+ "arrival (lane wait included); unloaded p99 (the same requests at the model's unloaded speed): "
+						+ "%.0f ms%n", unloadedP99);
 		System.out.println("* level changes per minute in the steady phase (after 60 s cold start); "
 				+ "** seconds after the ramp starts rising at which the level leaves HEALTHY for good");
 		System.out.printf(Locale.ROOT,
-				"rows 4-5: the governor's defaults (interval 1 s, Holt(0.3, 0.1), default rules), CPU signal simulated, "
-						+ "no memory signal; rows 6-7: interval %d s, Holt(%.1f, %.1f), P1 stays REALTIME at DEGRADED and "
-						+ "CRITICAL, PriorityLanes in front of the model (P0 %d, P1 %d, P2 %d permits, lending and "
-						+ "preemption, P1/P2 wait <= %d s); reactive rows: the same with a persistence forecaster%n%n",
-				TUNED_INTERVAL.toSeconds(), TUNED_ALPHA, TUNED_BETA, LANE_P0, LANE_P1, STREAMS - LANE_P0 - LANE_P1,
-				LANE_WAIT.toSeconds());
+				"rows 4-7: PriorityLanes = the model's %d streams: P0 %d (lends idle permits, takes them back by "
+						+ "preemption, waits <= %d ms), P1 %d (lends idle permits, no preemption), P2 %d; P1/P2 wait "
+						+ "<= %d ms; queues 256%n",
+				STREAMS, LANE_P0, P0_WAIT.toMillis(), LANE_P1, LANE_P2, LOWER_WAIT.toMillis());
+		System.out.printf(Locale.ROOT,
+				"rows 5-7: the governor's defaults (interval 1 s, Holt(0.3, 0.1), load 0.8/inf/inf smoothed 0.3, "
+						+ "score 80/60/40, dwell 30 s, default rules) + .lanes(lanes); CHEAPER_FIRST: cache hit %.0f%%, "
+						+ "a miss goes live; FALLBACK_FIRST: a fallback model; simulated CPU signal, no memory signal; "
+						+ "reactive: overload line out of reach (no forecast); row 7: .lanes(lanes, KEEP_TOTAL)%n",
+				CACHE_HIT_RATIO * 100);
+		for (Result r : results) {
+			System.out.printf(Locale.ROOT, "%-28s goodput day's peak %.3f, ramp %.3f, spike %.3f", r.setup.label,
+					r.goodputByPhase[0], r.goodputByPhase[1], r.goodputByPhase[2]);
+			if (r.hasLevels) {
+				System.out.printf(Locale.ROOT, "; overloaded seconds at HEALTHY/WARNING/DEGRADED/CRITICAL %d/%d/%d/%d",
+						r.overloadedSecondsAt[0], r.overloadedSecondsAt[1], r.overloadedSecondsAt[2],
+						r.overloadedSecondsAt[3]);
+			}
+			System.out.println();
+		}
+		System.out.println();
+		Result reactive = results.get(Setup.REACTIVE.ordinal());
 		Result gradient2 = results.get(Setup.GRADIENT2.ordinal());
-		goals("", results.get(Setup.FULL.ordinal()), results.get(Setup.REACTIVE.ordinal()), gradient2, unloadedP99,
-				1);
-		goals("tuned-", results.get(Setup.TUNED_FULL.ordinal()), results.get(Setup.TUNED_REACTIVE.ordinal()),
-				gradient2, unloadedP99, TUNED_INTERVAL.toSeconds());
+		goals("", results.get(Setup.FULL.ordinal()), reactive, gradient2, unloadedP99);
+		goals("keep-total-", results.get(Setup.KEEP_TOTAL.ordinal()), reactive, gradient2, unloadedP99);
 	}
 
-	static void goals(String prefix, Result full, Result reactive, Result gradient2, double unloadedP99,
-			long intervalSeconds) {
+	/** The goal lines of a governed row; the forecast lead is against the reactive row (one interval = 1 s). */
+	static void goals(String prefix, Result full, Result reactive, Result gradient2, double unloadedP99) {
 		System.out.printf(Locale.ROOT, "%sp0-success=%.4f%n", prefix, full.p0Success);
 		System.out.printf(Locale.ROOT, "%sp0-p99-ttft-ratio=%.3f%n", prefix, full.p0TtftP99 / unloadedP99);
 		System.out.printf(Locale.ROOT, "%sgoodput=%.3f%n", prefix, full.goodput);
 		System.out.printf(Locale.ROOT, "%slevel-changes-per-min-steady=%.2f%n", prefix, full.steadyChangesPerMinute);
 		System.out.printf(Locale.ROOT, "%sforecast-lead-intervals=%s%n", prefix,
 				full.rampDegradeSecond == Integer.MAX_VALUE || reactive.rampDegradeSecond == Integer.MAX_VALUE ? "n/a"
-						: Long.toString((reactive.rampDegradeSecond - full.rampDegradeSecond) / intervalSeconds));
+						: Integer.toString(reactive.rampDegradeSecond - full.rampDegradeSecond));
 		System.out.printf(Locale.ROOT, "%svs-gradient2-p0-p99=%.3f (goodput %.3f vs %.3f)%n", prefix,
 				full.p0TtftP99 / gradient2.p0TtftP99, full.goodput, gradient2.goodput);
 	}
