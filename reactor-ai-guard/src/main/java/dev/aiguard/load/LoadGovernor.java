@@ -87,6 +87,7 @@ public final class LoadGovernor implements Disposable {
 	private final LoadAction[][] actions;
 	@Nullable
 	private final PriorityLanes lanes;
+	private final LaneResizing laneResizing;
 	private final int[] laneBase;
 	private final LoadListener[] listeners;
 	private final GuardMetrics metrics;
@@ -151,6 +152,7 @@ public final class LoadGovernor implements Disposable {
 		this.rules = b.rules;
 		this.actions = b.rules.actionTable();
 		this.lanes = b.lanes;
+		this.laneResizing = b.laneResizing;
 		this.laneBase = new int[PRIORITIES.length];
 		if (lanes != null) {
 			for (Priority p : PRIORITIES) {
@@ -568,14 +570,40 @@ public final class LoadGovernor implements Disposable {
 		if (l == null) {
 			return;
 		}
+		int[] sizes = laneSizes(level);
 		for (Priority p : PRIORITIES) {
 			try {
-				l.resize(p, rules.laneSize(level, p, laneBase[p.ordinal()]));
+				l.resize(p, sizes[p.ordinal()]);
 			}
 			catch (Throwable failure) {
 				Callbacks.dropped(failure);
 			}
 		}
+	}
+
+	/** The lanes' sizes at {@code level}, by priority, from their built sizes. */
+	int[] laneSizes(LoadLevel level) {
+		int[] sizes = new int[PRIORITIES.length];
+		for (Priority p : PRIORITIES) {
+			sizes[p.ordinal()] = rules.laneSize(level, p, laneBase[p.ordinal()]);
+		}
+		if (laneResizing == LaneResizing.KEEP_TOTAL) {
+			// from the least urgent lane up, so what a closed lane passes on was decided by the rules alone
+			int[] scaled = sizes.clone();
+			for (int p = PRIORITIES.length - 1; p > 0; p--) {
+				int taken = laneBase[p] - scaled[p];
+				if (taken <= 0) {
+					continue;
+				}
+				for (int q = p - 1; q >= 0; q--) {
+					if (scaled[q] > 0) {
+						sizes[q] += taken;
+						break;
+					}
+				}
+			}
+		}
+		return sizes;
 	}
 
 	private void registerGauges() {
@@ -635,6 +663,7 @@ public final class LoadGovernor implements Disposable {
 		private LoadRules rules = LoadRules.defaults();
 		@Nullable
 		private PriorityLanes lanes;
+		private LaneResizing laneResizing = LaneResizing.SCALE;
 		private final List<LoadListener> listeners = new ArrayList<>();
 		private GuardMetrics metrics = GuardMetrics.noop();
 
@@ -794,9 +823,22 @@ public final class LoadGovernor implements Disposable {
 			return this;
 		}
 
-		/** Lanes whose concurrency follows the rules' factors of their built sizes at each level change. */
+		/**
+		 * Lanes whose concurrency follows the rules' factors of their built sizes at each level
+		 * change ({@link LaneResizing#SCALE}: what a factor takes is gone).
+		 */
 		public Builder lanes(PriorityLanes lanes) {
+			return lanes(lanes, LaneResizing.SCALE);
+		}
+
+		/**
+		 * Lanes whose concurrency follows the rules' factors of their built sizes at each level
+		 * change; {@code resizing} says where the permits a factor takes go
+		 * ({@link LaneResizing#KEEP_TOTAL}: to the nearest more urgent open lane).
+		 */
+		public Builder lanes(PriorityLanes lanes, LaneResizing resizing) {
 			this.lanes = Objects.requireNonNull(lanes, "lanes");
+			this.laneResizing = Objects.requireNonNull(resizing, "resizing");
 			return this;
 		}
 

@@ -85,4 +85,48 @@ class LoadGovernorLanesTest {
 		running[2].release();
 		assertThat(lanes.tryAcquire(P2)).isNotNull();
 	}
+
+	@Test
+	void keepTotalGivesWhatALevelTakesToTheNearestMoreUrgentOpenLane() {
+		governor = f.builder().dwell(Duration.ZERO).lanes(lanes, LaneResizing.KEEP_TOTAL).build().start();
+		assertSizes(4, 6, 5);
+		f.interval(governor, 8);
+		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
+		assertSizes(4, 8, 3); // P2 keeps ceil(5 * 0.5), P1 gets the other 2
+		f.interval(governor, 20);
+		assertThat(governor.level()).isEqualTo(LoadLevel.CRITICAL);
+		assertSizes(15, 0, 0); // P1 closed: P2's permits skip it
+		f.interval(governor, 0);
+		assertThat(governor.level()).isEqualTo(LoadLevel.DEGRADED);
+		assertSizes(4, 8, 3);
+		f.intervals(governor, 2, 0);
+		assertThat(governor.level()).isEqualTo(LoadLevel.HEALTHY);
+		assertSizes(4, 6, 5);
+	}
+
+	@Test
+	void keepTotalLetsTheMoreUrgentLaneRunWhatTheLessUrgentGaveUp() {
+		governor = f.builder().lanes(lanes, LaneResizing.KEEP_TOTAL).build().start();
+		f.interval(governor, 8); // WARNING
+		for (int i = 0; i < 8; i++) {
+			assertThat(lanes.tryAcquire(P1)).as("P1 permit %d of 8", i + 1).isNotNull();
+		}
+		assertThat(lanes.tryAcquire(P1)).isNull();
+	}
+
+	@Test
+	void keepTotalDropsWhatTheMostUrgentOpenLaneGivesUp() {
+		LoadRules rules = LoadRules.defaults().withLaneFactor(LoadLevel.WARNING, P0, 0.5);
+		governor = f.builder().rules(rules).lanes(lanes, LaneResizing.KEEP_TOTAL).build().start();
+		f.interval(governor, 8); // WARNING
+		assertSizes(2, 8, 3);
+	}
+
+	@Test
+	void scaleIsTheDefaultResizing() {
+		governor = f.builder().lanes(lanes).build().start();
+		f.interval(governor, 8); // WARNING
+		assertSizes(4, 6, 3);
+		assertThat(governor.laneSizes(LoadLevel.CRITICAL)).containsExactly(4, 0, 0);
+	}
 }
