@@ -45,8 +45,8 @@ import reactor.test.scheduler.VirtualTimeScheduler;
  * <li>the load governor with its defaults in front of the same lanes, which it resizes, with the
  * forecast's say removed (reactive levels only);</li>
  * <li>the same with the forecast (the default Holt);</li>
- * <li>row 6 with {@link LaneResizing#KEEP_TOTAL}: the permits a level takes from a lane go to the
- * nearest more urgent open lane instead of being dropped.</li>
+ * <li>row 6 with {@link LaneResizing#SCALE}: the permits a level takes from a lane are dropped
+ * instead of going to the nearest more urgent open lane (the default, {@code KEEP_TOTAL}).</li>
  * </ol>
  *
  * The governor rows are driven as the guard drives the governor ({@link Governed}).
@@ -287,9 +287,9 @@ public final class LoadGovernorSimulation {
 		STATIC("2 static thresholds", StaticThresholds::new),
 		GRADIENT2("3 Gradient2 (Netflix)", Gradient2Admission::new),
 		LANES("4 lanes only", LanesOnly::new),
-		REACTIVE("5 governor+lanes, reactive", run -> new Governed(run, false, LaneResizing.SCALE)),
-		FULL("6 governor+lanes, full", run -> new Governed(run, true, LaneResizing.SCALE)),
-		KEEP_TOTAL("7 = 6 with KEEP_TOTAL lanes", run -> new Governed(run, true, LaneResizing.KEEP_TOTAL));
+		REACTIVE("5 governor+lanes, reactive", run -> new Governed(run, false, LaneResizing.KEEP_TOTAL)),
+		FULL("6 governor+lanes, full", run -> new Governed(run, true, LaneResizing.KEEP_TOTAL)),
+		SCALE("7 = 6 with SCALE lanes", run -> new Governed(run, true, LaneResizing.SCALE));
 
 		final String label;
 		final Function<Run, Admission> admission;
@@ -994,7 +994,7 @@ public final class LoadGovernorSimulation {
 				"rows 5-7: the governor's defaults (interval 1 s, Holt(0.3, 0.1), load 0.8/inf/inf smoothed 0.3, "
 						+ "score 80/60/40, dwell 30 s, default rules) + .lanes(lanes); CHEAPER_FIRST: cache hit %.0f%%, "
 						+ "a miss goes live; FALLBACK_FIRST: a fallback model; simulated CPU signal, no memory signal; "
-						+ "reactive: overload line out of reach (no forecast); row 7: .lanes(lanes, KEEP_TOTAL)%n",
+						+ "reactive: overload line out of reach (no forecast); row 7: .lanes(lanes, SCALE)%n",
 				CACHE_HIT_RATIO * 100);
 		for (Result r : results) {
 			System.out.printf(Locale.ROOT, "%-28s goodput day's peak %.3f, ramp %.3f, spike %.3f", r.setup.label,
@@ -1010,7 +1010,7 @@ public final class LoadGovernorSimulation {
 		Result reactive = results.get(Setup.REACTIVE.ordinal());
 		Result gradient2 = results.get(Setup.GRADIENT2.ordinal());
 		goals("", results.get(Setup.FULL.ordinal()), reactive, gradient2, unloadedP99);
-		goals("keep-total-", results.get(Setup.KEEP_TOTAL.ordinal()), reactive, gradient2, unloadedP99);
+		goals("scale-", results.get(Setup.SCALE.ordinal()), reactive, gradient2, unloadedP99);
 	}
 
 	/** The goal lines of a governed row; the forecast lead is against the reactive row (one interval = 1 s). */

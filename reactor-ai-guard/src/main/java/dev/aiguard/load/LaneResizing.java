@@ -26,7 +26,7 @@ public enum LaneResizing {
 	 * total: for lanes that split the model's concurrency, a level decides who uses the model, not
 	 * how much of it is used. When no more urgent lane is open the taken permits are dropped.
 	 * At the default rules' WARNING, P2's halved lane gives its other half to P1; at CRITICAL,
-	 * P1's and P2's lanes go to P0.
+	 * P1's and P2's lanes go to P0. The default.
 	 */
 	KEEP_TOTAL
 }

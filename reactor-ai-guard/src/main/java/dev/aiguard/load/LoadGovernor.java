@@ -663,7 +663,7 @@ public final class LoadGovernor implements Disposable {
 		private LoadRules rules = LoadRules.defaults();
 		@Nullable
 		private PriorityLanes lanes;
-		private LaneResizing laneResizing = LaneResizing.SCALE;
+		private LaneResizing laneResizing = LaneResizing.KEEP_TOTAL;
 		private final List<LoadListener> listeners = new ArrayList<>();
 		private GuardMetrics metrics = GuardMetrics.noop();
 
@@ -825,10 +825,12 @@ public final class LoadGovernor implements Disposable {
 
 		/**
 		 * Lanes whose concurrency follows the rules' factors of their built sizes at each level
-		 * change ({@link LaneResizing#SCALE}: what a factor takes is gone).
+		 * change, the permits a factor takes going to the nearest more urgent open lane
+		 * ({@link LaneResizing#KEEP_TOTAL}): lanes in front of a model split its concurrency, and a
+		 * level decides who uses it, not how much of it is used.
 		 */
 		public Builder lanes(PriorityLanes lanes) {
-			return lanes(lanes, LaneResizing.SCALE);
+			return lanes(lanes, LaneResizing.KEEP_TOTAL);
 		}
 
 		/**

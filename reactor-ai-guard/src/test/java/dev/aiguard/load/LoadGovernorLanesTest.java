@@ -40,7 +40,7 @@ class LoadGovernorLanesTest {
 
 	@Test
 	void laneSizesFollowTheLevelFromTheBuiltSizes() {
-		governor = f.builder().dwell(Duration.ZERO).lanes(lanes).build().start();
+		governor = f.builder().dwell(Duration.ZERO).lanes(lanes, LaneResizing.SCALE).build().start();
 		assertSizes(4, 6, 5);
 		f.interval(governor, 8);
 		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
@@ -60,7 +60,7 @@ class LoadGovernorLanesTest {
 	void aPositiveFactorLeavesAtLeastOnePermitAndStartAppliesTheCurrentLevel() {
 		LoadRules rules = LoadRules.defaults().withLaneFactor(LoadLevel.HEALTHY, P2, 0.1)
 				.withLaneFactor(LoadLevel.WARNING, P1, 0.5);
-		governor = f.builder().rules(rules).lanes(lanes).build();
+		governor = f.builder().rules(rules).lanes(lanes, LaneResizing.SCALE).build();
 		assertSizes(4, 6, 5);
 		governor.start();
 		assertSizes(4, 6, 1);
@@ -70,7 +70,7 @@ class LoadGovernorLanesTest {
 
 	@Test
 	void aShrunkLaneAdmitsAgainAsItsStreamsFinish() {
-		governor = f.builder().lanes(lanes).build().start();
+		governor = f.builder().lanes(lanes, LaneResizing.SCALE).build().start();
 		LanePermit[] running = new LanePermit[5];
 		for (int i = 0; i < running.length; i++) {
 			running[i] = lanes.tryAcquire(P2);
@@ -124,7 +124,7 @@ class LoadGovernorLanesTest {
 
 	@Test
 	void scaleIsTheDefaultResizing() {
-		governor = f.builder().lanes(lanes).build().start();
+		governor = f.builder().lanes(lanes, LaneResizing.SCALE).build().start();
 		f.interval(governor, 8); // WARNING
 		assertSizes(4, 6, 3);
 		assertThat(governor.laneSizes(LoadLevel.CRITICAL)).containsExactly(4, 0, 0);
