@@ -10,6 +10,7 @@ import java.util.Set;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.fallback.FallbackTrigger;
+import dev.aiguard.load.LaneResizing;
 import dev.aiguard.load.LoadAction;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -1087,6 +1088,9 @@ public class AiGuardProperties {
 		/** Whether the shared lanes (aiguard.lanes) are sized by the governor's rules at each level. */
 		private boolean lanes = true;
 
+		/** Where the permits a level takes from a lane go: keep-total (to the nearest more urgent open lane) or scale (dropped). Default: keep-total. */
+		private LaneResizing laneResizing = LaneResizing.KEEP_TOTAL;
+
 		/** Health scores under which WARNING, DEGRADED and CRITICAL hold (three decreasing numbers, 0..100). Default: 80, 60, 40. */
 		@Nullable
 		private List<Double> scoreThresholds;
@@ -1192,6 +1196,14 @@ public class AiGuardProperties {
 
 		public void setLanes(boolean lanes) {
 			this.lanes = lanes;
+		}
+
+		public LaneResizing getLaneResizing() {
+			return laneResizing;
+		}
+
+		public void setLaneResizing(LaneResizing laneResizing) {
+			this.laneResizing = laneResizing;
 		}
 
 		public @Nullable List<Double> getLoadThresholds() {

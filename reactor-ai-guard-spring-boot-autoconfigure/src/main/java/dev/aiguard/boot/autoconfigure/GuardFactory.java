@@ -124,7 +124,7 @@ final class GuardFactory {
 		}
 		set(at + ".load-smoothing", l.getLoadSmoothing(), b::loadSmoothing);
 		if (lanes != null && l.isLanes()) {
-			b.lanes(lanes);
+			b.lanes(lanes, l.getLaneResizing());
 		}
 		set(at + ".dwell", l.getDwell(), b::dwell);
 		set(at + ".warmup-intervals", l.getWarmupIntervals(), b::warmupIntervals);

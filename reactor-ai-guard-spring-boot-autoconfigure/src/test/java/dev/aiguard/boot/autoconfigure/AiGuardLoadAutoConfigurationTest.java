@@ -96,7 +96,21 @@ class AiGuardLoadAutoConfigurationTest {
 				assertThat(governor.decide().level()).as("Infinity: the load alone stops at WARNING")
 					.isEqualTo(LoadLevel.WARNING);
 				assertThat(lanes.concurrency(Priority.P2)).as("P2's lane halved at WARNING").isEqualTo(1);
+				assertThat(lanes.concurrency(Priority.P1)).as("keep-total: P2's other permit goes to P1").isEqualTo(3);
 				assertThat(lanes.concurrency(Priority.P0)).isEqualTo(4);
+			});
+		runner.withPropertyValues(ON)
+			.withPropertyValues("aiguard.load.lane-resizing=scale", "aiguard.load.signals.cpu=0",
+					"aiguard.load.signals.memory=0", "aiguard.load.load-smoothing=1")
+			.run(context -> {
+				LoadGovernor governor = context.getBean(LoadGovernor.class);
+				PriorityLanes lanes = context.getBean(AiGuardRegistry.class).lanes().orElseThrow();
+				for (int i = 0; i < 100_000; i++) {
+					governor.arrived(Priority.P1);
+				}
+				assertThat(governor.decide().level()).isEqualTo(LoadLevel.WARNING);
+				assertThat(lanes.concurrency(Priority.P2)).isEqualTo(1);
+				assertThat(lanes.concurrency(Priority.P1)).as("scale: the permit is dropped").isEqualTo(2);
 			});
 		runner.withPropertyValues(ON)
 			.withPropertyValues("aiguard.load.lanes=false", "aiguard.load.signals.cpu=0", "aiguard.load.signals.memory=0",
