@@ -28,6 +28,7 @@ import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
+import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -59,6 +60,10 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private ChatRequest continuationBase;
 	@Nullable
 	private ChatRequest request;
+	/** The request {@link #sizedTokens} was estimated for. */
+	@Nullable
+	private ChatRequest sizedRequest;
+	private int sizedTokens;
 
 	private int realtimeAttempts;
 	private int truncations;
@@ -142,6 +147,22 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		}
 	}
 
+	/**
+	 * The sent request's prompt tokens for the breaker's slowness allowance: estimated (characters / 4)
+	 * once per request, and only when the breaker asks for it; 0 (unknown) without a request.
+	 */
+	private int promptTokens() {
+		ChatRequest sent = request;
+		if (sent == null || breaker.config().slowTimeToFirstTokenPerPromptToken().isZero()) {
+			return 0;
+		}
+		if (sent != sizedRequest) {
+			sizedRequest = sent;
+			sizedTokens = TokenCounter.estimate().count(sent.messages());
+		}
+		return sizedTokens;
+	}
+
 	/** The breaker refused a retry or a continuation: the last real error stands. */
 	private void breakerRefused() {
 		BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
@@ -201,7 +222,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
-			permit.record(outcome, watch.timeToFirstTokenNanos());
+			permit.promptTokens(promptTokens()).record(outcome, watch.timeToFirstTokenNanos());
 		}
 		attemptEnded(watch, outcome, error);
 		switch (end) {

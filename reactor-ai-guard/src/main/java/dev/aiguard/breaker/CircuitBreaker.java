@@ -195,9 +195,11 @@ public final class CircuitBreaker {
 	}
 
 	/**
-	 * A CLOSED stay that ramps up after a re-close: admits the share {@code elapsed / rampUp} of the
-	 * offered calls, spread evenly (the same rule as ratio probes, with a growing ratio); refuses the
-	 * others as an OPEN breaker would. The first call at or after the ramp's end ends it for good.
+	 * A CLOSED stay that ramps up after a re-close: each offered call adds the current share
+	 * {@code elapsed / rampUp} to a credit, and a call whose addition crosses a whole unit is admitted.
+	 * So any run of calls admits the sum of their shares (rounded), spread evenly, with one atomic add
+	 * and no lock; the others are refused as an OPEN breaker would. The first call at or after the
+	 * ramp's end ends it for good.
 	 */
 	private BreakerPermit rampAcquire(Phase p, long now) {
 		long elapsed = now - p.enteredAt;
@@ -205,9 +207,9 @@ public final class CircuitBreaker {
 			p.ramping = false;
 			return new Permit(this, p, Permit.CALL);
 		}
-		double share = elapsed <= 0 ? 0 : (double) elapsed / p.rampNanos;
-		long k = Phase.OFFERED.getAndIncrement(p);
-		if (Math.ceil((k + 1) * share) > Math.ceil(k * share)) {
+		long share = elapsed <= 0 ? 0 : (long) ((double) elapsed / p.rampNanos * Phase.CREDIT_UNIT);
+		long before = Phase.OFFERED.getAndAdd(p, share);
+		if ((before + share) / Phase.CREDIT_UNIT > before / Phase.CREDIT_UNIT) {
 			return new Permit(this, p, Permit.CALL);
 		}
 		return reject(p, now, true);
@@ -789,6 +791,8 @@ public final class CircuitBreaker {
 				"offered");
 		static final AtomicLongFieldUpdater<Phase> PROBES = AtomicLongFieldUpdater.newUpdater(Phase.class, "probes");
 		static final AtomicLongFieldUpdater<Phase> ABOVE = AtomicLongFieldUpdater.newUpdater(Phase.class, "aboveSince");
+		/** One admitted call's worth of ramp credit (2^24: overflows after 2^39 calls). */
+		static final long CREDIT_UNIT = 1L << 24;
 		/** {@link #aboveSince} while the pressure is below the trip limit. */
 		static final long NEVER = Long.MIN_VALUE;
 
@@ -815,7 +819,10 @@ public final class CircuitBreaker {
 		final long rampNanos;
 
 		volatile int granted;
-		/** HALF_OPEN ratio probes, and a ramping CLOSED stay: calls offered so far. */
+		/**
+		 * HALF_OPEN ratio probes: calls offered so far. A ramping CLOSED stay: its credit in
+		 * {@link #CREDIT_UNIT}s, starting just below one unit so the first call with a share is admitted.
+		 */
 		volatile long offered;
 		/** CLOSED: whether the stay still ramps up (cleared by the first call after the ramp's end). */
 		volatile boolean ramping;
@@ -865,6 +872,7 @@ public final class CircuitBreaker {
 			this.lastOpenWait = lastOpenWait;
 			this.rampNanos = rampNanos;
 			this.ramping = rampNanos > 0;
+			this.offered = rampNanos > 0 ? CREDIT_UNIT - 1 : 0;
 		}
 
 		static Phase closed(long seq, long now, long dwellUntil, int streak, long lastOpenWait, long rampNanos) {
