@@ -28,6 +28,7 @@ import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
+import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
 import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
@@ -60,6 +61,10 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private ChatRequest continuationBase;
 	@Nullable
 	private ChatRequest request;
+	/** The request {@link #sizedTokens} was estimated for. */
+	@Nullable
+	private ChatRequest sizedRequest;
+	private int sizedTokens;
 
 	private int realtimeAttempts;
 	private int truncations;
@@ -141,6 +146,22 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			// upstream's failure, classified and retried like one
 			return Flux.error(Exceptions.unwrap(t));
 		}
+	}
+
+	/**
+	 * The sent request's prompt tokens for the breaker's slowness allowance: estimated (characters / 4)
+	 * once per request, and only when the breaker asks for it; 0 (unknown) without a request.
+	 */
+	private int promptTokens() {
+		ChatRequest sent = request;
+		if (sent == null || breaker.config().slowTimeToFirstTokenPerPromptToken().isZero()) {
+			return 0;
+		}
+		if (sent != sizedRequest) {
+			sizedRequest = sent;
+			sizedTokens = TokenCounter.estimate().count(sent.messages());
+		}
+		return sizedTokens;
 	}
 
 	/** The breaker refused a retry or a continuation: the last real error stands. */
@@ -228,7 +249,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
-			permit.record(outcome, watch.timeToFirstTokenNanos());
+			permit.promptTokens(promptTokens()).record(outcome, watch.timeToFirstTokenNanos());
 		}
 		attemptEnded(watch, outcome, error, held);
 		switch (end) {

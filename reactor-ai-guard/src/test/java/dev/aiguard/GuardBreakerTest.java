@@ -476,6 +476,66 @@ class GuardBreakerTest {
 		assertThat(r.attempts()).isEmpty();
 	}
 
+	@Test
+	void theCallFormAllowsALongPromptALaterFirstToken() {
+		// 1 s for a short prompt, +7.2 ms per token: 5000 characters (about 1250 tokens) may take 10 s
+		CircuitBreaker breaker = breaker(countsOnly().slowTimeToFirstToken(Duration.ofSeconds(1))
+				.slowTimeToFirstTokenPerPromptToken(Duration.ofNanos(7_200_000)).build());
+		AiGuard<ChatChunk> guard = AiGuard.of(policy(breaker).build());
+		ChatRequest longPrompt = ChatRequest.of("m", List.of(ChatMessage.user("x".repeat(5000))));
+		ChatRequest shortPrompt = ChatRequest.of("m", List.of(ChatMessage.user("hi")));
+
+		StepVerifier.create(guard.call(longPrompt, r -> Mono.delay(Duration.ofSeconds(8), vts).thenMany(answer("a"))))
+				.then(() -> vts.advanceTimeBy(Duration.ofSeconds(8)))
+				.expectNextCount(3)
+				.verifyComplete();
+		assertThat(breaker.snapshot().slowCalls()).as("8 s for 5000 characters is normal").isZero();
+
+		StepVerifier.create(guard.call(shortPrompt, r -> Mono.delay(Duration.ofSeconds(8), vts).thenMany(answer("a"))))
+				.then(() -> vts.advanceTimeBy(Duration.ofSeconds(8)))
+				.expectNextCount(3)
+				.verifyComplete();
+		assertThat(breaker.snapshot().slowCalls()).as("8 s for a short prompt is slow").isEqualTo(1);
+
+		// the operator form has no request: the base threshold alone
+		StepVerifier.create(Mono.delay(Duration.ofSeconds(8), vts).thenMany(answer("a")).transform(guard))
+				.then(() -> vts.advanceTimeBy(Duration.ofSeconds(8)))
+				.expectNextCount(3)
+				.verifyComplete();
+		assertThat(breaker.snapshot().slowCalls()).isEqualTo(2);
+	}
+
+	@Test
+	void aRampUpRefusalTakesTheFallbackLadderAndIsNoFailure() {
+		CircuitBreaker breaker = breaker(tripsAfterTwoFailures().rampUp(Duration.ofSeconds(10)).build());
+		AiGuard<ChatChunk> guard = AiGuard.of(policy(breaker)
+				.fallback(FallbackChain.<ChatChunk>builder().step(Fallback.staticText("busy, try later")).build())
+				.build());
+		openAndWait(AiGuard.of(policy(breaker).build()), breaker);
+		StepVerifier.create(answer("probe").transform(guard)).expectNextCount(3).verifyComplete();
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+
+		// the ramp's first instant admits nothing: the ladder answers
+		AtomicInteger subscriptions = new AtomicInteger();
+		StringBuilder text = new StringBuilder();
+		StepVerifier.create(attempts(subscriptions, answer("x")).transform(guard))
+				.thenConsumeWhile(c -> true, c -> text.append(c.text()))
+				.verifyComplete();
+		assertThat(text).hasToString("busy, try later");
+		assertThat(subscriptions).hasValue(0);
+		assertThat(reports.last().source()).isEqualTo(Source.STATIC);
+		assertThat(breaker.snapshot().failures()).isZero();
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+
+		// half-way through the ramp, half the requests go live
+		vts.advanceTimeBy(Duration.ofSeconds(5));
+		for (int i = 0; i < 10; i++) {
+			StepVerifier.create(attempts(subscriptions, answer("x")).transform(guard)).thenConsumeWhile(c -> true)
+					.verifyComplete();
+		}
+		assertThat(subscriptions).hasValue(5);
+	}
+
 	// ---- the state machine in virtual time ----
 
 	/** Opens the breaker with two failures and lets its open wait pass. */

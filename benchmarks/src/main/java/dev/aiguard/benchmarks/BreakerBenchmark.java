@@ -1,5 +1,6 @@
 package dev.aiguard.benchmarks;
 
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import org.openjdk.jmh.annotations.Benchmark;
@@ -16,6 +17,7 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.breaker.TripPolicy;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 
 /**
@@ -29,6 +31,12 @@ import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
  * refreshes its timestamp from {@link System#nanoTime()} every {@value #CLOCK_EVERY} calls, so the
  * buckets still turn over in real time and the clock costs almost nothing per call.
  *
+ * <p>{@code permitAndRecordTripRules} is {@code permitAndRecord} on a breaker with the latency rules
+ * switched on: the classic, latency-percentile and adaptive (with a starting baseline) policies
+ * together, consecutive failures, a trip delay, a warm-up, a ramp-up and slowness normalised by a
+ * prompt size given to every permit. {@code permitAndRecordAllPolicies} adds the decayed and
+ * performance-score policies and a predictive forecast of them all: every policy the library ships.
+ *
  * <pre>
  * java -jar benchmarks/target/benchmarks.jar BreakerBenchmark -f 1 -wi 3 -w 1s -i 5 -r 1s
  * </pre>
@@ -40,6 +48,9 @@ public class BreakerBenchmark {
 
 	/** Time to first token of the recorded calls: fast, so neither breaker counts them as slow. */
 	private static final long TTFT_NANOS = 300_000_000L;
+
+	/** The prompt size given to each permit of the all-policies breaker. */
+	private static final int PROMPT_TOKENS = 1000;
 
 	/** Calls between two clock readings in the timestamped variants. */
 	static final int CLOCK_EVERY = 1024;
@@ -65,6 +76,8 @@ public class BreakerBenchmark {
 	public String window;
 
 	private CircuitBreaker ours;
+	private CircuitBreaker oursTripRules;
+	private CircuitBreaker oursAllPolicies;
 	private io.github.resilience4j.circuitbreaker.CircuitBreaker resilience4j;
 
 	@Setup
@@ -72,6 +85,8 @@ public class BreakerBenchmark {
 		boolean time = "TIME".equals(window);
 		BreakerConfig config = time ? BreakerConfig.defaults() : BreakerConfig.custom().countWindow(100).build();
 		ours = CircuitBreaker.of("bench", config);
+		oursTripRules = CircuitBreaker.of("bench-rules", tripRules(config));
+		oursAllPolicies = CircuitBreaker.of("bench-all", allPolicies(config));
 		CircuitBreakerConfig theirs = CircuitBreakerConfig.custom()
 				.slidingWindowType(time ? CircuitBreakerConfig.SlidingWindowType.TIME_BASED
 						: CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
@@ -114,6 +129,61 @@ public class BreakerBenchmark {
 	@Threads(2)
 	public BreakerPermit permitAndRecordAtTwoThreads(CallerClock clock) {
 		return acquireAndRecordAt(clock.now());
+	}
+
+	/** {@code base} with the latency trip policies and every rule beside the policy switched on. */
+	static BreakerConfig tripRules(BreakerConfig base) {
+		TripPolicy policies = TripPolicy.anyOf(TripPolicy.failureRate(),
+				TripPolicy.ttftPercentile(Duration.ofSeconds(2)).percentile(0.99),
+				TripPolicy.adaptiveTtft().startingBaseline(Duration.ofMillis(300)));
+		return BreakerConfig.from(base).tripPolicy(policies).consecutiveFailuresToTrip(5)
+				.tripDelay(Duration.ofSeconds(2)).warmUp(Duration.ofMinutes(1)).rampUp(Duration.ofSeconds(30))
+				.slowTimeToFirstTokenPerPromptToken(Duration.ofMillis(5)).build();
+	}
+
+	@Benchmark
+	@Threads(1)
+	public BreakerPermit permitAndRecordTripRules() {
+		return acquireAndRecord(oursTripRules);
+	}
+
+	@Benchmark
+	@Threads(2)
+	public BreakerPermit permitAndRecordTripRulesTwoThreads() {
+		return acquireAndRecord(oursTripRules);
+	}
+
+	/** {@code base} with every trip policy and every rule beside them switched on. */
+	static BreakerConfig allPolicies(BreakerConfig base) {
+		TripPolicy policies = TripPolicy.anyOf(TripPolicy.failureRate(), TripPolicy.decayedFailureRate(),
+				TripPolicy.performanceScore(Duration.ofMillis(300)),
+				TripPolicy.adaptiveTtft().startingBaseline(Duration.ofMillis(300)),
+				TripPolicy.ttftPercentile(Duration.ofSeconds(2)).percentile(0.99));
+		return BreakerConfig.from(base).tripPolicy(TripPolicy.predictive(policies)).consecutiveFailuresToTrip(5)
+				.tripDelay(Duration.ofSeconds(2)).warmUp(Duration.ofMinutes(1)).rampUp(Duration.ofSeconds(30))
+				.slowTimeToFirstTokenPerPromptToken(Duration.ofMillis(5)).build();
+	}
+
+	@Benchmark
+	@Threads(1)
+	public BreakerPermit permitAndRecordAllPolicies() {
+		return acquireAndRecordAllPolicies();
+	}
+
+	@Benchmark
+	@Threads(2)
+	public BreakerPermit permitAndRecordAllPoliciesTwoThreads() {
+		return acquireAndRecordAllPolicies();
+	}
+
+	private BreakerPermit acquireAndRecordAllPolicies() {
+		return acquireAndRecord(oursAllPolicies);
+	}
+
+	private static BreakerPermit acquireAndRecord(CircuitBreaker breaker) {
+		BreakerPermit permit = breaker.tryAcquire();
+		permit.promptTokens(PROMPT_TOKENS).record(Outcome.SUCCESS, TTFT_NANOS);
+		return permit;
 	}
 
 	private BreakerPermit acquireAndRecordAt(long now) {

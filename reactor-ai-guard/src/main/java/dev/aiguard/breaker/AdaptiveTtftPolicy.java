@@ -14,7 +14,9 @@ import dev.aiguard.core.Outcome;
  * period closes with enough samples, its p95 teaches the baseline: the first such period sets it,
  * later ones move it by {@link #learningRate()} (an exponential average) if they were healthy
  * ({@code p95 ≤ multiplier × baseline}). A stream that stalls before its first token counts as the
- * slowest possible first token. Until a baseline exists the policy never trips: pair it with
+ * slowest possible first token. A policy given a {@link #startingBaseline(Duration)} judges from the
+ * first call, and healthy periods move that baseline like a learned one. Until a baseline exists the
+ * policy never trips: pair it with
  * {@link TripPolicy#failureRate()} through {@link TripPolicy#anyOf(TripPolicy...)}, since it judges
  * latency only.
  *
@@ -28,18 +30,22 @@ import dev.aiguard.core.Outcome;
  */
 public final class AdaptiveTtftPolicy implements TripPolicy {
 
-	static final AdaptiveTtftPolicy DEFAULTS = new AdaptiveTtftPolicy(2.0, Duration.ofSeconds(10), 20, 0.05);
+	static final AdaptiveTtftPolicy DEFAULTS = new AdaptiveTtftPolicy(2.0, Duration.ofSeconds(10), 20, 0.05,
+			Duration.ZERO);
 
 	private final double multiplier;
 	private final Duration period;
 	private final int minSamples;
 	private final double learningRate;
+	private final Duration startingBaseline;
 
-	private AdaptiveTtftPolicy(double multiplier, Duration period, int minSamples, double learningRate) {
+	private AdaptiveTtftPolicy(double multiplier, Duration period, int minSamples, double learningRate,
+			Duration startingBaseline) {
 		this.multiplier = multiplier;
 		this.period = period;
 		this.minSamples = minSamples;
 		this.learningRate = learningRate;
+		this.startingBaseline = startingBaseline;
 	}
 
 	/** @param k the current p95 trips at more than k × the baseline p95; in (1, 100] */
@@ -47,7 +53,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 		if (!(k > 1 && k <= 100)) {
 			throw new IllegalArgumentException("multiplier must be in (1, 100], was " + k);
 		}
-		return new AdaptiveTtftPolicy(k, period, minSamples, learningRate);
+		return new AdaptiveTtftPolicy(k, period, minSamples, learningRate, startingBaseline);
 	}
 
 	/** @param period length of one measuring period, between 10 ms and 1 hour */
@@ -56,7 +62,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 		if (period.compareTo(Duration.ofMillis(10)) < 0 || period.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("period must be between 10 ms and 1 hour, was " + period);
 		}
-		return new AdaptiveTtftPolicy(multiplier, period, minSamples, learningRate);
+		return new AdaptiveTtftPolicy(multiplier, period, minSamples, learningRate, startingBaseline);
 	}
 
 	/** @param samples first tokens needed to read a p95, between 1 and 1 000 000 */
@@ -64,7 +70,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 		if (samples < 1 || samples > 1_000_000) {
 			throw new IllegalArgumentException("minSamples must be between 1 and 1000000, was " + samples);
 		}
-		return new AdaptiveTtftPolicy(multiplier, period, samples, learningRate);
+		return new AdaptiveTtftPolicy(multiplier, period, samples, learningRate, startingBaseline);
 	}
 
 	/** @param rate share of a healthy period's p95 blended into the baseline, in (0, 1] */
@@ -72,11 +78,38 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 		if (!(rate > 0 && rate <= 1)) {
 			throw new IllegalArgumentException("learningRate must be in (0, 1], was " + rate);
 		}
-		return new AdaptiveTtftPolicy(multiplier, period, minSamples, rate);
+		return new AdaptiveTtftPolicy(multiplier, period, minSamples, rate, startingBaseline);
+	}
+
+	/**
+	 * A baseline to start from, so the policy judges from the first call instead of after its first
+	 * full period (a cold start): for example last run's learned p95, or the provider's published
+	 * latency. Healthy periods then move it by {@link #learningRate()}; an unhealthy one teaches
+	 * nothing, so a guess that is too low trips rather than learns the bad latency.
+	 *
+	 * <pre>{@code
+	 * TripPolicy.adaptiveTtft().startingBaseline(Duration.ofMillis(800))
+	 * }</pre>
+	 *
+	 * @param baseline the healthy p95 time to first token, between 1 µs and 1 hour, or zero for none
+	 */
+	public AdaptiveTtftPolicy startingBaseline(Duration baseline) {
+		Objects.requireNonNull(baseline, "startingBaseline");
+		if (!baseline.isZero() && (baseline.compareTo(Duration.ofNanos(1000)) < 0
+				|| baseline.compareTo(Duration.ofHours(1)) > 0)) {
+			throw new IllegalArgumentException(
+					"startingBaseline must be zero (none) or between 1 µs and 1 hour, was " + baseline);
+		}
+		return new AdaptiveTtftPolicy(multiplier, period, minSamples, learningRate, baseline);
 	}
 
 	public double multiplier() {
 		return multiplier;
+	}
+
+	/** @return the baseline the policy starts from, zero when it learns one first */
+	public Duration startingBaseline() {
+		return startingBaseline;
 	}
 
 	public Duration period() {
@@ -103,18 +136,19 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 		}
 		AdaptiveTtftPolicy p = (AdaptiveTtftPolicy) o;
 		return multiplier == p.multiplier && period.equals(p.period) && minSamples == p.minSamples
-				&& learningRate == p.learningRate;
+				&& learningRate == p.learningRate && startingBaseline.equals(p.startingBaseline);
 	}
 
 	@Override
 	public int hashCode() {
-		return Objects.hash(multiplier, period, minSamples, learningRate);
+		return Objects.hash(multiplier, period, minSamples, learningRate, startingBaseline);
 	}
 
 	@Override
 	public String toString() {
 		return "adaptiveTtft{multiplier=" + multiplier + ", period=" + period + ", minSamples=" + minSamples
-				+ ", learningRate=" + learningRate + "}";
+				+ ", learningRate=" + learningRate
+				+ (startingBaseline.isZero() ? "" : ", startingBaseline=" + startingBaseline) + "}";
 	}
 
 	/**
@@ -136,6 +170,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 		AdaptiveEvaluator(AdaptiveTtftPolicy policy) {
 			this.policy = policy;
 			this.periodNanos = policy.period.toNanos();
+			this.baselineBits = Double.doubleToRawLongBits(policy.startingBaseline.toNanos());
 		}
 
 		@Override

@@ -41,6 +41,12 @@ import java.util.Objects;
  * <tr><td>minimumDwell</td><td>5 s</td><td>least time in CLOSED (after a re-close) and HALF_OPEN</td></tr>
  * <tr><td>tripPolicy</td><td>{@link TripPolicy#failureRate()}</td><td>what trips CLOSED to OPEN</td></tr>
  * <tr><td>recordClientErrors</td><td>false</td><td>count 4xx / context-length errors as failures</td></tr>
+ * <tr><td>slowTimeToFirstTokenPerPromptToken</td><td>0</td><td>added to the slow threshold per prompt token</td></tr>
+ * <tr><td>consecutiveFailuresToTrip</td><td>0 (off)</td><td>this many failures in a row trip at once</td></tr>
+ * <tr><td>tripDelay</td><td>0</td><td>the pressure must stay at 1 or more this long before a trip</td></tr>
+ * <tr><td>rampUp</td><td>0</td><td>after a re-close, admit a share of calls growing from 0 to 1 over this</td></tr>
+ * <tr><td>warmUp / warmUpThresholdFactor</td><td>0 / 2.0</td><td>after the breaker is built, trip only at
+ * this factor × the usual pressure for this long</td></tr>
  * </table>
  */
 public final class BreakerConfig {
@@ -74,9 +80,19 @@ public final class BreakerConfig {
 	private final Duration minimumDwell;
 	private final TripPolicy tripPolicy;
 	private final boolean recordClientErrors;
+	private final Duration slowTimeToFirstTokenPerPromptToken;
+	private final int consecutiveFailuresToTrip;
+	private final Duration tripDelay;
+	private final Duration rampUp;
+	private final Duration warmUp;
+	private final double warmUpThresholdFactor;
 
 	// nanosecond forms, read on the record path
 	final long slowNanos;
+	final long slowPerPromptTokenNanos;
+	final long tripDelayNanos;
+	final long rampUpNanos;
+	final long warmUpNanos;
 	final long openWaitNanos;
 	final long maxOpenWaitNanos;
 	final long maxTimeInHalfOpenNanos;
@@ -102,7 +118,17 @@ public final class BreakerConfig {
 		this.minimumDwell = b.minimumDwell;
 		this.tripPolicy = b.tripPolicy;
 		this.recordClientErrors = b.recordClientErrors;
+		this.slowTimeToFirstTokenPerPromptToken = b.slowTimeToFirstTokenPerPromptToken;
+		this.consecutiveFailuresToTrip = b.consecutiveFailuresToTrip;
+		this.tripDelay = b.tripDelay;
+		this.rampUp = b.rampUp;
+		this.warmUp = b.warmUp;
+		this.warmUpThresholdFactor = b.warmUpThresholdFactor;
 		this.slowNanos = slowTimeToFirstToken.toNanos();
+		this.slowPerPromptTokenNanos = slowTimeToFirstTokenPerPromptToken.toNanos();
+		this.tripDelayNanos = tripDelay.toNanos();
+		this.rampUpNanos = rampUp.toNanos();
+		this.warmUpNanos = warmUp.toNanos();
 		this.openWaitNanos = openWait.toNanos();
 		this.maxOpenWaitNanos = maxOpenWait.toNanos();
 		this.maxTimeInHalfOpenNanos = maxTimeInHalfOpen.toNanos();
@@ -208,6 +234,36 @@ public final class BreakerConfig {
 		return recordClientErrors;
 	}
 
+	/** @return time added to {@link #slowTimeToFirstToken()} per prompt token, zero when off */
+	public Duration slowTimeToFirstTokenPerPromptToken() {
+		return slowTimeToFirstTokenPerPromptToken;
+	}
+
+	/** @return failures in a row that trip the breaker at once, 0 when off */
+	public int consecutiveFailuresToTrip() {
+		return consecutiveFailuresToTrip;
+	}
+
+	/** @return how long the pressure must stay at 1 or more before a trip, zero for at once */
+	public Duration tripDelay() {
+		return tripDelay;
+	}
+
+	/** @return the ramp-up period after a re-close, zero for full traffic at once */
+	public Duration rampUp() {
+		return rampUp;
+	}
+
+	/** @return the warm-up period after the breaker is built, zero when off */
+	public Duration warmUp() {
+		return warmUp;
+	}
+
+	/** @return the pressure a trip needs during warm-up (1 = no relaxation) */
+	public double warmUpThresholdFactor() {
+		return warmUpThresholdFactor;
+	}
+
 	@Override
 	public boolean equals(Object o) {
 		if (this == o) {
@@ -227,7 +283,11 @@ public final class BreakerConfig {
 				&& Double.compare(halfOpenProbeRatio, c.halfOpenProbeRatio) == 0
 				&& successesToClose == c.successesToClose && maxTimeInHalfOpen.equals(c.maxTimeInHalfOpen)
 				&& Double.compare(hysteresis, c.hysteresis) == 0 && minimumDwell.equals(c.minimumDwell)
-				&& tripPolicy.equals(c.tripPolicy) && recordClientErrors == c.recordClientErrors;
+				&& tripPolicy.equals(c.tripPolicy) && recordClientErrors == c.recordClientErrors
+				&& slowTimeToFirstTokenPerPromptToken.equals(c.slowTimeToFirstTokenPerPromptToken)
+				&& consecutiveFailuresToTrip == c.consecutiveFailuresToTrip && tripDelay.equals(c.tripDelay)
+				&& rampUp.equals(c.rampUp) && warmUp.equals(c.warmUp)
+				&& Double.compare(warmUpThresholdFactor, c.warmUpThresholdFactor) == 0;
 	}
 
 	@Override
@@ -235,7 +295,8 @@ public final class BreakerConfig {
 		return Objects.hash(failureRateThreshold, slowCallRateThreshold, slowTimeToFirstToken, minimumCalls,
 				windowType, windowSize, bucketLength, openWait, openWaitMultiplier, maxOpenWait, openWaitJitter,
 				halfOpenProbes, halfOpenProbeRatio, successesToClose, maxTimeInHalfOpen, hysteresis, minimumDwell,
-				tripPolicy, recordClientErrors);
+				tripPolicy, recordClientErrors, slowTimeToFirstTokenPerPromptToken, consecutiveFailuresToTrip, tripDelay,
+				rampUp, warmUp, warmUpThresholdFactor);
 	}
 
 	@Override
@@ -249,7 +310,10 @@ public final class BreakerConfig {
 				+ openWaitMultiplier + ", maxOpenWait=" + maxOpenWait + ", openWaitJitter=" + openWaitJitter
 				+ ", halfOpenProbes=" + probes + ", successesToClose=" + successesToClose + ", maxTimeInHalfOpen="
 				+ maxTimeInHalfOpen + ", hysteresis=" + hysteresis + ", minimumDwell=" + minimumDwell
-				+ ", tripPolicy=" + tripPolicy + ", recordClientErrors=" + recordClientErrors + "}";
+				+ ", tripPolicy=" + tripPolicy + ", recordClientErrors=" + recordClientErrors
+				+ ", slowTimeToFirstTokenPerPromptToken=" + slowTimeToFirstTokenPerPromptToken
+				+ ", consecutiveFailuresToTrip=" + consecutiveFailuresToTrip + ", tripDelay=" + tripDelay + ", rampUp="
+				+ rampUp + ", warmUp=" + warmUp + ", warmUpThresholdFactor=" + warmUpThresholdFactor + "}";
 	}
 
 	/**
@@ -277,6 +341,12 @@ public final class BreakerConfig {
 		private Duration minimumDwell = Duration.ofSeconds(5);
 		private TripPolicy tripPolicy = TripPolicy.failureRate();
 		private boolean recordClientErrors;
+		private Duration slowTimeToFirstTokenPerPromptToken = Duration.ZERO;
+		private int consecutiveFailuresToTrip;
+		private Duration tripDelay = Duration.ZERO;
+		private Duration rampUp = Duration.ZERO;
+		private Duration warmUp = Duration.ZERO;
+		private double warmUpThresholdFactor = 2.0;
 
 		private static final Duration MAX_DURATION = Duration.ofDays(365);
 
@@ -303,6 +373,12 @@ public final class BreakerConfig {
 			this.minimumDwell = c.minimumDwell;
 			this.tripPolicy = c.tripPolicy;
 			this.recordClientErrors = c.recordClientErrors;
+			this.slowTimeToFirstTokenPerPromptToken = c.slowTimeToFirstTokenPerPromptToken;
+			this.consecutiveFailuresToTrip = c.consecutiveFailuresToTrip;
+			this.tripDelay = c.tripDelay;
+			this.rampUp = c.rampUp;
+			this.warmUp = c.warmUp;
+			this.warmUpThresholdFactor = c.warmUpThresholdFactor;
 		}
 
 		/** @param threshold a fraction in (0, 1]: 0.5 trips at 50 % failures */
@@ -487,6 +563,92 @@ public final class BreakerConfig {
 		}
 
 		/**
+		 * Normalises slowness by prompt size: a long prompt legitimately takes longer to its first
+		 * token, so a call is slow from {@code slowTimeToFirstToken + perToken × promptTokens}, where
+		 * the prompt tokens are what the caller gave the permit ({@link BreakerPermit#promptTokens(int)};
+		 * the guard's call form passes an estimate of its request). A permit without a prompt size is
+		 * judged by {@code slowTimeToFirstToken} alone. The trip policy sees the time to first token
+		 * scaled down by the same factor, so policies that learn or limit first-token times compare like
+		 * with like.
+		 *
+		 * <pre>{@code
+		 * // 1 s for a short prompt, 10 s for 5000 characters (about 1250 tokens)
+		 * .slowTimeToFirstToken(Duration.ofSeconds(1))
+		 * .slowTimeToFirstTokenPerPromptToken(Duration.ofNanos(7_200_000))
+		 * }</pre>
+		 *
+		 * @param perToken zero (off) up to 1 s
+		 */
+		public Builder slowTimeToFirstTokenPerPromptToken(Duration perToken) {
+			Objects.requireNonNull(perToken, "slowTimeToFirstTokenPerPromptToken");
+			if (perToken.isNegative() || perToken.compareTo(Duration.ofSeconds(1)) > 0) {
+				throw new IllegalArgumentException(
+						"slowTimeToFirstTokenPerPromptToken must be between 0 and 1 s, was " + perToken);
+			}
+			this.slowTimeToFirstTokenPerPromptToken = perToken;
+			return this;
+		}
+
+		/**
+		 * @param failures failures in a row (stalls, incomplete streams and recorded client errors
+		 * included) that trip a CLOSED breaker at once, before {@code minimumCalls}, the trip delay and
+		 * the warm-up; any success between them starts the count again. Between 1 and 10 000, or 0 for
+		 * off (the default).
+		 */
+		public Builder consecutiveFailuresToTrip(int failures) {
+			if (failures < 0 || failures > 10_000) {
+				throw new IllegalArgumentException(
+						"consecutiveFailuresToTrip must be between 0 (off) and 10000, was " + failures);
+			}
+			this.consecutiveFailuresToTrip = failures;
+			return this;
+		}
+
+		/**
+		 * @param delay how long the trip policy's pressure must stay at 1 or more before the breaker
+		 * trips: a spike that is over sooner is ignored. While the pressure is up, every call is judged,
+		 * successes too, so its fall is seen. Zero (the default) trips at once; at most 1 hour.
+		 */
+		public Builder tripDelay(Duration delay) {
+			this.tripDelay = nonNegative("tripDelay", delay, Duration.ofHours(1));
+			return this;
+		}
+
+		/**
+		 * @param ramp after HALF_OPEN closes, the share of calls a CLOSED breaker admits grows linearly
+		 * from 0 to 1 over this period; the others are refused like calls to an open breaker (the guard
+		 * takes its fallback ladder) and are not counted as failures. The share is deterministic (the
+		 * admitted calls are spread evenly among the offered ones). Zero (the default) admits everything
+		 * at once; at most 1 hour. A new breaker and an operator's close do not ramp.
+		 */
+		public Builder rampUp(Duration ramp) {
+			this.rampUp = nonNegative("rampUp", ramp, Duration.ofHours(1));
+			return this;
+		}
+
+		/**
+		 * @param warmUp for this long after the breaker is built, a trip needs
+		 * {@link #warmUpThresholdFactor(double)} times the usual pressure (a cold provider's first calls
+		 * are slower and fail more). Zero (the default) is off; at most 1 hour.
+		 */
+		public Builder warmUp(Duration warmUp) {
+			this.warmUp = nonNegative("warmUp", warmUp, Duration.ofHours(1));
+			return this;
+		}
+
+		/**
+		 * @param factor the pressure a trip needs during warm-up, between 1 and 100 (default 2: with a
+		 * 0.5 failure-rate threshold, warm-up trips only at 100 % failures)
+		 */
+		public Builder warmUpThresholdFactor(double factor) {
+			if (!(factor >= 1 && factor <= 100)) {
+				throw new IllegalArgumentException("warmUpThresholdFactor must be between 1 and 100, was " + factor);
+			}
+			this.warmUpThresholdFactor = factor;
+			return this;
+		}
+
+		/**
 		 * @return the config
 		 * @throws IllegalArgumentException when {@code maxOpenWait < openWait}, {@code minimumDwell > openWait},
 		 * or {@code successesToClose > halfOpenProbes}
@@ -511,6 +673,14 @@ public final class BreakerConfig {
 			if (!(value > 0 && value <= 1)) {
 				throw new IllegalArgumentException(field + " must be a fraction in (0, 1], was " + value
 						+ (value > 1 && value <= 100 ? " (write 0.5 for 50 %)" : ""));
+			}
+			return value;
+		}
+
+		private static Duration nonNegative(String field, Duration value, Duration max) {
+			Objects.requireNonNull(value, field);
+			if (value.isNegative() || value.compareTo(max) > 0) {
+				throw new IllegalArgumentException(field + " must be between 0 and " + max + ", was " + value);
 			}
 			return value;
 		}

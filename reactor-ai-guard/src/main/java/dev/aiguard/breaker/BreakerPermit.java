@@ -56,4 +56,22 @@ public interface BreakerPermit {
 	default void record(Outcome outcome, long timeToFirstTokenNanos, long nowNanos) {
 		record(outcome, timeToFirstTokenNanos);
 	}
+
+	/**
+	 * Tells the permit how many tokens the attempt's prompt holds, before it is settled, so the
+	 * breaker can allow a long prompt a longer first token
+	 * ({@link BreakerConfig.Builder#slowTimeToFirstTokenPerPromptToken}). Set it from the thread that
+	 * settles the permit, or before handing the permit over. A permit that does not judge slowness by
+	 * prompt size ignores it.
+	 *
+	 * <pre>{@code
+	 * permit.promptTokens(estimatedPromptTokens).record(Outcome.SUCCESS, ttftNanos);
+	 * }</pre>
+	 *
+	 * @param tokens the prompt's tokens, counted or estimated; 0 or less for unknown
+	 * @return this permit
+	 */
+	default BreakerPermit promptTokens(int tokens) {
+		return this;
+	}
 }

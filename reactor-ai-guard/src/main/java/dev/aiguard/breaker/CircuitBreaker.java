@@ -54,6 +54,13 @@ import dev.aiguard.metrics.GuardMetrics;
  * with jitter); a breaker that stays closed at least as long as its last wait earns the short wait
  * back. FORCED_OPEN and DISABLED are left only through the operator methods.
  *
+ * <p>Beside the trip policy: {@link BreakerConfig#consecutiveFailuresToTrip()} failures in a row trip
+ * at once; {@link BreakerConfig#tripDelay()} ignores a pressure spike shorter than the delay;
+ * {@link BreakerConfig#warmUp()} relaxes the trip limit after the breaker is built; after a re-close
+ * {@link BreakerConfig#rampUp()} admits a linearly growing share of calls (the rest are refused like
+ * calls to an open breaker, and count as rejections, not failures); and
+ * {@link BreakerConfig#slowTimeToFirstTokenPerPromptToken()} grants long prompts a later first token.
+ *
  * <h2>Threads</h2>
  * Lock-free: the state is one immutable phase object swapped by CAS (one CAS decides each
  * transition); recording a success on a CLOSED breaker costs one atomic operation on the window and
@@ -72,6 +79,8 @@ public final class CircuitBreaker {
 			.newUpdater(CircuitBreaker.class, Settings.class, "settings");
 	private static final AtomicReferenceFieldUpdater<CircuitBreaker, BreakerListener[]> LISTENERS =
 			AtomicReferenceFieldUpdater.newUpdater(CircuitBreaker.class, BreakerListener[].class, "listeners");
+	private static final AtomicIntegerFieldUpdater<CircuitBreaker> CONSECUTIVE = AtomicIntegerFieldUpdater
+			.newUpdater(CircuitBreaker.class, "consecutiveFailures");
 
 	/** Handed out while DISABLED: settles to nothing. */
 	private static final BreakerPermit DISABLED_PERMIT = (outcome, ttft) -> {
@@ -82,11 +91,15 @@ public final class CircuitBreaker {
 	private final Clock wallClock;
 	private final GuardMetrics metrics;
 	private final long jitterSeed;
+	/** The breaker clock when the breaker was built: the warm-up counts from here. */
+	private final long createdAt;
 	private final LongAdder rejected = new LongAdder();
 
 	private volatile Settings settings;
 	private volatile Phase phase;
 	private volatile BreakerListener[] listeners;
+	/** Failures in a row recorded while CLOSED; a success (or a re-close) sets it back to 0. */
+	private volatile int consecutiveFailures;
 
 	private CircuitBreaker(Builder b) {
 		this.name = b.name;
@@ -95,9 +108,10 @@ public final class CircuitBreaker {
 		this.metrics = GuardMetrics.isolated(b.metrics);
 		this.jitterSeed = ThreadLocalRandom.current().nextLong();
 		long now = clock.nanoTime();
+		this.createdAt = now;
 		this.settings = new Settings(b.config, SlidingWindow.of(b.config, now), b.config.tripPolicy().newEvaluator());
 		this.listeners = b.listeners.isEmpty() ? NO_LISTENERS : b.listeners.toArray(NO_LISTENERS);
-		this.phase = Phase.closed(0, now, now, 0, 0);
+		this.phase = Phase.closed(0, now, now, 0, 0, 0);
 	}
 
 	/** @return a breaker with {@code config}, the system clock, no metrics and no listeners */
@@ -120,8 +134,11 @@ public final class CircuitBreaker {
 	 */
 	public BreakerPermit tryAcquire() {
 		Phase p = phase;
-		// the hot case first: CLOSED needs no time
-		return p.state == BreakerState.CLOSED ? new Permit(this, p, Permit.CALL) : acquire(p, 0, false);
+		// the hot case first: CLOSED needs no time (unless it ramps up after a re-close)
+		if (p.state == BreakerState.CLOSED) {
+			return p.ramping ? rampAcquire(p, clock.nanoTime()) : new Permit(this, p, Permit.CALL);
+		}
+		return acquire(p, 0, false);
 	}
 
 	/**
@@ -140,14 +157,18 @@ public final class CircuitBreaker {
 	 */
 	public BreakerPermit tryAcquire(long nowNanos) {
 		Phase p = phase;
-		return p.state == BreakerState.CLOSED ? new Permit(this, p, Permit.CALL) : acquire(p, nowNanos, true);
+		if (p.state == BreakerState.CLOSED) {
+			return p.ramping ? rampAcquire(p, nowNanos) : new Permit(this, p, Permit.CALL);
+		}
+		return acquire(p, nowNanos, true);
 	}
 
 	private BreakerPermit acquire(Phase p, long givenNow, boolean timed) {
 		for (;; p = phase) {
 			switch (p.state) {
 				case CLOSED:
-					return new Permit(this, p, Permit.CALL);
+					return p.ramping ? rampAcquire(p, timed ? givenNow : clock.nanoTime())
+							: new Permit(this, p, Permit.CALL);
 				case DISABLED:
 					return DISABLED_PERMIT;
 				case FORCED_OPEN:
@@ -171,6 +192,27 @@ public final class CircuitBreaker {
 					throw new IllegalStateException(p.state.name());
 			}
 		}
+	}
+
+	/**
+	 * A CLOSED stay that ramps up after a re-close: each offered call adds the current share
+	 * {@code elapsed / rampUp} to a credit, and a call whose addition crosses a whole unit is admitted.
+	 * So any run of calls admits the sum of their shares (rounded), spread evenly, with one atomic add
+	 * and no lock; the others are refused as an OPEN breaker would. The first call at or after the
+	 * ramp's end ends it for good.
+	 */
+	private BreakerPermit rampAcquire(Phase p, long now) {
+		long elapsed = now - p.enteredAt;
+		if (elapsed >= p.rampNanos) {
+			p.ramping = false;
+			return new Permit(this, p, Permit.CALL);
+		}
+		long share = elapsed <= 0 ? 0 : (long) ((double) elapsed / p.rampNanos * Phase.CREDIT_UNIT);
+		long before = Phase.OFFERED.getAndAdd(p, share);
+		if ((before + share) / Phase.CREDIT_UNIT > before / Phase.CREDIT_UNIT) {
+			return new Permit(this, p, Permit.CALL);
+		}
+		return reject(p, now, true);
 	}
 
 	/** Marks "the phase moved on, look again" inside {@link #tryAcquire()}. */
@@ -264,7 +306,17 @@ public final class CircuitBreaker {
 				release(permit);
 				return;
 		}
-		boolean slow = ttftNanos >= 0 && ttftNanos >= c.slowNanos;
+		long slowNanos = c.slowNanos;
+		long policyTtft = ttftNanos;
+		int promptTokens = permit.promptTokens;
+		if (promptTokens > 0 && c.slowPerPromptTokenNanos > 0) {
+			// no overflow: at most 2^31 tokens × 1 s per token, plus at most 365 days
+			slowNanos += promptTokens * c.slowPerPromptTokenNanos;
+			if (ttftNanos > 0) {
+				policyTtft = (long) (ttftNanos * ((double) c.slowNanos / slowNanos));
+			}
+		}
+		boolean slow = ttftNanos >= 0 && ttftNanos >= slowNanos;
 		if (slow) {
 			flags |= SlidingWindow.SLOW_BIT;
 		}
@@ -279,7 +331,7 @@ public final class CircuitBreaker {
 		}
 		else {
 			try {
-				judge = s.evaluator.onCall(s.window, c, counted, ttftNanos, slow, now);
+				judge = s.evaluator.onCall(s.window, c, counted, policyTtft, slow, now);
 			}
 			catch (Throwable t) {
 				Callbacks.dropped(t);
@@ -291,7 +343,13 @@ public final class CircuitBreaker {
 			return; // granted in an earlier phase: counted in the window, decides nothing
 		}
 		if (p.state == BreakerState.CLOSED) {
-			if (judge && now - p.dwellUntil >= 0) {
+			int inARow = c.consecutiveFailuresToTrip();
+			if (inARow > 0 && consecutive(flags) >= inARow && now - p.dwellUntil >= 0) {
+				open(p, s, now, tripStreak(p, now), inARow + " consecutive failures");
+				return;
+			}
+			// while a trip waits out its delay, successes are judged too, so a fall of the pressure is seen
+			if ((judge || c.tripDelayNanos > 0 && p.aboveSince != Phase.NEVER) && now - p.dwellUntil >= 0) {
 				judgeClosed(p, s, now);
 			}
 		}
@@ -301,6 +359,17 @@ public final class CircuitBreaker {
 			p.addProbe(failed, slow);
 			decideHalfOpen(p, s, now);
 		}
+	}
+
+	/** Counts a failure in a row, or ends the row; a success writes only when there is a row to end. */
+	private int consecutive(int flags) {
+		if ((flags & SlidingWindow.FAILURE_BIT) != 0) {
+			return CONSECUTIVE.incrementAndGet(this);
+		}
+		if (consecutiveFailures != 0) {
+			consecutiveFailures = 0;
+		}
+		return 0;
 	}
 
 	private void release(Permit permit) {
@@ -318,10 +387,29 @@ public final class CircuitBreaker {
 			Callbacks.dropped(t);
 			return;
 		}
-		if (pressure >= 1) {
-			open(p, s, now, tripStreak(p, now), "trip policy pressure " + round(pressure) + " >= 1 (failure rate "
-					+ round(s.window.failureRate()) + ", slow-call rate " + round(s.window.slowCallRate()) + ")");
+		BreakerConfig c = s.config;
+		// warm-up: a cold provider's first minutes need a higher pressure to trip
+		double limit = c.warmUpNanos > 0 && now - createdAt < c.warmUpNanos ? c.warmUpThresholdFactor() : 1;
+		if (pressure < limit) {
+			long since = p.aboveSince;
+			if (since != Phase.NEVER) {
+				Phase.ABOVE.compareAndSet(p, since, Phase.NEVER); // the spike is over before the delay
+			}
+			return;
 		}
+		if (c.tripDelayNanos > 0) {
+			long since = p.aboveSince;
+			if (since == Phase.NEVER) {
+				Phase.ABOVE.compareAndSet(p, Phase.NEVER, now);
+				return;
+			}
+			if (now - since < c.tripDelayNanos) {
+				return;
+			}
+		}
+		open(p, s, now, tripStreak(p, now), "trip policy pressure " + round(pressure) + " >= " + (limit == 1 ? "1" : round(limit))
+				+ " (failure rate " + round(s.window.failureRate()) + ", slow-call rate "
+				+ round(s.window.slowCallRate()) + ")");
 	}
 
 	/** A trip sooner after a re-close than the last open wait lasted continues the streak of re-opens. */
@@ -377,7 +465,7 @@ public final class CircuitBreaker {
 
 	private void close(Phase from, Settings s, long now, String reason) {
 		Phase closed = Phase.closed(from.seq + 1, now, now + s.config.minimumDwellNanos, from.streak,
-				from.lastOpenWait);
+				from.lastOpenWait, s.config.rampUpNanos);
 		// the window is fresh before the close is published: a call granted by the new CLOSED stay is
 		// judged on it, never on the failures that tripped the breaker (HALF_OPEN decides on its probe
 		// tally, not on the window, so clearing it first is safe even if another transition wins); the
@@ -397,6 +485,7 @@ public final class CircuitBreaker {
 
 	private void freshWindow(Settings s, long now) {
 		s.window.reset();
+		consecutiveFailures = 0;
 		try {
 			s.evaluator.reset(now);
 		}
@@ -465,7 +554,7 @@ public final class CircuitBreaker {
 				return;
 			}
 			long now = clock.nanoTime();
-			Phase next = target == BreakerState.CLOSED ? Phase.closed(p.seq + 1, now, now, 0, 0)
+			Phase next = target == BreakerState.CLOSED ? Phase.closed(p.seq + 1, now, now, 0, 0, 0)
 					: Phase.simple(target, p.seq + 1, now);
 			if (transition(p, next, "operator")) {
 				if (target == BreakerState.CLOSED) {
@@ -690,7 +779,8 @@ public final class CircuitBreaker {
 			this.window = window;
 			this.evaluator = evaluator;
 			this.classic = FailureRatePolicy.isClassic(evaluator);
-			this.callsNeedTime = window.timeBased() || !classic;
+			// a pending trip delay judges successes too, at their time
+			this.callsNeedTime = window.timeBased() || !classic || config.tripDelayNanos > 0;
 		}
 	}
 
@@ -705,6 +795,11 @@ public final class CircuitBreaker {
 		static final AtomicLongFieldUpdater<Phase> OFFERED = AtomicLongFieldUpdater.newUpdater(Phase.class,
 				"offered");
 		static final AtomicLongFieldUpdater<Phase> PROBES = AtomicLongFieldUpdater.newUpdater(Phase.class, "probes");
+		static final AtomicLongFieldUpdater<Phase> ABOVE = AtomicLongFieldUpdater.newUpdater(Phase.class, "aboveSince");
+		/** One admitted call's worth of ramp credit (2^24: overflows after 2^39 calls). */
+		static final long CREDIT_UNIT = 1L << 24;
+		/** {@link #aboveSince} while the pressure is below the trip limit. */
+		static final long NEVER = Long.MIN_VALUE;
 
 		/** Bit offsets of the four 16-bit counts packed in {@link #probes}. */
 		static final int CALLS = 0;
@@ -725,9 +820,19 @@ public final class CircuitBreaker {
 		final int streak;
 		/** The wait of the latest OPEN stay, 0 when none. */
 		final long lastOpenWait;
+		/** CLOSED after a re-close: the ramp-up period, 0 when none. */
+		final long rampNanos;
 
 		volatile int granted;
+		/**
+		 * HALF_OPEN ratio probes: calls offered so far. A ramping CLOSED stay: its credit in
+		 * {@link #CREDIT_UNIT}s, starting just below one unit so the first call with a share is admitted.
+		 */
 		volatile long offered;
+		/** CLOSED: whether the stay still ramps up (cleared by the first call after the ramp's end). */
+		volatile boolean ramping;
+		/** CLOSED: since when the pressure has been at the trip limit, waiting out the trip delay. */
+		volatile long aboveSince = NEVER;
 		/** HALF_OPEN probe results: calls, failures, slow and healthy calls, 16 bits each. */
 		volatile long probes;
 		volatile boolean closeReady;
@@ -762,7 +867,7 @@ public final class CircuitBreaker {
 		}
 
 		private Phase(BreakerState state, long seq, long enteredAt, long dwellUntil, long openUntil, int streak,
-				long lastOpenWait) {
+				long lastOpenWait, long rampNanos) {
 			this.state = state;
 			this.seq = seq;
 			this.enteredAt = enteredAt;
@@ -770,23 +875,26 @@ public final class CircuitBreaker {
 			this.openUntil = openUntil;
 			this.streak = streak;
 			this.lastOpenWait = lastOpenWait;
+			this.rampNanos = rampNanos;
+			this.ramping = rampNanos > 0;
+			this.offered = rampNanos > 0 ? CREDIT_UNIT - 1 : 0;
 		}
 
-		static Phase closed(long seq, long now, long dwellUntil, int streak, long lastOpenWait) {
-			return new Phase(BreakerState.CLOSED, seq, now, dwellUntil, 0, streak, lastOpenWait);
+		static Phase closed(long seq, long now, long dwellUntil, int streak, long lastOpenWait, long rampNanos) {
+			return new Phase(BreakerState.CLOSED, seq, now, dwellUntil, 0, streak, lastOpenWait, rampNanos);
 		}
 
 		static Phase open(long seq, long now, long wait, int streak) {
-			return new Phase(BreakerState.OPEN, seq, now, now, now + wait, streak, wait);
+			return new Phase(BreakerState.OPEN, seq, now, now, now + wait, streak, wait, 0);
 		}
 
 		static Phase halfOpen(Phase open, long now, BreakerConfig config) {
 			return new Phase(BreakerState.HALF_OPEN, open.seq + 1, now, now + config.minimumDwellNanos, 0, open.streak,
-					open.lastOpenWait);
+					open.lastOpenWait, 0);
 		}
 
 		static Phase simple(BreakerState state, long seq, long now) {
-			return new Phase(state, seq, now, now, 0, 0, 0);
+			return new Phase(state, seq, now, now, 0, 0, 0, 0);
 		}
 	}
 
@@ -825,6 +933,8 @@ public final class CircuitBreaker {
 		final int kind;
 		/** 1 once settled: plain access for a CLOSED permit, CAS for a probe. */
 		private int settled;
+		/** The attempt's prompt size, 0 when not told. */
+		int promptTokens;
 
 		Permit(CircuitBreaker breaker, Phase phase, int kind) {
 			this.breaker = breaker;
@@ -841,6 +951,12 @@ public final class CircuitBreaker {
 				return true;
 			}
 			return SETTLED.compareAndSet(this, 0, 1);
+		}
+
+		@Override
+		public BreakerPermit promptTokens(int tokens) {
+			this.promptTokens = tokens;
+			return this;
 		}
 
 		@Override

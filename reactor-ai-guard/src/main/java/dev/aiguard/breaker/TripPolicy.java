@@ -24,7 +24,8 @@ import dev.aiguard.core.Outcome;
  * }</pre>
  *
  * <p>The shipped policies: {@link #failureRate()}, {@link #decayedFailureRate()},
- * {@link #performanceScore(Duration)}, {@link #adaptiveTtft()}, {@link #predictive(TripPolicy)},
+ * {@link #performanceScore(Duration)}, {@link #adaptiveTtft()}, {@link #ttftPercentile(Duration)},
+ * {@link #predictive(TripPolicy)},
  * combined with {@link #anyOf(TripPolicy...)}. Policies are compared with {@code equals} when a
  * breaker is reconfigured: an equal policy keeps its evaluator (and what it learned).
  */
@@ -89,6 +90,17 @@ public interface TripPolicy {
 	/** Learns the healthy p95 time to first token and trips when the current p95 exceeds k × that. */
 	static AdaptiveTtftPolicy adaptiveTtft() {
 		return AdaptiveTtftPolicy.DEFAULTS;
+	}
+
+	/**
+	 * Trips when the p95 time to first token of the last minute reaches {@code limit} (set
+	 * {@link TtftPercentilePolicy#percentile(double)} for p99, {@link TtftPercentilePolicy#window} for
+	 * another span).
+	 *
+	 * @param limit the percentile's time to first token at which the breaker trips
+	 */
+	static TtftPercentilePolicy ttftPercentile(Duration limit) {
+		return TtftPercentilePolicy.DEFAULTS.limit(limit);
 	}
 
 	/** Forecasts {@code inner}'s pressure (Holt: level + trend) and trips when the forecast crosses 1. */

@@ -113,4 +113,41 @@ class AdaptiveTtftPolicyTest {
 		assertThatThrownBy(() -> TripPolicy.adaptiveTtft().learningRate(0))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("learningRate");
 	}
+
+	@Test
+	void aStartingBaselineJudgesFromTheFirstCall() {
+		AdaptiveTtftPolicy given = policy.startingBaseline(Duration.ofMillis(400));
+		var started = (AdaptiveTtftPolicy.AdaptiveEvaluator) given.newEvaluator();
+		assertThat(started.baseline()).isEqualTo(400.0 * MS);
+		for (int i = 0; i < 20; i++) {
+			started.onCall(window, config, Outcome.SUCCESS, 1200 * MS, false, i);
+		}
+		assertThat(started.pressure(window, config, 20)).as("p95 1.2 s against 2 x 400 ms, in the first period")
+				.isGreaterThanOrEqualTo(1.0);
+	}
+
+	@Test
+	void aStartingBaselineMovesWithHealthyPeriodsLikeALearnedOne() {
+		var started = (AdaptiveTtftPolicy.AdaptiveEvaluator) policy.learningRate(0.5)
+				.startingBaseline(Duration.ofMillis(400)).newEvaluator();
+		for (int i = 0; i < 100; i++) {
+			started.onCall(window, config, Outcome.SUCCESS, 600 * MS, false, i);
+		}
+		started.onCall(window, config, Outcome.SUCCESS, 600 * MS, false, PERIOD);
+		// half-way from 400 ms to the period's p95 (the upper edge of 600 ms's bin, 640 ms)
+		assertThat(started.baseline()).isBetween(500.0 * MS, 530.0 * MS);
+		var learning = (AdaptiveTtftPolicy.AdaptiveEvaluator) policy.newEvaluator();
+		assertThat(learning.baseline()).as("no starting baseline: learned first").isZero();
+	}
+
+	@Test
+	void theStartingBaselineIsValidatedAndPartOfEquality() {
+		assertThat(policy.startingBaseline()).isZero();
+		assertThat(policy.startingBaseline(Duration.ofMillis(400))).isNotEqualTo(policy)
+				.isEqualTo(policy.startingBaseline(Duration.ofMillis(400)));
+		assertThat(policy.startingBaseline(Duration.ofMillis(400)).toString()).contains("startingBaseline=PT0.4S");
+		assertThatThrownBy(() -> policy.startingBaseline(Duration.ofNanos(10))).hasMessageContaining(
+				"startingBaseline").hasMessageContaining("PT0.00000001S");
+		assertThatThrownBy(() -> policy.startingBaseline(Duration.ofHours(2))).hasMessageContaining("PT2H");
+	}
 }

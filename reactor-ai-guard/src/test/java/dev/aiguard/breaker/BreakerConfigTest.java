@@ -37,6 +37,44 @@ class BreakerConfigTest {
 		assertThat(c.minimumDwell()).isEqualTo(Duration.ofSeconds(5));
 		assertThat(c.tripPolicy()).isSameAs(TripPolicy.failureRate());
 		assertThat(c.recordClientErrors()).isFalse();
+		assertThat(c.slowTimeToFirstTokenPerPromptToken()).isZero();
+		assertThat(c.consecutiveFailuresToTrip()).isZero();
+		assertThat(c.tripDelay()).isZero();
+		assertThat(c.rampUp()).isZero();
+		assertThat(c.warmUp()).isZero();
+		assertThat(c.warmUpThresholdFactor()).isEqualTo(2.0);
+	}
+
+	@Test
+	void theTripRuleSettingsRejectBadValuesNamingFieldAndValue() {
+		rejects(b -> b.slowTimeToFirstTokenPerPromptToken(Duration.ofMillis(-1)), "slowTimeToFirstTokenPerPromptToken",
+				"PT-0.001S");
+		rejects(b -> b.slowTimeToFirstTokenPerPromptToken(Duration.ofSeconds(2)), "slowTimeToFirstTokenPerPromptToken",
+				"PT2S");
+		rejects(b -> b.consecutiveFailuresToTrip(-1), "consecutiveFailuresToTrip", "-1");
+		rejects(b -> b.consecutiveFailuresToTrip(10_001), "consecutiveFailuresToTrip", "10001");
+		rejects(b -> b.tripDelay(Duration.ofSeconds(-1)), "tripDelay", "PT-1S");
+		rejects(b -> b.tripDelay(Duration.ofHours(2)), "tripDelay", "PT2H");
+		rejects(b -> b.rampUp(Duration.ofHours(2)), "rampUp", "PT2H");
+		rejects(b -> b.warmUp(Duration.ofSeconds(-5)), "warmUp", "PT-5S");
+		rejects(b -> b.warmUpThresholdFactor(0.5), "warmUpThresholdFactor", "0.5");
+		rejects(b -> b.warmUpThresholdFactor(Double.NaN), "warmUpThresholdFactor", "NaN");
+	}
+
+	@Test
+	void theTripRuleSettingsAreCopiedAndCompared() {
+		BreakerConfig c = BreakerConfig.custom().slowTimeToFirstTokenPerPromptToken(Duration.ofMillis(7))
+				.consecutiveFailuresToTrip(5).tripDelay(Duration.ofSeconds(3)).rampUp(Duration.ofSeconds(30))
+				.warmUp(Duration.ofMinutes(2)).warmUpThresholdFactor(1.5).build();
+		assertThat(BreakerConfig.from(c).build()).isEqualTo(c).hasSameHashCodeAs(c);
+		assertThat(BreakerConfig.from(c).consecutiveFailuresToTrip(6).build()).isNotEqualTo(c);
+		assertThat(BreakerConfig.from(c).tripDelay(Duration.ZERO).build()).isNotEqualTo(c);
+		assertThat(BreakerConfig.from(c).rampUp(Duration.ZERO).build()).isNotEqualTo(c);
+		assertThat(BreakerConfig.from(c).warmUp(Duration.ZERO).build()).isNotEqualTo(c);
+		assertThat(BreakerConfig.from(c).warmUpThresholdFactor(2).build()).isNotEqualTo(c);
+		assertThat(BreakerConfig.from(c).slowTimeToFirstTokenPerPromptToken(Duration.ZERO).build()).isNotEqualTo(c);
+		assertThat(c.toString()).contains("consecutiveFailuresToTrip=5", "tripDelay=PT3S", "rampUp=PT30S",
+				"warmUp=PT2M", "warmUpThresholdFactor=1.5", "slowTimeToFirstTokenPerPromptToken=PT0.007S");
 	}
 
 	@Test

@@ -383,4 +383,99 @@ class CircuitBreakerRaceTest {
 		assertConsistent(window);
 		assertThat(window.failures()).isLessThanOrEqualTo(window.calls());
 	}
+
+	// ------------------------------------------------------------- consecutive failures, ramp-up
+
+	@Test
+	void concurrentFailuresInARowLoseNoCountAndTripExactlyOnce() {
+		for (int round = 0; round < 200; round++) {
+			RecordingMetrics metrics = new RecordingMetrics();
+			CircuitBreaker breaker = CircuitBreaker.builder("race")
+					.config(base().minimumCalls(1000).consecutiveFailuresToTrip(8).build()).clock(clock)
+					.metrics(metrics).build();
+			BreakerPermit[] permits = new BreakerPermit[8];
+			for (int i = 0; i < permits.length; i++) {
+				permits[i] = breaker.tryAcquire();
+			}
+			Runnable[] tasks = new Runnable[4];
+			for (int t = 0; t < 4; t++) {
+				int first = t * 2;
+				tasks[t] = () -> {
+					permits[first].record(Outcome.FAILURE, -1);
+					permits[first + 1].record(Outcome.STALLED, -1);
+				};
+			}
+			RaceTestUtils.race(Schedulers.boundedElastic(), tasks);
+
+			assertThat(breaker.state()).as("round %d: a lost increment would leave it closed", round)
+					.isEqualTo(BreakerState.OPEN);
+			assertThat(metrics.transitions()).containsExactly("CLOSED->OPEN");
+		}
+	}
+
+	@Test
+	void fewerFailuresThanTheRowNeverTripWhateverRacesThem() {
+		for (int round = 0; round < 200; round++) {
+			CircuitBreaker breaker = CircuitBreaker.builder("race")
+					.config(base().minimumCalls(1000).consecutiveFailuresToTrip(8).build()).clock(clock).build();
+			Runnable failures = () -> {
+				for (int i = 0; i < 3; i++) {
+					breaker.tryAcquire().record(Outcome.FAILURE, -1);
+				}
+			};
+			Runnable successes = () -> {
+				for (int i = 0; i < 3; i++) {
+					breaker.tryAcquire().record(Outcome.SUCCESS, FAST);
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), failures, failures, successes, successes);
+			assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+		}
+	}
+
+	private CircuitBreaker reclosedRamping(ManualClock at) {
+		CircuitBreaker breaker = CircuitBreaker.builder("race").config(base().minimumCalls(4).halfOpenProbes(1)
+				.successesToClose(1).rampUp(Duration.ofSeconds(10)).build()).clock(at).build();
+		for (int i = 0; i < 4; i++) {
+			breaker.tryAcquire().record(Outcome.FAILURE, -1);
+		}
+		at.advance(Duration.ofSeconds(10));
+		breaker.tryAcquire().record(Outcome.SUCCESS, FAST);
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+		at.advance(Duration.ofSeconds(3)); // a share of 0.3
+		return breaker;
+	}
+
+	@Test
+	void theRampShareUnderContentionIsExactlyTheSequentialOne() {
+		ManualClock sequentialClock = new ManualClock();
+		CircuitBreaker sequential = reclosedRamping(sequentialClock);
+		int expected = 0;
+		for (int i = 0; i < 1000; i++) {
+			if (sequential.tryAcquire() != null) {
+				expected++;
+			}
+		}
+		assertThat(expected).isBetween(299, 301);
+
+		for (int round = 0; round < 100; round++) {
+			ManualClock raceClock = new ManualClock();
+			CircuitBreaker breaker = reclosedRamping(raceClock);
+			long rejectedBefore = breaker.rejectedCalls();
+			AtomicInteger admitted = new AtomicInteger();
+			Runnable offer = () -> {
+				for (int i = 0; i < 250; i++) {
+					BreakerPermit permit = breaker.tryAcquire();
+					if (permit != null) {
+						admitted.incrementAndGet();
+						permit.record(Outcome.SUCCESS, FAST);
+					}
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), offer, offer, offer, offer);
+			assertThat(admitted).as("round %d", round).hasValue(expected);
+			assertThat(breaker.rejectedCalls() - rejectedBefore).isEqualTo(1000 - expected);
+			assertThat(breaker.snapshot().calls()).isEqualTo(expected);
+		}
+	}
 }

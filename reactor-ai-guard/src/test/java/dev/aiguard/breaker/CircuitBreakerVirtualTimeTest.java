@@ -105,4 +105,68 @@ class CircuitBreakerVirtualTimeTest {
 		probe.record(Outcome.SUCCESS, 1);
 		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
 	}
+
+	/** A breaker with {@code config} on the virtual scheduler; built inside the virtual-time supplier. */
+	private static CircuitBreaker breaker(BreakerConfig config) {
+		VirtualTimeScheduler scheduler = VirtualTimeScheduler.get();
+		return CircuitBreaker.builder("vt").config(config).clock(() -> scheduler.now(TimeUnit.NANOSECONDS)).build();
+	}
+
+	/** One call every {@code everyMs}: the virtual time in ms and what became of it ("ok", "failed", state refused in). */
+	private static Flux<String> traffic(CircuitBreaker breaker, long everyMs, int calls,
+			java.util.function.LongPredicate failsAtMs) {
+		Flux<String> provider = Flux.defer(() -> failsAtMs.test(Schedulers.parallel().now(TimeUnit.MILLISECONDS))
+				? Flux.error(new IOException("503")) : Flux.just("token"));
+		return Flux.interval(Duration.ZERO, Duration.ofMillis(everyMs)).take(calls)
+				.concatMap(i -> guarded(breaker, provider).then(Mono.just("ok"))
+						.onErrorResume(e -> Mono.just(e instanceof BreakerOpenException r ? "refused " + r.state()
+								: "failed"))
+						.map(r -> Schedulers.parallel().now(TimeUnit.MILLISECONDS) + " " + r));
+	}
+
+	private static long at(String line) {
+		return Long.parseLong(line.substring(0, line.indexOf(' ')));
+	}
+
+	@Test
+	void aShortOutageIsRiddenOutAndALongOneTripsAfterTheTripDelayInVirtualTime() {
+		BreakerConfig config = BreakerConfig.custom().failureRateThreshold(0.3).minimumCalls(4)
+				.timeWindow(5, Duration.ofSeconds(1)).tripDelay(Duration.ofSeconds(8)).openWaitJitter(0)
+				.minimumDwell(Duration.ZERO).build();
+		List<String> results = new ArrayList<>();
+		StepVerifier.withVirtualTime(() -> traffic(breaker(config), 100, 400,
+				ms -> (ms >= 2000 && ms < 3500) || ms >= 20_000))
+				.thenAwait(Duration.ofSeconds(40)).recordWith(() -> results).expectNextCount(400).verifyComplete();
+
+		// the 1.5 s outage raised the failure rate over 30 % for a few seconds, less than the delay
+		assertThat(results.stream().filter(r -> at(r) < 20_000)).noneMatch(r -> r.endsWith("refused OPEN"));
+		String firstRefusal = results.stream().filter(r -> r.endsWith("refused OPEN")).findFirst().orElseThrow();
+		// the long outage is over 30 % from about 20.5 s on; the trip waits 8 s more
+		assertThat(at(firstRefusal)).isBetween(28_000L, 30_000L);
+	}
+
+	@Test
+	void rampUpAfterAReCloseSpreadsAdmissionsOverTheRampInVirtualTime() {
+		BreakerConfig config = BreakerConfig.custom().minimumCalls(4).openWait(Duration.ofSeconds(10))
+				.openWaitJitter(0).halfOpenProbes(1).successesToClose(1).minimumDwell(Duration.ZERO)
+				.rampUp(Duration.ofSeconds(10)).build();
+		List<String> results = new ArrayList<>();
+		// fails for the first 40 ms (4 calls: trips), then healthy: the probe after 10 s closes it
+		StepVerifier.withVirtualTime(() -> traffic(breaker(config), 10, 2500, ms -> ms < 40))
+				.thenAwait(Duration.ofSeconds(30)).recordWith(() -> results).expectNextCount(2500).verifyComplete();
+
+		long closedAt = results.stream().filter(r -> r.endsWith(" ok")).mapToLong(CircuitBreakerVirtualTimeTest::at)
+				.min().orElseThrow();
+		assertThat(closedAt).isBetween(10_000L, 10_100L);
+		for (int second = 0; second < 10; second++) {
+			long from = closedAt + 1 + second * 1000L;
+			long to = from + 1000;
+			long ok = results.stream().filter(r -> at(r) >= from && at(r) < to && r.endsWith(" ok")).count();
+			long refused = results.stream().filter(r -> at(r) >= from && at(r) < to && r.endsWith("refused CLOSED"))
+					.count();
+			assertThat(ok + refused).isEqualTo(100);
+			assertThat(ok).as("second %d of the ramp", second).isBetween(second * 10 + 3L, second * 10 + 7L);
+		}
+		assertThat(results.stream().filter(r -> at(r) >= closedAt + 10_001)).allMatch(r -> r.endsWith(" ok"));
+	}
 }

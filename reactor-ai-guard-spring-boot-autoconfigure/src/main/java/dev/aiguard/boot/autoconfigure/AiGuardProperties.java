@@ -640,7 +640,9 @@ public class AiGuardProperties {
 		/** Time to first token against a learned baseline. */
 		ADAPTIVE_TTFT,
 		/** A score of time to first token and failures against {@code baseline-ttft}. */
-		PERFORMANCE_SCORE
+		PERFORMANCE_SCORE,
+		/** The p95 (or {@code ttft-percentile}) time to first token of the last minute against {@code ttft-percentile-limit}. */
+		TTFT_PERCENTILE
 	}
 
 	/** A circuit breaker; an unset setting takes {@code BreakerConfig.defaults()}'s value. */
@@ -753,6 +755,114 @@ public class AiGuardProperties {
 
 		/** Whether the trip policy acts on the trend of its pressure (trips before the threshold is crossed). */
 		private boolean predictive;
+
+		/** Added to {@code slow-time-to-first-token} per prompt token (the guard's call form estimates its request's tokens). Default: 0. */
+		@Nullable
+		private Duration slowTimeToFirstTokenPerPromptToken;
+
+		/** Failures in a row that trip the breaker at once; 0 is off (the default). */
+		@Nullable
+		private Integer consecutiveFailuresToTrip;
+
+		/** How long the trip pressure must last before the breaker trips; shorter spikes are ignored. Default: 0. */
+		@Nullable
+		private Duration tripDelay;
+
+		/** After a re-close, the period over which the admitted share of calls grows from 0 to all. Default: 0. */
+		@Nullable
+		private Duration rampUp;
+
+		/** The period after start during which tripping needs {@code warm-up-threshold-factor} times the pressure. Default: 0. */
+		@Nullable
+		private Duration warmUp;
+
+		/** The pressure a trip needs during warm-up (1 to 100). Default: 2. */
+		@Nullable
+		private Double warmUpThresholdFactor;
+
+		/** The time to first token the percentile must stay under; required by the ttft-percentile trip policy. */
+		@Nullable
+		private Duration ttftPercentileLimit;
+
+		/** Which percentile the ttft-percentile trip policy reads, 0.5 to below 1. Default: 0.95. */
+		@Nullable
+		private Double ttftPercentile;
+
+		/** A starting baseline for the adaptive-ttft trip policy, so it judges from the first call. */
+		@Nullable
+		private Duration adaptiveTtftBaseline;
+
+		public @Nullable Duration getSlowTimeToFirstTokenPerPromptToken() {
+			return slowTimeToFirstTokenPerPromptToken;
+		}
+
+		public void setSlowTimeToFirstTokenPerPromptToken(@Nullable Duration slowTimeToFirstTokenPerPromptToken) {
+			this.slowTimeToFirstTokenPerPromptToken = slowTimeToFirstTokenPerPromptToken;
+		}
+
+		public @Nullable Integer getConsecutiveFailuresToTrip() {
+			return consecutiveFailuresToTrip;
+		}
+
+		public void setConsecutiveFailuresToTrip(@Nullable Integer consecutiveFailuresToTrip) {
+			this.consecutiveFailuresToTrip = consecutiveFailuresToTrip;
+		}
+
+		public @Nullable Duration getTripDelay() {
+			return tripDelay;
+		}
+
+		public void setTripDelay(@Nullable Duration tripDelay) {
+			this.tripDelay = tripDelay;
+		}
+
+		public @Nullable Duration getRampUp() {
+			return rampUp;
+		}
+
+		public void setRampUp(@Nullable Duration rampUp) {
+			this.rampUp = rampUp;
+		}
+
+		public @Nullable Duration getWarmUp() {
+			return warmUp;
+		}
+
+		public void setWarmUp(@Nullable Duration warmUp) {
+			this.warmUp = warmUp;
+		}
+
+		public @Nullable Double getWarmUpThresholdFactor() {
+			return warmUpThresholdFactor;
+		}
+
+		public void setWarmUpThresholdFactor(@Nullable Double warmUpThresholdFactor) {
+			this.warmUpThresholdFactor = warmUpThresholdFactor;
+		}
+
+		public @Nullable Duration getTtftPercentileLimit() {
+			return ttftPercentileLimit;
+		}
+
+		public void setTtftPercentileLimit(@Nullable Duration ttftPercentileLimit) {
+			this.ttftPercentileLimit = ttftPercentileLimit;
+		}
+
+		public @Nullable Double getTtftPercentile() {
+			return ttftPercentile;
+		}
+
+		public void setTtftPercentile(@Nullable Double ttftPercentile) {
+			this.ttftPercentile = ttftPercentile;
+		}
+
+		public @Nullable Duration getAdaptiveTtftBaseline() {
+			return adaptiveTtftBaseline;
+		}
+
+		public void setAdaptiveTtftBaseline(@Nullable Duration adaptiveTtftBaseline) {
+			this.adaptiveTtftBaseline = adaptiveTtftBaseline;
+		}
 
 		public List<TripPolicyKind> getTripPolicy() {
 			return tripPolicy;

@@ -20,6 +20,7 @@ import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.breaker.TripPolicy;
+import dev.aiguard.breaker.TtftPercentilePolicy;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
 import dev.aiguard.fallback.Fallback;
@@ -265,6 +266,13 @@ final class GuardFactory {
 		set(at + ".half-open-probe-ratio", b.getHalfOpenProbeRatio(), c::halfOpenProbeRatio);
 		set(at + ".hysteresis", b.getHysteresis(), c::hysteresis);
 		set(at + ".record-client-errors", b.getRecordClientErrors(), c::recordClientErrors);
+		set(at + ".slow-time-to-first-token-per-prompt-token", b.getSlowTimeToFirstTokenPerPromptToken(),
+				c::slowTimeToFirstTokenPerPromptToken);
+		set(at + ".consecutive-failures-to-trip", b.getConsecutiveFailuresToTrip(), c::consecutiveFailuresToTrip);
+		set(at + ".trip-delay", b.getTripDelay(), c::tripDelay);
+		set(at + ".ramp-up", b.getRampUp(), c::rampUp);
+		set(at + ".warm-up", b.getWarmUp(), c::warmUp);
+		set(at + ".warm-up-threshold-factor", b.getWarmUpThresholdFactor(), c::warmUpThresholdFactor);
 		c.tripPolicy(tripPolicy(at, b));
 		BreakerConfig config = make(at, c::build);
 		return CircuitBreaker.builder(name).config(config).metrics(metrics).build();
@@ -280,7 +288,20 @@ final class GuardFactory {
 			policies.add(switch (kind) {
 				case FAILURE_RATE -> TripPolicy.failureRate();
 				case DECAYED_FAILURE_RATE -> TripPolicy.decayedFailureRate();
-				case ADAPTIVE_TTFT -> TripPolicy.adaptiveTtft();
+				case ADAPTIVE_TTFT -> b.getAdaptiveTtftBaseline() == null ? TripPolicy.adaptiveTtft()
+						: make(at + ".adaptive-ttft-baseline", b.getAdaptiveTtftBaseline(),
+								TripPolicy.adaptiveTtft()::startingBaseline);
+				case TTFT_PERCENTILE -> {
+					if (b.getTtftPercentileLimit() == null) {
+						throw new InvalidGuardPropertyException(at + ".ttft-percentile-limit", null,
+								"the ttft-percentile trip policy needs the limit of the percentile's time to first token",
+								null);
+					}
+					TtftPercentilePolicy percentile = make(at + ".ttft-percentile-limit", b.getTtftPercentileLimit(),
+							TripPolicy::ttftPercentile);
+					yield b.getTtftPercentile() == null ? percentile
+							: make(at + ".ttft-percentile", b.getTtftPercentile(), percentile::percentile);
+				}
 				case PERFORMANCE_SCORE -> {
 					if (b.getBaselineTtft() == null) {
 						throw new InvalidGuardPropertyException(at + ".baseline-ttft", null,

@@ -165,6 +165,44 @@ class AiGuardAutoConfigurationTest {
 		expectInvalid("aiguard.breakers.m.half-open-probe-ratio", "aiguard.breakers.m.half-open-probe-ratio=1.5");
 	}
 
+	@Test
+	void tripRuleSettingsComeFromProperties() {
+		runner.withPropertyValues("aiguard.breakers.t.slow-time-to-first-token-per-prompt-token=7ms",
+				"aiguard.breakers.t.consecutive-failures-to-trip=5", "aiguard.breakers.t.trip-delay=3s",
+				"aiguard.breakers.t.ramp-up=30s", "aiguard.breakers.t.warm-up=2m",
+				"aiguard.breakers.t.warm-up-threshold-factor=1.5",
+				"aiguard.breakers.t.trip-policy=failure-rate,ttft-percentile,adaptive-ttft",
+				"aiguard.breakers.t.ttft-percentile-limit=8s", "aiguard.breakers.t.ttft-percentile=0.99",
+				"aiguard.breakers.t.adaptive-ttft-baseline=800ms", "aiguard.breakers.p.trip-policy=ttft-percentile",
+				"aiguard.breakers.p.ttft-percentile-limit=5s")
+			.run(context -> {
+				AiGuardRegistry registry = context.getBean(AiGuardRegistry.class);
+				BreakerConfig config = registry.breaker("t").orElseThrow().config();
+				assertThat(config.slowTimeToFirstTokenPerPromptToken()).isEqualTo(Duration.ofMillis(7));
+				assertThat(config.consecutiveFailuresToTrip()).isEqualTo(5);
+				assertThat(config.tripDelay()).isEqualTo(Duration.ofSeconds(3));
+				assertThat(config.rampUp()).isEqualTo(Duration.ofSeconds(30));
+				assertThat(config.warmUp()).isEqualTo(Duration.ofMinutes(2));
+				assertThat(config.warmUpThresholdFactor()).isEqualTo(1.5);
+				assertThat(config.tripPolicy()).isEqualTo(TripPolicy.anyOf(TripPolicy.failureRate(),
+						TripPolicy.ttftPercentile(Duration.ofSeconds(8)).percentile(0.99),
+						TripPolicy.adaptiveTtft().startingBaseline(Duration.ofMillis(800))));
+				assertThat(policyOf(registry, "p")).isEqualTo(TripPolicy.ttftPercentile(Duration.ofSeconds(5)));
+			});
+		expectInvalid("aiguard.breakers.t.ttft-percentile-limit", "aiguard.breakers.t.trip-policy=ttft-percentile");
+		expectInvalid("aiguard.breakers.t.ttft-percentile", "aiguard.breakers.t.trip-policy=ttft-percentile",
+				"aiguard.breakers.t.ttft-percentile-limit=8s", "aiguard.breakers.t.ttft-percentile=95");
+		expectInvalid("aiguard.breakers.t.adaptive-ttft-baseline", "aiguard.breakers.t.trip-policy=adaptive-ttft",
+				"aiguard.breakers.t.adaptive-ttft-baseline=2h");
+		expectInvalid("aiguard.breakers.t.consecutive-failures-to-trip",
+				"aiguard.breakers.t.consecutive-failures-to-trip=-1");
+		expectInvalid("aiguard.breakers.t.trip-delay", "aiguard.breakers.t.trip-delay=-1s");
+		expectInvalid("aiguard.breakers.t.ramp-up", "aiguard.breakers.t.ramp-up=2h");
+		expectInvalid("aiguard.breakers.t.warm-up-threshold-factor", "aiguard.breakers.t.warm-up-threshold-factor=0.5");
+		expectInvalid("aiguard.breakers.t.slow-time-to-first-token-per-prompt-token",
+				"aiguard.breakers.t.slow-time-to-first-token-per-prompt-token=2s");
+	}
+
 	private static TripPolicy policyOf(AiGuardRegistry registry, String breaker) {
 		return registry.breaker(breaker).orElseThrow().config().tripPolicy();
 	}
