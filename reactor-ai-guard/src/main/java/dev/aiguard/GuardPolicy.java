@@ -497,6 +497,21 @@ public final class GuardPolicy {
 			return this;
 		}
 
+		/**
+		 * Changes the builder's stall spec rather than replacing it: handy on a builder holding a
+		 * policy in force ({@code toBuilder()}, {@link GuardControl#update}).
+		 *
+		 * <pre>{@code
+		 * control.update("ops", b -> b.adjustStall(s -> s.firstTokenTimeout(Duration.ofSeconds(3))));
+		 * }</pre>
+		 *
+		 * @param change receives the stall spec so far and returns the new one
+		 */
+		public Builder adjustStall(UnaryOperator<StallSpec> change) {
+			require("adjustStall", change);
+			return stall(change.apply(stall));
+		}
+
 		/** @param guardMetrics where meters are recorded (default: nowhere) */
 		public Builder metrics(GuardMetrics guardMetrics) {
 			this.metrics = require("metrics", guardMetrics);
@@ -604,6 +619,22 @@ public final class GuardPolicy {
 			this.retry = require("retry", spec);
 			this.retrySet = true;
 			return this;
+		}
+
+		/**
+		 * Changes the builder's retry rules rather than replacing them (starting from
+		 * {@link RetryRules#none()} when none were set); like {@link #retry(RetryRules)}, the policy
+		 * then has a retry spec.
+		 *
+		 * <pre>{@code
+		 * control.update("ops", b -> b.adjustRetry(r -> r.maxAttempts(2)));
+		 * }</pre>
+		 *
+		 * @param change receives the retry rules so far and returns the new ones
+		 */
+		public Builder adjustRetry(UnaryOperator<RetryRules> change) {
+			require("adjustRetry", change);
+			return retry(change.apply(retry));
 		}
 
 		/** @param budget shared limit on retries as a share of requests (gRPC / Envoy style) */

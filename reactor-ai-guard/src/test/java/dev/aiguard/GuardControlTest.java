@@ -146,6 +146,24 @@ class GuardControlTest {
 				.containsExactly(new PolicyChange.Setting("priority.P0.firstTokenTimeout", PolicyChange.UNSET, "PT2S")));
 	}
 
+	@Test
+	void adjustingASpecKeepsItsOtherSettings() {
+		GuardControl<ChatChunk> control = AiGuard.live(chat()
+				.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(10)).idleTimeout(Duration.ofSeconds(4)))
+				.retry(RetryRules.backoff(3, Duration.ofMillis(250)))
+				.build());
+		PolicyChange change = control.update("ops", b -> b
+				.adjustStall(s -> s.firstTokenTimeout(Duration.ofSeconds(2)))
+				.adjustRetry(r -> r.maxAttempts(2)));
+		assertThat(control.policy().stall().idleTimeout()).isEqualTo(Duration.ofSeconds(4));
+		assertThat(control.policy().retry().minBackoff()).isEqualTo(Duration.ofMillis(250));
+		assertThat(change.settings()).extracting(PolicyChange.Setting::toString)
+				.containsExactly("stall.firstTokenTimeout: PT10S -> PT2S", "retry.maxAttempts: 3 -> 2");
+		assertThatThrownBy(() -> control.update("ops", b -> b.adjustStall(s -> s.idleTimeout(Duration.ZERO))))
+				.isInstanceOf(PolicyChangeRefusedException.class)
+				.hasMessageEndingWith("idleTimeout must be > 0, was PT0S");
+	}
+
 	// ---- whole or nothing ----
 
 	@Test
