@@ -1,21 +1,13 @@
 package dev.aiguard;
 
-import java.util.EnumSet;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.ChunkInspector;
-import dev.aiguard.core.Priority;
-import dev.aiguard.core.Source;
 import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.fallback.FallbackTrigger;
-import dev.aiguard.load.LoadAction;
-import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.retry.ContinuationSupport;
-import dev.aiguard.retry.MidStreamPolicy;
-import dev.aiguard.truncation.TruncationSpec;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
@@ -43,41 +35,21 @@ import reactor.core.publisher.FluxOperator;
  */
 public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 
-	private final GuardPolicy policy;
+	/** Swapped only by this guard's {@link GuardControl}, one CAS per change in force. */
+	@SuppressWarnings("rawtypes")
+	static final AtomicReferenceFieldUpdater<AiGuard, PolicyView> VIEW =
+			AtomicReferenceFieldUpdater.newUpdater(AiGuard.class, PolicyView.class, "view");
+
 	private final ChunkInspector<T> inspector;
-	/** What the recovery decision reads of the policy, for each form: resolved once, not per request. */
-	private final Recovery.Rules transformRules;
-	private final Recovery.Rules callRules;
 	/**
-	 * The ladder's steps the load governor's actions walk before (or instead of) the live model,
-	 * cut once; {@code null} when the ladder has none of them or is not entered by LOAD.
+	 * The policy in force, as requests read it: read once when a request is subscribed. Fixed for
+	 * a guard made by {@code of}; replaced by its {@link GuardControl} for one made by {@code live}.
 	 */
-	@Nullable
-	private final FallbackChain<T> cheaperFirst;
-	@Nullable
-	private final FallbackChain<T> fallbackFirst;
-	@Nullable
-	private final FallbackChain<T> staticOnly;
+	volatile PolicyView<T> view;
 
 	private AiGuard(GuardPolicy policy, ChunkInspector<T> inspector) {
-		this.policy = policy;
 		this.inspector = inspector;
-		this.transformRules = rulesOf(policy, false);
-		this.callRules = rulesOf(policy, true);
-		FallbackChain<T> chain = fallback();
-		boolean byLoad = chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD);
-		this.cheaperFirst = byLoad ? chain.only(EnumSet.of(Source.CACHE, Source.LIGHTWEIGHT)).orElse(null) : null;
-		this.fallbackFirst = byLoad ? chain.only(EnumSet.of(Source.FALLBACK_MODEL, Source.CACHE)).orElse(null) : null;
-		this.staticOnly = byLoad ? chain.only(EnumSet.of(Source.STATIC)).orElse(null) : null;
-	}
-
-	private static Recovery.Rules rulesOf(GuardPolicy policy, boolean callForm) {
-		TruncationSpec truncation = policy.truncation();
-		MidStreamPolicy<?> mid = policy.midStream();
-		FallbackChain<?> chain = policy.fallback();
-		return new Recovery.Rules(callForm, policy.retry().maxAttempts(), policy.maxAnswerAttempts(),
-				truncation == null ? 0 : truncation.maxTruncations(), mid.mode(), mid.maxContinuations(),
-				mid.support() != null, trigger -> chain != null && chain.isEnteredBy(trigger));
+		this.view = new PolicyView<>(policy, 0L, null);
 	}
 
 	/** @return a guard for the library's own {@link ChatChunk} streams */
@@ -92,6 +64,37 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 	public static <T> AiGuard<T> of(GuardPolicy policy, ChunkInspector<T> inspector) {
 		Objects.requireNonNull(policy, "policy");
 		Objects.requireNonNull(inspector, "inspector");
+		checkFits(policy, inspector);
+		policy.applyLaneSizes(null);
+		return new AiGuard<>(policy, inspector);
+	}
+
+	/**
+	 * A guard whose policy can be replaced while it serves requests, for the library's own
+	 * {@link ChatChunk} streams.
+	 *
+	 * <pre>{@code
+	 * GuardControl<ChatChunk> control = AiGuard.live(policy);
+	 * AiGuard<ChatChunk> guard = control.guard();             // share it like any guard
+	 * control.update("ops:alice", b -> b.stall(StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(3))));
+	 * }</pre>
+	 *
+	 * @return the control of a new guard that starts with {@code policy}
+	 */
+	public static GuardControl<ChatChunk> live(GuardPolicy policy) {
+		return live(policy, ChatChunk.inspector());
+	}
+
+	/**
+	 * @param inspector tells the guard which chunks are content, heartbeats and terminal
+	 * @return the control of a new guard for any chunk type that starts with {@code policy}
+	 */
+	public static <T> GuardControl<T> live(GuardPolicy policy, ChunkInspector<T> inspector) {
+		return new GuardControl<>(of(policy, inspector));
+	}
+
+	/** Refuses a policy whose components produce chunks the inspector cannot read. */
+	static void checkFits(GuardPolicy policy, ChunkInspector<?> inspector) {
 		Class<?> type = inspector.chunkType();
 		FallbackChain<?> chain = policy.fallback();
 		if (chain != null) {
@@ -105,7 +108,6 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 			throw new IllegalArgumentException("policy '" + policy.name() + "': output validators read "
 					+ ChatChunk.class.getName() + " answers but the guard's inspector reads " + type.getName());
 		}
-		return new AiGuard<>(policy, inspector);
 	}
 
 	/**
@@ -150,54 +152,18 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		return FluxGuardedCall.assemble(request, upstream, this);
 	}
 
+	/** @return the policy in force: the one the next request starts with */
 	public GuardPolicy policy() {
-		return policy;
+		return view.policy;
 	}
 
 	public ChunkInspector<T> inspector() {
 		return inspector;
 	}
 
-	Recovery.Rules rules(boolean callForm) {
-		return callForm ? callRules : transformRules;
-	}
-
-	// The policy holds these for any chunk type; the guard reads them as its own.
-
-	@SuppressWarnings("unchecked")
-	@Nullable
-	ContinuationSupport<T> continuationSupport() {
-		return (ContinuationSupport<T>) policy.midStream().support();
-	}
-
-	@SuppressWarnings("unchecked")
-	@Nullable
-	ResponseCache<T> responseCache() {
-		return (ResponseCache<T>) policy.responseCache();
-	}
-
-	@SuppressWarnings("unchecked")
-	@Nullable
-	FallbackChain<T> fallback() {
-		return (FallbackChain<T>) policy.fallback();
-	}
-
-	/**
-	 * @return the ladder steps walked first (or only) for a load action, {@code null} when there
-	 *         are none
-	 */
-	@Nullable
-	FallbackChain<T> ladderFor(LoadAction action) {
-		switch (action) {
-			case CHEAPER_FIRST:
-				return cheaperFirst;
-			case FALLBACK_FIRST:
-				return fallbackFirst;
-			case STATIC_OR_SHED:
-				return staticOnly;
-			default:
-				return null;
-		}
+	/** @return the policy in force as requests read it */
+	PolicyView<T> view() {
+		return view;
 	}
 
 	/** The transform form: subscribing creates a {@link GuardedStream} that subscribes the source per attempt. */
@@ -224,7 +190,7 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		@Nullable
 		public Object scanUnsafe(Scannable.Attr key) {
 			if (key == Scannable.Attr.NAME) {
-				return "aiGuard(" + guard.policy.name() + ")";
+				return "aiGuard(" + guard.policy().name() + ")";
 			}
 			return super.scanUnsafe(key);
 		}
@@ -258,7 +224,7 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		@Nullable
 		public Object scanUnsafe(Scannable.Attr key) {
 			if (key == Scannable.Attr.NAME) {
-				return "aiGuardCall(" + guard.policy.name() + ")";
+				return "aiGuardCall(" + guard.policy().name() + ")";
 			}
 			if (key == Scannable.Attr.RUN_STYLE) {
 				return Scannable.Attr.RunStyle.SYNC;

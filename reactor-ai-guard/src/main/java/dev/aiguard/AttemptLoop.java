@@ -41,6 +41,10 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		implements Subscription, StallWatch.Terminal<T>, LaneAdmission.Owner, Scannable {
 
 	final AiGuard<T> guard;
+	/** The guard's policy as this request read it when subscribed: a live change never reaches it. */
+	final PolicyView<T> view;
+	/** What this request's priority reads of {@link #view}; set in {@link #start()} once the priority is known. */
+	PolicyView.ForPriority settings;
 	final CoreSubscriber<? super T> actual;
 
 	/**
@@ -92,8 +96,13 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	}
 
 	AttemptLoop(AiGuard<T> guard, CoreSubscriber<? super T> actual) {
-		super(guard.policy(), actual.currentContext(), guard.policy().defaultPriority());
+		this(guard, guard.view(), actual);
+	}
+
+	private AttemptLoop(AiGuard<T> guard, PolicyView<T> view, CoreSubscriber<? super T> actual) {
+		super(view.policy, actual.currentContext(), view.policy.defaultPriority());
 		this.guard = guard;
+		this.view = view;
 		this.actual = actual;
 	}
 
@@ -123,6 +132,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			return;
 		}
 		this.priority = priority;
+		this.settings = view.of(priority);
 		observeStart();
 		actual.onSubscribe(this);
 		RetryBudget budget = policy.retryBudget();

@@ -1,9 +1,15 @@
 package dev.aiguard;
 
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
@@ -68,8 +74,6 @@ public final class GuardPolicy {
 	private final boolean retrySet;
 	/** The config of a breaker the policy built itself, or {@code null}. */
 	private final BreakerConfig breakerConfig;
-	/** Deadlines do not apply to fallback answers and notices (the ladder has its own timeout). */
-	private final StallSpec tailStall;
 	@Nullable
 	private final RetryBudget retryBudget;
 	private final MidStreamPolicy<?> midStream;
@@ -82,6 +86,19 @@ public final class GuardPolicy {
 	private final Function<ChatRequest, Object> cacheKey;
 	private final List<OutputValidator> validators;
 	private final List<StreamingValidator> streamingValidators;
+	/** What each priority sets differently; priorities without overrides are absent. */
+	private final Map<Priority, PriorityOverrides> overrides;
+	/** The settings each priority's requests read, by {@code Priority.ordinal()}, resolved once here. */
+	private final Resolved[] resolved;
+
+	/**
+	 * The settings a request of one priority reads, resolved from the policy and the priority's
+	 * overrides when the policy is built.
+	 */
+	// tailStall: deadlines do not apply to fallback answers and notices (the ladder has its own timeout)
+	record Resolved(StallSpec stall, StallSpec tailStall, RetryRules retry, int maxAnswerAttempts,
+			boolean countedByBreaker, int laneConcurrency) {
+	}
 
 	private GuardPolicy(Builder b) {
 		this.name = b.name;
@@ -94,15 +111,16 @@ public final class GuardPolicy {
 		this.reportScheduler = b.reportScheduler;
 		this.errorClassifier = b.errorClassifier;
 		// a breaker of the policy's own reads the policy's clock, resolved at each read like every deadline
-		this.breaker = b.breakerConfig == null ? b.breaker : CircuitBreaker.builder(b.name).config(b.breakerConfig)
-				.metrics(b.metrics).clock(() -> clock().nanos()).build();
+		// a live change keeps the breaker the policy built before it (GuardControl reconfigures it)
+		this.breaker = b.breakerConfig == null ? b.breaker : b.inheritedBreaker != null ? b.inheritedBreaker
+				: CircuitBreaker.builder(b.name).config(b.breakerConfig).metrics(b.metrics)
+						.clock(() -> clock().nanos()).build();
 		this.breakerConfig = b.breakerConfig;
 		this.lanes = b.lanes;
 		this.load = b.load;
 		this.blockingUpstream = b.blockingUpstream;
 		this.retry = b.retry;
 		this.retrySet = b.retrySet;
-		this.tailStall = b.stall.withoutDeadlines();
 		this.retryBudget = b.retryBudget;
 		this.midStream = b.midStream;
 		this.truncation = b.truncation;
@@ -111,6 +129,17 @@ public final class GuardPolicy {
 		this.cacheKey = b.cacheKey;
 		this.validators = List.copyOf(b.validators);
 		this.streamingValidators = List.copyOf(b.streamingValidators);
+		this.overrides = b.overrides.isEmpty() ? Map.of() : Collections.unmodifiableMap(new EnumMap<>(b.overrides));
+		Priority[] all = Priority.values();
+		this.resolved = new Resolved[all.length];
+		for (Priority p : all) {
+			PriorityOverrides o = b.overrides.getOrDefault(p, PriorityOverrides.none());
+			StallSpec s = o.stallOver(b.stall);
+			RetryRules r = o.retry() != null ? o.retry() : b.retry;
+			boolean capped = b.retrySet || o.retry() != null;
+			resolved[p.ordinal()] = new Resolved(s, s.withoutDeadlines(), r, capped ? r.maxAttempts() : Integer.MAX_VALUE,
+					o.countedByBreaker() == null || o.countedByBreaker(), o.laneConcurrency());
+		}
 	}
 
 	/**
@@ -201,18 +230,158 @@ public final class GuardPolicy {
 	}
 
 	/**
-	 * The most upstream calls a request makes for the start of its answer: the first attempt,
-	 * retries and truncated retries together. That is {@link RetryRules#maxAttempts()} when a retry
-	 * spec was set; without one the policy never retries a failure, and truncations are bounded by
-	 * {@link TruncationSpec#maxTruncations()} alone. Continuations are bounded by
-	 * {@link MidStreamPolicy#maxContinuations()}.
+	 * The settings a request of {@code priority} reads. Its {@code maxAnswerAttempts} is the most
+	 * upstream calls a request makes for the start of its answer: the first attempt, retries and
+	 * truncated retries together. That is {@link RetryRules#maxAttempts()} when a retry spec was set
+	 * (for the policy or the priority); without one the policy never retries a failure, and
+	 * truncations are bounded by {@link TruncationSpec#maxTruncations()} alone. Continuations are
+	 * bounded by {@link MidStreamPolicy#maxContinuations()}.
 	 */
-	StallSpec tailStall() {
-		return tailStall;
+	Resolved resolved(Priority priority) {
+		return resolved[priority.ordinal()];
 	}
 
-	int maxAnswerAttempts() {
-		return retrySet ? retry.maxAttempts() : Integer.MAX_VALUE;
+	/**
+	 * Puts the lane sizes of the priorities' overrides into the policy's lanes: a lane this policy
+	 * sizes and {@code previous} sized otherwise (or not at all) is resized; a lane {@code previous}
+	 * sized and this policy does not goes back to the size it was built with.
+	 */
+	void applyLaneSizes(@Nullable GuardPolicy previous) {
+		PriorityLanes l = lanes;
+		if (l == null) {
+			return;
+		}
+		boolean sameLanes = previous != null && previous.lanes == l;
+		for (Priority p : Priority.values()) {
+			int now = resolved[p.ordinal()].laneConcurrency();
+			int before = sameLanes ? previous.resolved[p.ordinal()].laneConcurrency() : -1;
+			if (now == before) {
+				continue;
+			}
+			if (now >= 0) {
+				l.resize(p, now);
+			}
+			else {
+				l.resize(p, l.spec(p).concurrency());
+			}
+		}
+	}
+
+	/** @return what {@code priority} sets differently from the policy ({@link PriorityOverrides#none()} when nothing) */
+	public PriorityOverrides overrides(Priority priority) {
+		return overrides.getOrDefault(priority, PriorityOverrides.none());
+	}
+
+	/** @return the stall spec requests of {@code priority} are watched by: the policy's, with the priority's overrides */
+	public StallSpec stall(Priority priority) {
+		return resolved[priority.ordinal()].stall();
+	}
+
+	/** @return the retry rules of {@code priority}: its override, else the policy's */
+	public RetryRules retry(Priority priority) {
+		return resolved[priority.ordinal()].retry();
+	}
+
+	/** @return whether the policy's breaker counts the attempts of {@code priority} */
+	public boolean countedByBreaker(Priority priority) {
+		return resolved[priority.ordinal()].countedByBreaker();
+	}
+
+	/** @return the config of the breaker the policy built itself ({@code breaker(BreakerConfig)}), or {@code null} */
+	@Nullable
+	public BreakerConfig breakerConfig() {
+		return breakerConfig;
+	}
+
+	/**
+	 * Every setting of the policy as a string, by a dotted name ({@code stall.firstTokenTimeout},
+	 * {@code retry.maxAttempts}, {@code priority.P0.firstTokenTimeout}); collaborators without
+	 * settings of their own (metrics, listeners, classifiers) are named by their {@code toString}.
+	 * Two policies differ in a setting exactly when their maps differ at its name: a
+	 * {@link PolicyChange} lists those names.
+	 *
+	 * @return an unmodifiable map in a stable order
+	 */
+	public Map<String, String> describe() {
+		Map<String, String> d = new LinkedHashMap<>();
+		d.put("defaultPriority", defaultPriority.name());
+		describeStall(d, "stall.", stall);
+		if (retrySet) {
+			describeRetry(d, "retry.", retry);
+		}
+		else {
+			d.put("retry", "unset (no retry)");
+		}
+		d.put("retryBudget", String.valueOf(retryBudget));
+		d.put("midStream", midStream.toString());
+		d.put("truncation", String.valueOf(truncation));
+		d.put("fallback", String.valueOf(fallback));
+		d.put("responseCache", String.valueOf(responseCache));
+		d.put("cacheKey", String.valueOf(cacheKey));
+		if (breakerConfig != null) {
+			d.put("breaker", "own");
+			d.put("breaker.config", breakerConfig.toString());
+		}
+		else {
+			d.put("breaker", breaker == null ? "none" : breaker.name());
+		}
+		d.put("lanes", lanes == null ? "none" : lanes.name());
+		d.put("load", load == null ? "none" : load.name());
+		d.put("blockingUpstream", String.valueOf(blockingUpstream));
+		d.put("timer", String.valueOf(timer));
+		d.put("reportScheduler", String.valueOf(reportScheduler));
+		d.put("errorClassifier", String.valueOf(errorClassifier));
+		d.put("metrics", String.valueOf(metrics));
+		d.put("observer", String.valueOf(observer));
+		d.put("onReport", String.valueOf(reportListeners));
+		d.put("validate", String.valueOf(validators));
+		d.put("validateStreaming", String.valueOf(streamingValidators));
+		for (Map.Entry<Priority, PriorityOverrides> e : overrides.entrySet()) {
+			PriorityOverrides o = e.getValue();
+			String at = "priority." + e.getKey().name() + '.';
+			if (o.stall() != null) {
+				describeStall(d, at + "stall.", o.stall());
+			}
+			putIfSet(d, at + "firstTokenTimeout", o.firstTokenTimeout());
+			putIfSet(d, at + "idleTimeout", o.idleTimeout());
+			putIfSet(d, at + "maxDuration", o.maxDuration());
+			if (o.retry() != null) {
+				describeRetry(d, at + "retry.", o.retry());
+			}
+			putIfSet(d, at + "countedByBreaker", o.countedByBreaker());
+			if (o.laneConcurrency() >= 0) {
+				d.put(at + "laneConcurrency", String.valueOf(o.laneConcurrency()));
+			}
+		}
+		return Collections.unmodifiableMap(d);
+	}
+
+	private static void describeStall(Map<String, String> d, String at, StallSpec s) {
+		d.put(at + "firstTokenTimeout", orNone(s.firstTokenTimeout()));
+		d.put(at + "idleTimeout", orNone(s.idleTimeout()));
+		d.put(at + "maxDuration", orNone(s.maxDuration()));
+		d.put(at + "heartbeatsExtendIdle", String.valueOf(s.heartbeatsExtendIdle()));
+		d.put(at + "requireTerminal", String.valueOf(s.requireTerminal()));
+		d.put(at + "idleChecks", String.valueOf(s.idleChecks()));
+	}
+
+	private static void describeRetry(Map<String, String> d, String at, RetryRules r) {
+		d.put(at + "maxAttempts", String.valueOf(r.maxAttempts()));
+		d.put(at + "minBackoff", r.minBackoff().toString());
+		d.put(at + "maxBackoff", r.maxBackoff().toString());
+		d.put(at + "maxRetryAfter", r.maxRetryAfter().toString());
+		d.put(at + "jitter", String.valueOf(r.jitter()));
+		d.put(at + "retryOn", String.valueOf(r.retryOn()));
+	}
+
+	private static void putIfSet(Map<String, String> d, String key, @Nullable Object value) {
+		if (value != null) {
+			d.put(key, value.toString());
+		}
+	}
+
+	private static String orNone(@Nullable Duration d) {
+		return d == null ? "none" : d.toString();
 	}
 
 	/** @return the shared budget retries draw from, or {@code null} for none */
@@ -294,6 +463,7 @@ public final class GuardPolicy {
 		b.cacheKey = cacheKey;
 		b.validators.addAll(validators);
 		b.streamingValidators.addAll(streamingValidators);
+		b.overrides.putAll(overrides);
 		return b;
 	}
 
@@ -302,7 +472,7 @@ public final class GuardPolicy {
 		return "GuardPolicy{" + name + ", defaultPriority=" + defaultPriority + ", stall=" + stall
 				+ (breaker != null ? ", breaker=" + breaker.name() : "") + (lanes != null ? ", lanes=" + lanes.name() : "")
 				+ (load != null ? ", load=" + load.name() : "") + ", retry=" + retry + ", midStream=" + midStream + (truncation != null ? ", truncation=" + truncation : "")
-				+ (fallback != null ? ", fallback=" + fallback : "")
+				+ (fallback != null ? ", fallback=" + fallback : "") + (overrides.isEmpty() ? "" : ", overrides=" + overrides)
 				+ (validators.isEmpty() ? "" : ", validators=" + validators)
 				+ (streamingValidators.isEmpty() ? "" : ", streamingValidators=" + streamingValidators) + '}';
 	}
@@ -334,6 +504,10 @@ public final class GuardPolicy {
 		private Function<ChatRequest, Object> cacheKey = CacheKeys.standard();
 		private final List<OutputValidator> validators = new ArrayList<>();
 		private final List<StreamingValidator> streamingValidators = new ArrayList<>();
+		private final EnumMap<Priority, PriorityOverrides> overrides = new EnumMap<>(Priority.class);
+		/** Set by a live change: the breaker the policy in force built from its config, kept by the new one. */
+		@Nullable
+		private CircuitBreaker inheritedBreaker;
 
 		private Builder(String name) {
 			this.name = name;
@@ -349,6 +523,21 @@ public final class GuardPolicy {
 		public Builder stall(StallSpec spec) {
 			this.stall = require("stall", spec);
 			return this;
+		}
+
+		/**
+		 * Changes the builder's stall spec rather than replacing it: handy on a builder holding a
+		 * policy in force ({@code toBuilder()}, {@link GuardControl#update}).
+		 *
+		 * <pre>{@code
+		 * control.update("ops", b -> b.adjustStall(s -> s.firstTokenTimeout(Duration.ofSeconds(3))));
+		 * }</pre>
+		 *
+		 * @param change receives the stall spec so far and returns the new one
+		 */
+		public Builder adjustStall(UnaryOperator<StallSpec> change) {
+			require("adjustStall", change);
+			return stall(change.apply(stall));
 		}
 
 		/** @param guardMetrics where meters are recorded (default: nowhere) */
@@ -460,6 +649,22 @@ public final class GuardPolicy {
 			return this;
 		}
 
+		/**
+		 * Changes the builder's retry rules rather than replacing them (starting from
+		 * {@link RetryRules#none()} when none were set); like {@link #retry(RetryRules)}, the policy
+		 * then has a retry spec.
+		 *
+		 * <pre>{@code
+		 * control.update("ops", b -> b.adjustRetry(r -> r.maxAttempts(2)));
+		 * }</pre>
+		 *
+		 * @param change receives the retry rules so far and returns the new ones
+		 */
+		public Builder adjustRetry(UnaryOperator<RetryRules> change) {
+			require("adjustRetry", change);
+			return retry(change.apply(retry));
+		}
+
 		/** @param budget shared limit on retries as a share of requests (gRPC / Envoy style) */
 		public Builder retryBudget(RetryBudget budget) {
 			this.retryBudget = require("retryBudget", budget);
@@ -523,6 +728,40 @@ public final class GuardPolicy {
 		}
 
 		/**
+		 * Sets what requests of {@code priority} do differently: their deadlines, retry rules,
+		 * whether the breaker counts them, their lane's size. {@code change} receives the priority's
+		 * overrides so far ({@link PriorityOverrides#none()} at first) and returns the new ones.
+		 *
+		 * <pre>{@code
+		 * builder.forPriority(Priority.P0, p -> p.firstTokenTimeout(Duration.ofSeconds(5)).retry(RetryRules.backoff(3, Duration.ofMillis(200))))
+		 *        .forPriority(Priority.P2, p -> p.firstTokenTimeout(Duration.ofSeconds(30)).retry(RetryRules.none()));
+		 * }</pre>
+		 *
+		 * @throws IllegalArgumentException naming the field as {@code priority.P0.<setting>} when a
+		 *         setting is invalid
+		 */
+		public Builder forPriority(Priority priority, UnaryOperator<PriorityOverrides> change) {
+			require("forPriority.priority", priority);
+			require("forPriority.change", change);
+			String at = "priority." + priority.name();
+			PriorityOverrides next;
+			try {
+				next = change.apply(overrides.getOrDefault(priority, PriorityOverrides.none()));
+			}
+			catch (IllegalArgumentException invalid) {
+				throw new IllegalArgumentException(at + '.' + invalid.getMessage(), invalid);
+			}
+			require(at, next);
+			if (next.isEmpty()) {
+				overrides.remove(priority);
+			}
+			else {
+				overrides.put(priority, next);
+			}
+			return this;
+		}
+
+		/**
 		 * Adds validators that watch each content chunk of a realtime attempt while it streams and
 		 * can cut it (a {@link dev.aiguard.validation.RepetitionDetector}); the chunks delivered before
 		 * the cut stand as a partial answer, handled by the mid-stream policy.
@@ -535,6 +774,12 @@ public final class GuardPolicy {
 			return this;
 		}
 
+		/** A live change: the new policy keeps {@code previous}'s own breaker rather than building another. */
+		Builder inheritBreaker(GuardPolicy previous) {
+			this.inheritedBreaker = breakerConfig != null && previous.breakerConfig != null ? previous.breaker : null;
+			return this;
+		}
+
 		/**
 		 * @throws IllegalArgumentException naming the field and value when the policy is invalid
 		 */
@@ -542,6 +787,12 @@ public final class GuardPolicy {
 			if (name == null || name.isBlank() || !name.matches("[A-Za-z0-9._-]+")) {
 				throw new IllegalArgumentException(
 						"name must be non-empty letters, digits, '.', '_' or '-', was '" + name + "'");
+			}
+			for (Map.Entry<Priority, PriorityOverrides> e : overrides.entrySet()) {
+				if (e.getValue().laneConcurrency() >= 0 && lanes == null) {
+					throw new IllegalArgumentException("priority." + e.getKey().name() + ".laneConcurrency needs the "
+							+ "policy's lanes(..), was " + e.getValue().laneConcurrency() + " without lanes");
+				}
 			}
 			GuardPolicy policy = new GuardPolicy(this);
 			if (load != null) {

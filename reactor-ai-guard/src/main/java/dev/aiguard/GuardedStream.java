@@ -131,9 +131,9 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		Publisher<? extends T> source = policy.blockingUpstream()
 				? Flux.defer(() -> open(sent)).subscribeOn(blockingScheduler()) : open(sent);
 		if (continuations > 0) {
-			source = guard.continuationSupport().splice(source, tap.transcript());
+			source = view.continuationSupport().splice(source, tap.transcript());
 		}
-		subscribe(source, policy.stall(), Stage.REALTIME, tapFor(Stage.REALTIME), tap);
+		subscribe(source, settings.stall, Stage.REALTIME, tapFor(Stage.REALTIME), tap);
 	}
 
 	private Publisher<? extends T> open(@Nullable ChatRequest sent) {
@@ -182,8 +182,8 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	 * tap's hold when the answer is validated before anything of it is delivered.
 	 */
 	private CoreSubscriber<? super T> tapFor(Stage next) {
-		ResponseCache<T> cache = callForm ? guard.responseCache() : null;
-		ContinuationSupport<T> continuation = callForm ? guard.continuationSupport() : null;
+		ResponseCache<T> cache = callForm ? view.responseCache() : null;
+		ContinuationSupport<T> continuation = callForm ? view.continuationSupport() : null;
 		boolean record = next == Stage.REALTIME && cache != null;
 		boolean transcribe = next == Stage.REALTIME && continuation != null;
 		boolean validate = next == Stage.REALTIME && policy.validates();
@@ -249,7 +249,9 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
-			permit.promptTokens(promptTokens()).record(outcome, watch.timeToFirstTokenNanos());
+			// a priority the breaker does not count hands its permission back, whatever the outcome
+			permit.promptTokens(promptTokens())
+					.record(settings.countedByBreaker ? outcome : Outcome.CANCELLED, watch.timeToFirstTokenNanos());
 		}
 		attemptEnded(watch, outcome, error, held);
 		switch (end) {
@@ -278,13 +280,13 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			finishCancelled();
 			return;
 		}
-		boolean retryable = policy.retry().isRetryable(error);
+		boolean retryable = settings.retry.isRetryable(error);
 		Recovery.Facts facts = new Recovery.Facts(outcome, error instanceof PreemptedException,
 				error instanceof ContextLengthExceededException && request != null, retryable,
 				retryable || error instanceof StreamStalledException || error instanceof IncompleteStreamException,
 				error instanceof StreamStalledException && ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION,
 				deliveredTokens(), realtimeAttempts, truncations, continuations, tap != null && tap.continuable());
-		Recovery.Step step = Recovery.decide(facts, guard.rules(callForm), this::takeRetryGrant);
+		Recovery.Step step = Recovery.decide(facts, settings.rules(callForm), this::takeRetryGrant);
 		if (step.budgetRefused()) {
 			retryBudgetExhausted();
 		}
@@ -295,7 +297,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 					// a rejected answer may be corrected by what its validator adds to the prompt
 					request = tap.check.retryRequest(request, actual.currentContext());
 				}
-				retryAfter(policy.retry().delayBefore(realtimeAttempts, error).toNanos());
+				retryAfter(settings.retry.delayBefore(realtimeAttempts, error).toNanos());
 				return;
 			case TRUNCATE:
 				truncate(policy.truncation(), (ContextLengthExceededException) error);
@@ -312,7 +314,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 				@SuppressWarnings("unchecked")
 				T notice = (T) policy.midStream().noticeFor(error);
 				if (notice != null) {
-					subscribe(Flux.just(notice), policy.tailStall(), Stage.NOTICE, tapFor(Stage.NOTICE), tap);
+					subscribe(Flux.just(notice), settings.tailStall, Stage.NOTICE, tapFor(Stage.NOTICE), tap);
 					return;
 				}
 				endWith(policy.midStream().failure(error, deliveredTokens()), outcome);
@@ -407,7 +409,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	}
 
 	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
-		FallbackChain<T> chain = guard.fallback();
+		FallbackChain<T> chain = view.fallback();
 		if (chain == null || !chain.isEnteredBy(trigger)) {
 			endWith(cause, outcome);
 			return;
@@ -421,9 +423,9 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
-		Flux<T> answer = guard.fallback().answer(fallbackRequest, blockingScheduler(), clock.scheduler(),
+		Flux<T> answer = view.fallback().answer(fallbackRequest, blockingScheduler(), clock.scheduler(),
 				this::sourceChosen, policy.metrics(), policy.name());
-		subscribe(answer, policy.tailStall(), Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
+		subscribe(answer, settings.tailStall, Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
 	}
 
 	// ---- the load governor's routing ----
@@ -434,7 +436,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			shedByLoad(load.shed(priority));
 			return true;
 		}
-		FallbackChain<T> ladder = guard.ladderFor(action);
+		FallbackChain<T> ladder = view.ladderFor(action);
 		if (action == LoadAction.STATIC_OR_SHED) {
 			AdmissionRejectedException shed = load.shed(priority);
 			if (ladder == null) {
@@ -469,7 +471,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, FallbackTrigger.LOAD, priority, key);
 		Flux<T> answer = ladder.answer(fallbackRequest, blockingScheduler(), clock.scheduler(), this::sourceChosen,
 				policy.metrics(), policy.name());
-		subscribe(answer, policy.tailStall(), Stage.PREFERRED, tapFor(Stage.PREFERRED), tap);
+		subscribe(answer, settings.tailStall, Stage.PREFERRED, tapFor(Stage.PREFERRED), tap);
 	}
 
 	/** The cheaper steps had no answer and delivered nothing: the live model is asked after all. */
@@ -527,12 +529,12 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private void release() {
 		AnswerTap<T> t = tap;
 		t.holding = false;
-		subscribe(Flux.fromIterable(t.takeHeld()), policy.tailStall(), Stage.RELEASE, actual, null);
+		subscribe(Flux.fromIterable(t.takeHeld()), settings.tailStall, Stage.RELEASE, actual, null);
 	}
 
 	private void storeAnswer(StallWatch<T> watch) {
 		AnswerTap<T> t = tap;
-		ResponseCache<T> cache = guard.responseCache();
+		ResponseCache<T> cache = view.responseCache();
 		if (t == null || t.recorder() == null || cache == null || continuations > 0) {
 			return;
 		}

@@ -31,7 +31,8 @@ class NoMicrometerTest {
 		for (int i = 0; i < 9; i++) {
 			governor.arrived(dev.aiguard.core.Priority.P2);
 		}
-		assertThat(governor.decide().level()).isEqualTo(dev.aiguard.load.LoadLevel.WARNING);
+		// 0.9 of capacity is WARNING at least; the machine's own CPU and heap may make it worse
+		assertThat(governor.decide().level()).isGreaterThanOrEqualTo(dev.aiguard.load.LoadLevel.WARNING);
 		assertThat(governor.state().subScores()).containsKeys("cpu", "memory");
 		StepVerifier.create(Flux.just("a").transform(governor.admit()))
 				.expectNext("a")

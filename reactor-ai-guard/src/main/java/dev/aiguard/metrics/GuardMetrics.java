@@ -185,4 +185,12 @@ public interface GuardMetrics {
 	 */
 	default void loadLevelChanged(String governor, String from, String to, String reason) {
 	}
+
+	/** A live guard's policy changed (a {@code GuardControl} put a new policy in force). */
+	default void policyChanged(String policy) {
+	}
+
+	/** A live change of a guard's policy was refused as invalid; the policy in force stayed. */
+	default void policyChangeRefused(String policy) {
+	}
 }

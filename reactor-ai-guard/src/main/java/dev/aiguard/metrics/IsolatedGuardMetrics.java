@@ -266,6 +266,26 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
+	public void policyChanged(String policy) {
+		try {
+			delegate.policyChanged(policy);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void policyChangeRefused(String policy) {
+		try {
+			delegate.policyChangeRefused(policy);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
 	public String toString() {
 		return "isolated(" + delegate + ")";
 	}

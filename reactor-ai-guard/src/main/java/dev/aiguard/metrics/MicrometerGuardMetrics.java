@@ -322,6 +322,25 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 				.increment();
 	}
 
+	@Override
+	public void policyChanged(String policy) {
+		policyChange(policy, "applied");
+	}
+
+	@Override
+	public void policyChangeRefused(String policy) {
+		policyChange(policy, "refused");
+	}
+
+	/** The actor is left out of the tags: it is free text, one time series per person would never end. */
+	private void policyChange(String policy, String result) {
+		Counter.builder("aiguard.policy.changes")
+				.description("Live changes of a guard's policy, applied or refused")
+				.tags("policy", policy, "result", result)
+				.register(registry)
+				.increment();
+	}
+
 	/** The meters recorded once per stream or request, pre-registered per policy. */
 	private final class PolicyMeters {
 

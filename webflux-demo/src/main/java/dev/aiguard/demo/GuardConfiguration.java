@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.aiguard.AiGuard;
+import dev.aiguard.GuardControl;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.boot.autoconfigure.AiGuardPolicyCustomizer;
 import dev.aiguard.boot.autoconfigure.AiGuardProperties;
@@ -112,13 +113,15 @@ class GuardConfiguration {
 	}
 
 	/**
-	 * The library client's guard: the shared policy, storing its answers in the response cache and
-	 * filing its reports under {@code library}. The breaker, lanes, budget, metrics and the starter's
-	 * report listener (the Actuator endpoint's recent reports) are the same objects.
+	 * The library client's guard, live: the shared policy, storing its answers in the response cache
+	 * and filing its reports under {@code library}, whose settings {@code PUT /api/policy} changes
+	 * while it serves. The breaker, lanes, budget, metrics and the starter's report listener (the
+	 * Actuator endpoint's recent reports) are the same objects. The starter's own guard
+	 * ({@code registry.guard("chat")}) and the Spring AI client's keep the policy of the properties.
 	 */
-	static AiGuard<ChatChunk> libraryGuard(AiGuardRegistry registry, ResponseCache<ChatChunk> cache,
-			GuardStats stats) {
-		return AiGuard.of(chatPolicy(registry).toBuilder()
+	@Bean
+	GuardControl<ChatChunk> libraryGuard(AiGuardRegistry registry, ResponseCache<ChatChunk> cache, GuardStats stats) {
+		return AiGuard.live(chatPolicy(registry).toBuilder()
 			.responseCache(cache)
 			.onReport(stats.listener(AnswerClient.LIBRARY))
 			.build());
@@ -148,17 +151,20 @@ class GuardConfiguration {
 
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuardRegistry registry,
-			ResponseCache<ChatChunk> cache, ModelUpstream upstream, SpringAiClient springAi, JsonMapper json,
-			GuardStats stats, AiGuardProperties guardProperties) {
+			ModelUpstream upstream, SpringAiClient springAi, JsonMapper json,
+			GuardStats stats, AiGuardProperties guardProperties, GuardControl<ChatChunk> libraryGuard) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
 		AnswerClient defaultClient = properties.chat().client();
 		GuardPolicy policy = chatPolicy(registry);
 		LoadGovernor governor = registry.load().orElse(null);
-		ChatHandler chat = new ChatHandler(libraryGuard(registry, cache, stats), upstream, springAi, defaultClient, json,
+		ChatHandler chat = new ChatHandler(libraryGuard.guard(), upstream, springAi, defaultClient, json,
 				(int) properties.chat().maxBodySize().toBytes(), governor);
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
+		PolicyHandler livePolicy = new PolicyHandler(libraryGuard, json);
+		// the same for the map types of the policy view
+		json.writeValueAsString(livePolicy.view());
 		GuardStatusHandler status = new GuardStatusHandler(
 				Objects.requireNonNull(policy.breaker(), "aiguard.policies.chat.breaker names no breaker"),
 				Clock.systemUTC(),
@@ -171,6 +177,8 @@ class GuardConfiguration {
 			.PATCH("/api/faults", faults::patch)
 			.DELETE("/api/faults", faults::reset)
 			.GET("/api/guard", status::status)
+			.GET("/api/policy", livePolicy::get)
+			.PUT("/api/policy", livePolicy::put)
 			.build();
 	}
 

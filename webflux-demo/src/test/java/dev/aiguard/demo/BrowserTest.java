@@ -14,6 +14,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
+import dev.aiguard.GuardControl;
+import dev.aiguard.GuardPolicy;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.core.Priority;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockAnswers;
 import org.junit.jupiter.api.AfterEach;
@@ -30,6 +34,7 @@ import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
+import org.springframework.beans.factory.annotation.Autowired;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -80,6 +85,46 @@ class BrowserTest extends DemoTestSupport {
 			try (Stream<Path> files = Files.walk(profile)) {
 				files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
 			}
+		}
+	}
+
+	@Autowired
+	GuardControl<ChatChunk> libraryGuard;
+
+	@Test
+	void changesTheLivePolicyFromThePageAndShowsTheAuditTrail() throws IOException {
+		GuardPolicy original = libraryGuard.policy();
+		try {
+			driver.get("http://127.0.0.1:" + port + "/");
+			WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(20));
+			wait.until(d -> String.valueOf(original.stall().firstTokenTimeout().toMillis())
+				.equals(d.findElement(By.id("policy-first-token")).getDomProperty("value")));
+			WebElement firstToken = driver.findElement(By.id("policy-first-token"));
+			firstToken.clear();
+			firstToken.sendKeys("1300");
+			WebElement p2 = driver.findElement(By.id("policy-p2-attempts"));
+			p2.clear();
+			p2.sendKeys("1");
+			WebElement actor = driver.findElement(By.id("policy-actor"));
+			actor.clear();
+			actor.sendKeys("browser-test");
+			driver.findElement(By.id("policy-apply")).click();
+
+			// the trail is drawn anew at each poll: read the newest entry in one go
+			String newest = wait.until(d -> {
+				String text = String.valueOf(js("const li = document.querySelector('#policy-audit li');"
+						+ " return li ? li.textContent : ''"));
+				return text.contains("by browser-test") ? text : null;
+			});
+			assertThat(newest).contains("stall.firstTokenTimeout: " + original.stall().firstTokenTimeout()
+					+ " → PT1.3S").contains("priority.P2.retry.maxAttempts: unset → 1");
+			assertThat(libraryGuard.policy().stall().firstTokenTimeout()).isEqualTo(Duration.ofMillis(1300));
+			assertThat(libraryGuard.policy().retry(Priority.P2).maxAttempts()).isEqualTo(1);
+			assertThat(driver.findElement(By.id("policy-status")).getText()).endsWith("in force for new requests");
+			shoot("policy");
+		}
+		finally {
+			libraryGuard.replace("test-restore", original);
 		}
 	}
 
