@@ -77,10 +77,7 @@ public final class AiGuardRegistry implements DisposableBean {
 		return Optional.ofNullable(breakers.get(name));
 	}
 
-	/**
-	 * @return every breaker by name, in configuration order; a breaker tree's breakers after the
-	 *         others, named by their path ({@code llm/openai/gpt-4o})
-	 */
+	/** @return every breaker by name, in configuration order (a breaker tree's are in {@link #breakerTree()}) */
 	public Map<String, CircuitBreaker> breakers() {
 		return breakers;
 	}

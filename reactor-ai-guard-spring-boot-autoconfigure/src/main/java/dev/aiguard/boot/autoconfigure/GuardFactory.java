@@ -19,7 +19,6 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
-import dev.aiguard.breaker.BreakerNode;
 import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
@@ -82,12 +81,9 @@ final class GuardFactory {
 		Map<String, AiGuard<ChatChunk>> guards = new LinkedHashMap<>();
 		properties.getPolicies().forEach((name, p) -> guards.put(name,
 				AiGuard.of(policy(name, p, breakers, lanes, budget, governor, tree))));
-		Map<String, CircuitBreaker> all = new LinkedHashMap<>(breakers);
-		if (tree != null) {
-			// the tree's breakers are shown, checked for health and moved by hand like the others
-			addTree(tree.root(), all);
-		}
-		return new AiGuardRegistry(guards, all, lanes, governor, tree);
+		// the tree's breakers stay in the tree: their names hold '/', which health contributor names
+		// and endpoint selectors cannot
+		return new AiGuardRegistry(guards, breakers, lanes, governor, tree);
 	}
 
 	private static BreakerPath path(String at, String value, @Nullable String breaker, @Nullable BreakerTree tree) {
@@ -124,10 +120,6 @@ final class GuardFactory {
 				: make(at + ".p0-probe-window", () -> BreakerConfig.from(config).p0ProbeWindow(window).build());
 	}
 
-	private static void addTree(BreakerNode node, Map<String, CircuitBreaker> out) {
-		out.put(node.breaker().name(), node.breaker());
-		node.children().forEach(child -> addTree(child, out));
-	}
 
 	/** @return the tree {@code aiguard.breaker-tree} describes, or {@code null} when it lists no provider */
 	@Nullable
