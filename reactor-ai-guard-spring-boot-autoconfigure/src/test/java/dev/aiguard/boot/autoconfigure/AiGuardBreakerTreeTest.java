@@ -42,8 +42,7 @@ class AiGuardBreakerTreeTest {
 			assertThat(primary.endpoint().breaker().config().p0ProbeWindow()).isEqualTo(Duration.ofSeconds(2));
 			assertThat(tree.root().breaker().config().openP0ProbeShare()).isEqualTo(0.05);
 			assertThat(primary.provider().breaker().config().openP0ProbeShare()).isZero();
-			@SuppressWarnings("unchecked")
-			AiGuard<ChatChunk> chat = context.getBean("chat", AiGuard.class);
+			AiGuard<ChatChunk> chat = registry.guard("chat");
 			assertThat(chat.policy().breakerPath()).isSameAs(primary);
 			// the tree's breakers stay in the tree (no '/' in health contributor names or selectors)
 			assertThat(registry.breakers()).containsOnlyKeys("endpoint");
