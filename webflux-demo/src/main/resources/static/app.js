@@ -554,6 +554,31 @@
     $('counters').innerHTML = html;
   }
 
+  /** The breaker tree as a nested list: each node's name, level and state badge, then its children. */
+  function treeItem(node) {
+    const li = document.createElement('li');
+    li.dataset.breaker = node.breaker;
+    const badge = document.createElement('span');
+    badge.className = 'badge state-' + node.state;
+    badge.dataset.state = node.state;
+    badge.textContent = node.state;
+    li.append(node.name + ' (' + node.level.toLowerCase() + ', ' + node.calls + ' calls) ', badge);
+    if (node.children && node.children.length) {
+      const ul = document.createElement('ul');
+      node.children.forEach(child => ul.append(treeItem(child)));
+      li.append(ul);
+    }
+    return li;
+  }
+
+  function renderTree(tree) {
+    const section = $('breaker-tree-card');
+    section.hidden = !tree;
+    if (!tree) return;
+    const list = $('breaker-tree');
+    list.replaceChildren(treeItem(tree));
+  }
+
   async function refreshGuard() {
     try {
       const response = await fetch('/api/guard', { cache: 'no-store' });
@@ -564,6 +589,7 @@
       $('mock-address').hidden = !(s.mock && s.mock.baseUrl);
       $('mock-url').textContent = s.mock && s.mock.baseUrl ? s.mock.baseUrl : '';
       renderBreaker(s.breaker);
+      renderTree(s.breakerTree);
       renderLanes(s.lanes);
       renderLoad(s.load);
       renderChart(s.recent);

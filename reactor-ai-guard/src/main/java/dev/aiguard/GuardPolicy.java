@@ -13,6 +13,8 @@ import java.util.function.UnaryOperator;
 
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.BreakerGate;
+import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.CacheKeys;
@@ -74,6 +76,9 @@ public final class GuardPolicy {
 	private final boolean retrySet;
 	/** The config of a breaker the policy built itself, or {@code null}. */
 	private final BreakerConfig breakerConfig;
+	/** A path through a breaker tree each attempt passes, or {@code null}. */
+	@Nullable
+	private final BreakerPath breakerPath;
 	@Nullable
 	private final RetryBudget retryBudget;
 	private final MidStreamPolicy<?> midStream;
@@ -116,6 +121,7 @@ public final class GuardPolicy {
 				: CircuitBreaker.builder(b.name).config(b.breakerConfig).metrics(b.metrics)
 						.clock(() -> clock().nanos()).build();
 		this.breakerConfig = b.breakerConfig;
+		this.breakerPath = b.breakerPath;
 		this.lanes = b.lanes;
 		this.load = b.load;
 		this.blockingUpstream = b.blockingUpstream;
@@ -201,10 +207,26 @@ public final class GuardPolicy {
 		return errorClassifier;
 	}
 
-	/** @return the breaker each attempt asks for permission, or {@code null} */
+	/**
+	 * @return the breaker each attempt asks for permission, or {@code null}; with a
+	 *         {@link #breakerPath()}, the path's endpoint breaker (the path asks its provider and the
+	 *         system too)
+	 */
 	@Nullable
 	public CircuitBreaker breaker() {
-		return breaker;
+		return breakerPath != null ? breakerPath.endpoint().breaker() : breaker;
+	}
+
+	/** @return the path through a breaker tree each attempt passes, or {@code null} */
+	@Nullable
+	public BreakerPath breakerPath() {
+		return breakerPath;
+	}
+
+	/** @return what each attempt asks for permission: the path, the breaker, or {@code null} */
+	@Nullable
+	public BreakerGate breakerGate() {
+		return breakerPath != null ? breakerPath : breaker;
 	}
 
 	/** @return the load governor asked before admission, or {@code null} */
@@ -325,6 +347,7 @@ public final class GuardPolicy {
 		else {
 			d.put("breaker", breaker == null ? "none" : breaker.name());
 		}
+		d.put("breakerPath", breakerPath == null ? "none" : breakerPath.toString());
 		d.put("lanes", lanes == null ? "none" : lanes.name());
 		d.put("load", load == null ? "none" : load.name());
 		d.put("blockingUpstream", String.valueOf(blockingUpstream));
@@ -455,6 +478,7 @@ public final class GuardPolicy {
 			b.breakerConfig = breakerConfig;
 			b.breaker = null;
 		}
+		b.breakerPath = breakerPath;
 		b.retryBudget = retryBudget;
 		b.midStream = midStream;
 		b.truncation = truncation;
@@ -470,7 +494,7 @@ public final class GuardPolicy {
 	@Override
 	public String toString() {
 		return "GuardPolicy{" + name + ", defaultPriority=" + defaultPriority + ", stall=" + stall
-				+ (breaker != null ? ", breaker=" + breaker.name() : "") + (lanes != null ? ", lanes=" + lanes.name() : "")
+				+ (breakerGate() != null ? ", breaker=" + breakerGate().name() : "") + (lanes != null ? ", lanes=" + lanes.name() : "")
 				+ (load != null ? ", load=" + load.name() : "") + ", retry=" + retry + ", midStream=" + midStream + (truncation != null ? ", truncation=" + truncation : "")
 				+ (fallback != null ? ", fallback=" + fallback : "") + (overrides.isEmpty() ? "" : ", overrides=" + overrides)
 				+ (validators.isEmpty() ? "" : ", validators=" + validators)
@@ -493,6 +517,7 @@ public final class GuardPolicy {
 		private PriorityLanes lanes;
 		private LoadGovernor load;
 		private BreakerConfig breakerConfig;
+		private BreakerPath breakerPath;
 		private boolean blockingUpstream;
 		private RetryRules retry = RetryRules.none();
 		private boolean retrySet;
@@ -595,6 +620,21 @@ public final class GuardPolicy {
 		public Builder breaker(CircuitBreaker circuitBreaker) {
 			this.breaker = require("breaker", circuitBreaker);
 			this.breakerConfig = null;
+			this.breakerPath = null;
+			return this;
+		}
+
+		/**
+		 * @param path every attempt passes each level of a breaker tree (system, provider, endpoint)
+		 *        with one permit per level, settled once with the attempt's outcome; a refusal names the
+		 *        level that refused, and the fallback ladder learns the path (a
+		 *        {@code Fallback.siblings} step goes to a sibling endpoint). Replaces
+		 *        {@link #breaker(CircuitBreaker)} and {@link #breaker(BreakerConfig)}.
+		 */
+		public Builder breaker(BreakerPath path) {
+			this.breakerPath = require("breaker", path);
+			this.breaker = null;
+			this.breakerConfig = null;
 			return this;
 		}
 
@@ -607,6 +647,7 @@ public final class GuardPolicy {
 		public Builder breaker(BreakerConfig config) {
 			this.breakerConfig = require("breaker", config);
 			this.breaker = null;
+			this.breakerPath = null;
 			return this;
 		}
 

@@ -4,9 +4,9 @@ import java.util.function.Function;
 
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.PreemptedException;
+import dev.aiguard.breaker.BreakerGate;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
-import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.OutputLimits;
@@ -51,8 +51,9 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private final boolean callForm;
 	@Nullable
 	private final RetryBudget retryBudget;
+	/** A breaker, or a path through a breaker tree. */
 	@Nullable
-	private final CircuitBreaker breaker;
+	private final BreakerGate breaker;
 
 	@Nullable
 	private final ChatRequest originalRequest;
@@ -95,7 +96,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		this.continuationBase = request;
 		this.request = request;
 		this.retryBudget = policy.retryBudget();
-		this.breaker = policy.breaker();
+		this.breaker = policy.breakerGate();
 	}
 
 	// ---- sending an attempt ----
@@ -106,12 +107,16 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 			return;
 		}
 		if (breaker != null) {
-			BreakerPermit permit = breaker.tryAcquire();
-			observeBreaker(permit != null);
-			if (permit == null) {
-				breakerRefused();
+			BreakerPermit permit;
+			try {
+				permit = breaker.acquire(priority);
+			}
+			catch (BreakerOpenException refused) {
+				observeBreaker(false);
+				breakerRefused(refused);
 				return;
 			}
+			observeBreaker(true);
 			attemptPermit = permit;
 		}
 		String reason = retryReason;
@@ -154,7 +159,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	 */
 	private int promptTokens() {
 		ChatRequest sent = request;
-		if (sent == null || breaker.config().slowTimeToFirstTokenPerPromptToken().isZero()) {
+		if (sent == null || !breaker.weighsPromptTokens()) {
 			return 0;
 		}
 		if (sent != sizedRequest) {
@@ -165,8 +170,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	}
 
 	/** The breaker refused a retry or a continuation: the last real error stands. */
-	private void breakerRefused() {
-		BreakerOpenException refused = new BreakerOpenException(breaker.name(), breaker.state());
+	private void breakerRefused(BreakerOpenException refused) {
 		Throwable cause = lastError != null ? lastError : refused;
 		long delivered = deliveredTokens();
 		if (delivered > 0L) {
@@ -422,7 +426,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		lastOutcome = outcome;
 		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
-		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key);
+		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, trigger, priority, key, policy.breakerPath());
 		Flux<T> answer = view.fallback().answer(fallbackRequest, blockingScheduler(), clock.scheduler(),
 				this::sourceChosen, policy.metrics(), policy.name());
 		subscribe(answer, settings.tailStall, Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
@@ -468,7 +472,8 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	private void walkFirst(FallbackChain<T> ladder, Throwable cause, @Nullable AdmissionRejectedException shedOtherwise) {
 		this.shedOtherwise = shedOtherwise;
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
-		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, FallbackTrigger.LOAD, priority, key);
+		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, FallbackTrigger.LOAD, priority, key,
+				policy.breakerPath());
 		Flux<T> answer = ladder.answer(fallbackRequest, blockingScheduler(), clock.scheduler(), this::sourceChosen,
 				policy.metrics(), policy.name());
 		subscribe(answer, settings.tailStall, Stage.PREFERRED, tapFor(Stage.PREFERRED), tap);

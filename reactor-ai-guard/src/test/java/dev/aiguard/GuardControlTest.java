@@ -465,7 +465,7 @@ class GuardControlTest {
 				Map.entry("truncation", "truncation"), Map.entry("fallback", "fallback"),
 				Map.entry("responseCache", "responseCache"), Map.entry("cacheKey", "cacheKey"),
 				Map.entry("overrides", "priority.P0.firstTokenTimeout"), Map.entry("validators", "validate"),
-				Map.entry("streamingValidators", "validateStreaming"),
+				Map.entry("streamingValidators", "validateStreaming"), Map.entry("breakerPath", "breakerPath"),
 				Map.entry("resolved", "(derived from the overrides)"), Map.entry("lastClock", "(a cache of the timer)"));
 		Set<String> fields = Arrays.stream(GuardPolicy.class.getDeclaredFields())
 				.filter(f -> !Modifier.isStatic(f.getModifiers())).map(Field::getName).collect(Collectors.toSet());

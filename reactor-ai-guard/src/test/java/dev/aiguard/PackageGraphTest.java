@@ -45,7 +45,7 @@ class PackageGraphTest {
 		ALLOWED.put("breaker", List.of("core", "internal", "metrics"));
 		ALLOWED.put("retry", List.of("core", "internal", "chat"));
 		ALLOWED.put("truncation", List.of("core", "internal", "chat"));
-		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat"));
+		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat", "breaker"));
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
 		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission"));
 		ALLOWED.put("validation", List.of("core", "chat"));

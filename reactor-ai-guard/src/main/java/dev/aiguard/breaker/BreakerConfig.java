@@ -47,6 +47,8 @@ import java.util.Objects;
  * <tr><td>rampUp</td><td>0</td><td>after a re-close, admit a share of calls growing from 0 to 1 over this</td></tr>
  * <tr><td>warmUp / warmUpThresholdFactor</td><td>0 / 2.0</td><td>after the breaker is built, trip only at
  * this factor × the usual pressure for this long</td></tr>
+ * <tr><td>p0ProbeWindow</td><td>0 (off)</td><td>for this long after entering HALF_OPEN, only P0 calls take probe slots</td></tr>
+ * <tr><td>openP0ProbeShare</td><td>0 (off)</td><td>while OPEN, this share of P0 calls still passes</td></tr>
  * </table>
  */
 public final class BreakerConfig {
@@ -86,6 +88,8 @@ public final class BreakerConfig {
 	private final Duration rampUp;
 	private final Duration warmUp;
 	private final double warmUpThresholdFactor;
+	private final Duration p0ProbeWindow;
+	private final double openP0ProbeShare;
 
 	// nanosecond forms, read on the record path
 	final long slowNanos;
@@ -97,6 +101,7 @@ public final class BreakerConfig {
 	final long maxOpenWaitNanos;
 	final long maxTimeInHalfOpenNanos;
 	final long minimumDwellNanos;
+	final long p0ProbeWindowNanos;
 
 	private BreakerConfig(Builder b) {
 		this.failureRateThreshold = b.failureRateThreshold;
@@ -124,6 +129,8 @@ public final class BreakerConfig {
 		this.rampUp = b.rampUp;
 		this.warmUp = b.warmUp;
 		this.warmUpThresholdFactor = b.warmUpThresholdFactor;
+		this.p0ProbeWindow = b.p0ProbeWindow;
+		this.openP0ProbeShare = b.openP0ProbeShare;
 		this.slowNanos = slowTimeToFirstToken.toNanos();
 		this.slowPerPromptTokenNanos = slowTimeToFirstTokenPerPromptToken.toNanos();
 		this.tripDelayNanos = tripDelay.toNanos();
@@ -133,6 +140,7 @@ public final class BreakerConfig {
 		this.maxOpenWaitNanos = maxOpenWait.toNanos();
 		this.maxTimeInHalfOpenNanos = maxTimeInHalfOpen.toNanos();
 		this.minimumDwellNanos = minimumDwell.toNanos();
+		this.p0ProbeWindowNanos = p0ProbeWindow.toNanos();
 	}
 
 	/** @return the default config (see the table above) */
@@ -264,6 +272,19 @@ public final class BreakerConfig {
 		return warmUpThresholdFactor;
 	}
 
+	/**
+	 * @return how long after entering HALF_OPEN only {@code P0} calls take probe slots (calls asked for
+	 *         with {@link CircuitBreaker#tryAcquire(dev.aiguard.core.Priority)}); zero when off
+	 */
+	public Duration p0ProbeWindow() {
+		return p0ProbeWindow;
+	}
+
+	/** @return the share of {@code P0} calls an OPEN breaker still lets through, 0 when off */
+	public double openP0ProbeShare() {
+		return openP0ProbeShare;
+	}
+
 	@Override
 	public boolean equals(Object o) {
 		if (this == o) {
@@ -287,7 +308,8 @@ public final class BreakerConfig {
 				&& slowTimeToFirstTokenPerPromptToken.equals(c.slowTimeToFirstTokenPerPromptToken)
 				&& consecutiveFailuresToTrip == c.consecutiveFailuresToTrip && tripDelay.equals(c.tripDelay)
 				&& rampUp.equals(c.rampUp) && warmUp.equals(c.warmUp)
-				&& Double.compare(warmUpThresholdFactor, c.warmUpThresholdFactor) == 0;
+				&& Double.compare(warmUpThresholdFactor, c.warmUpThresholdFactor) == 0
+				&& p0ProbeWindow.equals(c.p0ProbeWindow) && Double.compare(openP0ProbeShare, c.openP0ProbeShare) == 0;
 	}
 
 	@Override
@@ -296,7 +318,7 @@ public final class BreakerConfig {
 				windowType, windowSize, bucketLength, openWait, openWaitMultiplier, maxOpenWait, openWaitJitter,
 				halfOpenProbes, halfOpenProbeRatio, successesToClose, maxTimeInHalfOpen, hysteresis, minimumDwell,
 				tripPolicy, recordClientErrors, slowTimeToFirstTokenPerPromptToken, consecutiveFailuresToTrip, tripDelay,
-				rampUp, warmUp, warmUpThresholdFactor);
+				rampUp, warmUp, warmUpThresholdFactor, p0ProbeWindow, openP0ProbeShare);
 	}
 
 	@Override
@@ -313,7 +335,8 @@ public final class BreakerConfig {
 				+ ", tripPolicy=" + tripPolicy + ", recordClientErrors=" + recordClientErrors
 				+ ", slowTimeToFirstTokenPerPromptToken=" + slowTimeToFirstTokenPerPromptToken
 				+ ", consecutiveFailuresToTrip=" + consecutiveFailuresToTrip + ", tripDelay=" + tripDelay + ", rampUp="
-				+ rampUp + ", warmUp=" + warmUp + ", warmUpThresholdFactor=" + warmUpThresholdFactor + "}";
+				+ rampUp + ", warmUp=" + warmUp + ", warmUpThresholdFactor=" + warmUpThresholdFactor + ", p0ProbeWindow=" + p0ProbeWindow
+				+ ", openP0ProbeShare=" + openP0ProbeShare + "}";
 	}
 
 	/**
@@ -347,6 +370,8 @@ public final class BreakerConfig {
 		private Duration rampUp = Duration.ZERO;
 		private Duration warmUp = Duration.ZERO;
 		private double warmUpThresholdFactor = 2.0;
+		private Duration p0ProbeWindow = Duration.ZERO;
+		private double openP0ProbeShare;
 
 		private static final Duration MAX_DURATION = Duration.ofDays(365);
 
@@ -379,6 +404,8 @@ public final class BreakerConfig {
 			this.rampUp = c.rampUp;
 			this.warmUp = c.warmUp;
 			this.warmUpThresholdFactor = c.warmUpThresholdFactor;
+			this.p0ProbeWindow = c.p0ProbeWindow;
+			this.openP0ProbeShare = c.openP0ProbeShare;
 		}
 
 		/** @param threshold a fraction in (0, 1]: 0.5 trips at 50 % failures */
@@ -645,6 +672,34 @@ public final class BreakerConfig {
 				throw new IllegalArgumentException("warmUpThresholdFactor must be between 1 and 100, was " + factor);
 			}
 			this.warmUpThresholdFactor = factor;
+			return this;
+		}
+
+		/**
+		 * @param window for this long after the breaker enters HALF_OPEN, a call asked for at
+		 * {@code P1} or {@code P2} ({@link CircuitBreaker#tryAcquire(dev.aiguard.core.Priority)}) is
+		 * refused, so the probe slots go to {@code P0} first; after it, any priority probes. A call
+		 * without a priority ({@link CircuitBreaker#tryAcquire()}) is not held back. Zero (the default)
+		 * is off; at most 1 hour.
+		 */
+		public Builder p0ProbeWindow(Duration window) {
+			this.p0ProbeWindow = nonNegative("p0ProbeWindow", window, Duration.ofHours(1));
+			return this;
+		}
+
+		/**
+		 * @param share while the breaker is OPEN (not FORCED_OPEN), this share of the {@code P0} calls
+		 * still passes: the first P0 call offered in the stay, then each time the count of P0 calls
+		 * times the share crosses a whole number. Their outcomes are counted in the window but decide
+		 * nothing (the open wait still ends the stay). {@code P1}, {@code P2} and calls without a
+		 * priority are refused. Between 0 (off, the default) and 0.5; meant for a system-wide breaker,
+		 * so a total outage still lets a trickle of the most urgent traffic find the first recovery.
+		 */
+		public Builder openP0ProbeShare(double share) {
+			if (!(share >= 0 && share <= 0.5)) {
+				throw new IllegalArgumentException("openP0ProbeShare must be between 0 (off) and 0.5, was " + share);
+			}
+			this.openP0ProbeShare = share;
 			return this;
 		}
 

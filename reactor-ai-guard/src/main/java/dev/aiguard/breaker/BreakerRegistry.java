@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.function.Consumer;
 
 import dev.aiguard.metrics.GuardMetrics;
 
@@ -24,11 +25,15 @@ import dev.aiguard.metrics.GuardMetrics;
  *     .build();
  * CircuitBreaker openai = registry.breaker("openai");
  * CircuitBreaker slow = registry.breaker("reasoning", reasoningConfig);
+ * BreakerTree llm = registry.tree("llm", tree -> tree
+ *     .provider("openai", "gpt-4o", "gpt-4o-mini")
+ *     .provider("anthropic", "claude-sonnet"));
  * }</pre>
  */
 public final class BreakerRegistry {
 
 	private final ConcurrentMap<String, CircuitBreaker> breakers = new ConcurrentHashMap<>();
+	private final ConcurrentMap<String, BreakerTree> trees = new ConcurrentHashMap<>();
 	private final BreakerConfig defaultConfig;
 	private final BreakerClock clock;
 	private final Clock wallClock;
@@ -82,6 +87,65 @@ public final class BreakerRegistry {
 	/** @return every breaker created so far */
 	public Collection<CircuitBreaker> breakers() {
 		return List.copyOf(breakers.values());
+	}
+
+	/**
+	 * The {@link BreakerTree} named {@code name}, built by {@code spec} on first use; later requests get
+	 * the same tree whatever spec they pass. The tree's breakers read the registry's clock, report to
+	 * its metrics and listeners, and are in the registry under their paths ({@code name},
+	 * {@code name/provider}, {@code name/provider/endpoint}). Every level starts from the registry's
+	 * default config (parents without its trip policy and consecutive-failure rule, which the tree's
+	 * correlation rule replaces); {@code spec} may set its own.
+	 *
+	 * <pre>{@code
+	 * BreakerTree llm = registry.tree("llm", tree -> tree
+	 *     .systemConfig(BreakerConfig.custom().openP0ProbeShare(0.05).build())
+	 *     .provider("openai", "gpt-4o", "gpt-4o-mini"));
+	 * }</pre>
+	 *
+	 * @throws IllegalArgumentException when the spec is incomplete, or a breaker of the tree would take
+	 *         the name of a breaker the registry already holds
+	 */
+	public BreakerTree tree(String name, Consumer<BreakerTree.Builder> spec) {
+		Objects.requireNonNull(name, "name");
+		Objects.requireNonNull(spec, "spec");
+		BreakerTree existing = trees.get(name);
+		if (existing != null) {
+			return existing;
+		}
+		return trees.computeIfAbsent(name, n -> {
+			BreakerConfig parents = BreakerConfig.from(defaultConfig).consecutiveFailuresToTrip(0)
+					.tripPolicy(TripPolicy.failureRate()).build();
+			BreakerTree.Builder b = BreakerTree.builder(n).clock(clock).wallClock(wallClock).metrics(metrics)
+					.endpointConfig(defaultConfig).providerConfig(parents).systemConfig(parents);
+			listeners.forEach(b::listener);
+			spec.accept(b);
+			BreakerTree tree = b.build((breakerName, config) -> {
+				if (breakers.containsKey(breakerName)) {
+					throw new IllegalArgumentException("breaker tree '" + n + "' needs the name '" + breakerName
+							+ "', which a breaker of the registry already has");
+				}
+				return b.newBreaker(breakerName, config);
+			});
+			for (BreakerPath path : tree.paths()) {
+				breakers.putIfAbsent(path.endpoint().breaker().name(), path.endpoint().breaker());
+			}
+			for (BreakerNode provider : tree.root().children()) {
+				breakers.putIfAbsent(provider.breaker().name(), provider.breaker());
+			}
+			breakers.putIfAbsent(tree.root().breaker().name(), tree.root().breaker());
+			return tree;
+		});
+	}
+
+	/** @return the tree named {@code name} if it exists */
+	public Optional<BreakerTree> findTree(String name) {
+		return Optional.ofNullable(trees.get(name));
+	}
+
+	/** @return every tree created so far */
+	public Collection<BreakerTree> trees() {
+		return List.copyOf(trees.values());
 	}
 
 	/** @return the config new breakers get by default */

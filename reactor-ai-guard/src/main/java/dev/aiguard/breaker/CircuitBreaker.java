@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.concurrent.atomic.LongAdder;
 
 import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
 
@@ -69,7 +70,7 @@ import dev.aiguard.metrics.GuardMetrics;
  * are reported to listeners and to {@link GuardMetrics} on the calling thread; a throwing listener or
  * metrics implementation is logged and ignored.
  */
-public final class CircuitBreaker {
+public final class CircuitBreaker implements BreakerGate {
 
 	private static final BreakerListener[] NO_LISTENERS = {};
 
@@ -138,7 +139,46 @@ public final class CircuitBreaker {
 		if (p.state == BreakerState.CLOSED) {
 			return p.ramping ? rampAcquire(p, clock.nanoTime()) : new Permit(this, p, Permit.CALL);
 		}
-		return acquire(p, 0, false);
+		return acquire(p, 0, false, NO_PRIORITY);
+	}
+
+	/**
+	 * Asks to make one call at a priority. CLOSED costs the same as {@link #tryAcquire()}; the priority
+	 * matters only where probing is priority-aware: within {@link BreakerConfig#p0ProbeWindow()} of
+	 * entering HALF_OPEN a {@code P1} or {@code P2} call is refused (the probe slots go to {@code P0}
+	 * first), and while OPEN a share {@link BreakerConfig#openP0ProbeShare()} of the {@code P0} calls
+	 * still passes.
+	 *
+	 * <pre>{@code
+	 * BreakerPermit permit = breaker.tryAcquire(Priority.P0);
+	 * }</pre>
+	 *
+	 * @param priority the call's priority
+	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses
+	 */
+	public BreakerPermit tryAcquire(Priority priority) {
+		Phase p = phase;
+		if (p.state == BreakerState.CLOSED) {
+			return p.ramping ? rampAcquire(p, clock.nanoTime()) : new Permit(this, p, Permit.CALL);
+		}
+		return acquire(p, 0, false, priority.ordinal());
+	}
+
+	/**
+	 * {@inheritDoc} Allocates the exception only on a refusal.
+	 */
+	@Override
+	public BreakerPermit acquire(Priority priority) {
+		BreakerPermit permit = tryAcquire(priority);
+		if (permit == null) {
+			throw new BreakerOpenException(name, phase.state);
+		}
+		return permit;
+	}
+
+	@Override
+	public boolean weighsPromptTokens() {
+		return settings.config.slowPerPromptTokenNanos > 0;
 	}
 
 	/**
@@ -160,10 +200,14 @@ public final class CircuitBreaker {
 		if (p.state == BreakerState.CLOSED) {
 			return p.ramping ? rampAcquire(p, nowNanos) : new Permit(this, p, Permit.CALL);
 		}
-		return acquire(p, nowNanos, true);
+		return acquire(p, nowNanos, true, NO_PRIORITY);
 	}
 
-	private BreakerPermit acquire(Phase p, long givenNow, boolean timed) {
+	/** The priority rank of a call asked for without one. */
+	private static final int NO_PRIORITY = -1;
+
+	/** @param rank the call's priority ordinal, or {@link #NO_PRIORITY} */
+	private BreakerPermit acquire(Phase p, long givenNow, boolean timed, int rank) {
 		for (;; p = phase) {
 			switch (p.state) {
 				case CLOSED:
@@ -176,13 +220,18 @@ public final class CircuitBreaker {
 				case OPEN: {
 					long now = timed ? givenNow : clock.nanoTime();
 					if (now - p.openUntil < 0) {
+						double share = settings.config.openP0ProbeShare();
+						if (rank == 0 && share > 0 && shareAdmits(p, share)) {
+							// counted in the window, decides nothing: the OPEN stay ends with its wait
+							return new Permit(this, p, Permit.CALL);
+						}
 						return reject(p, now, true);
 					}
 					transition(p, Phase.halfOpen(p, now, settings.config), "open wait elapsed");
 					break; // read the new phase
 				}
 				case HALF_OPEN: {
-					BreakerPermit permit = acquireProbe(p, timed ? givenNow : clock.nanoTime());
+					BreakerPermit permit = acquireProbe(p, timed ? givenNow : clock.nanoTime(), rank);
 					if (permit != RETRY) {
 						return permit;
 					}
@@ -219,7 +268,13 @@ public final class CircuitBreaker {
 	private static final BreakerPermit RETRY = (outcome, ttft) -> {
 	};
 
-	private BreakerPermit acquireProbe(Phase p, long now) {
+	/** The deterministic share: the 1st offered call, then each time {@code k × share} crosses an integer. */
+	private static boolean shareAdmits(Phase p, double share) {
+		long k = Phase.OFFERED.getAndIncrement(p);
+		return Math.ceil((k + 1) * share) > Math.ceil(k * share);
+	}
+
+	private BreakerPermit acquireProbe(Phase p, long now, int rank) {
 		Settings s = settings;
 		BreakerConfig c = s.config;
 		if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
@@ -231,6 +286,9 @@ public final class CircuitBreaker {
 			if (phase != p) {
 				return RETRY;
 			}
+		}
+		if (rank > 0 && now - p.enteredAt < c.p0ProbeWindowNanos) {
+			return reject(p, now, true); // the probe slots go to P0 first
 		}
 		int probes = c.halfOpenProbes();
 		if (probes > 0) {
@@ -244,10 +302,7 @@ public final class CircuitBreaker {
 				}
 			}
 		}
-		double ratio = c.halfOpenProbeRatio();
-		long k = Phase.OFFERED.getAndIncrement(p);
-		// deterministic share: the 1st offered call, then each time k × ratio crosses an integer
-		if (Math.ceil((k + 1) * ratio) > Math.ceil(k * ratio)) {
+		if (shareAdmits(p, c.halfOpenProbeRatio())) {
 			return new Permit(this, p, Permit.PROBE);
 		}
 		return reject(p, now, true);
@@ -693,6 +748,18 @@ public final class CircuitBreaker {
 		return window;
 	}
 
+	/**
+	 * The window slid to {@code nowNanos}, a reading of this breaker's clock: a parent in a
+	 * {@link BreakerTree} reads its children's evidence this way, without a copy.
+	 */
+	WindowCounts countsAt(long nowNanos) {
+		SlidingWindow window = settings.window;
+		if (window.timeBased()) {
+			window.advanceTo(nowNanos);
+		}
+		return window;
+	}
+
 	/** The live window (tests compare its slots with its totals). */
 	SlidingWindow window() {
 		return settings.window;
@@ -825,7 +892,8 @@ public final class CircuitBreaker {
 
 		volatile int granted;
 		/**
-		 * HALF_OPEN ratio probes: calls offered so far. A ramping CLOSED stay: its credit in
+		 * HALF_OPEN ratio probes: calls offered so far. OPEN: P0 calls offered to the share that still
+		 * passes. A ramping CLOSED stay: its credit in
 		 * {@link #CREDIT_UNIT}s, starting just below one unit so the first call with a share is admitted.
 		 */
 		volatile long offered;

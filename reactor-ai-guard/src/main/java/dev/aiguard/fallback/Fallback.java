@@ -1,8 +1,11 @@
 package dev.aiguard.fallback;
 
 import java.util.List;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
+import dev.aiguard.breaker.BreakerPath;
+import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import org.reactivestreams.Publisher;
@@ -79,6 +82,31 @@ public interface Fallback<T> {
 			Function<? super Flux<T>, ? extends Publisher<T>> guard) {
 		return new FallbackSteps.ModelStep<>(FallbackSteps.require("factory", factory),
 				FallbackSteps.require("guard", guard));
+	}
+
+	/**
+	 * Another model endpoint of a {@link BreakerTree} ({@link Source#FALLBACK_MODEL}): the request's
+	 * {@link FallbackRequest#breakerPath()} says which endpoint failed or refused, and this step goes
+	 * to a CLOSED sibling under the same provider first (when that provider is CLOSED), then to an
+	 * endpoint under another CLOSED provider ({@link BreakerTree#alternativesTo}). The call takes a
+	 * permit on the chosen path at the request's priority (a refused path is skipped) and settles it
+	 * once: {@code SUCCESS} on completion after at least one chunk (time to first chunk measured on
+	 * the tree's clock), {@code INCOMPLETE} on an empty completion, {@code FAILURE} on an error,
+	 * {@code CANCELLED} on a cancel (the ladder's step timeout included). It fails, and the ladder
+	 * moves on, without a {@code ChatRequest}, without a path of this tree, or with no alternative
+	 * left.
+	 *
+	 * <pre>{@code
+	 * Fallback.siblings(tree, (path, req) -> client.stream(req.withModel(path.endpoint().name())))
+	 * }</pre>
+	 *
+	 * @param tree the tree whose endpoints answer
+	 * @param client opens the answer stream of an endpoint for a request
+	 */
+	static <T> Fallback<T> siblings(BreakerTree tree,
+			BiFunction<? super BreakerPath, ? super ChatRequest, ? extends Publisher<T>> client) {
+		return new FallbackSteps.SiblingStep<>(FallbackSteps.require("tree", tree),
+				FallbackSteps.require("client", client));
 	}
 
 	/**

@@ -2,6 +2,7 @@ package dev.aiguard.fallback;
 
 import java.util.Objects;
 
+import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatRequest;
 import org.jspecify.annotations.Nullable;
@@ -22,13 +23,22 @@ import org.jspecify.annotations.Nullable;
  * @param priority the priority the request runs at
  * @param cacheKey the key under which a {@link ResponseCache} holds the answer to this request, or
  *        {@code null} when the request has none (cache steps then miss)
+ * @param breakerPath the path through a breaker tree the realtime attempts took (which endpoint
+ *        failed or refused), or {@code null} when the policy has no tree; a
+ *        {@link Fallback#siblings} step starts from it
  */
 public record FallbackRequest(@Nullable ChatRequest chatRequest, Throwable cause, FallbackTrigger trigger,
-		Priority priority, @Nullable Object cacheKey) {
+		Priority priority, @Nullable Object cacheKey, @Nullable BreakerPath breakerPath) {
 
 	public FallbackRequest {
 		Objects.requireNonNull(cause, "cause");
 		Objects.requireNonNull(trigger, "trigger");
 		Objects.requireNonNull(priority, "priority");
+	}
+
+	/** A request outside a breaker tree: {@link #breakerPath()} is {@code null}. */
+	public FallbackRequest(@Nullable ChatRequest chatRequest, Throwable cause, FallbackTrigger trigger,
+			Priority priority, @Nullable Object cacheKey) {
+		this(chatRequest, cause, trigger, priority, cacheKey, null);
 	}
 }

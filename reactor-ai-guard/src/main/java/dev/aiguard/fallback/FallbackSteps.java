@@ -2,8 +2,13 @@ package dev.aiguard.fallback;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
+import dev.aiguard.breaker.BreakerPath;
+import dev.aiguard.breaker.BreakerPermit;
+import dev.aiguard.breaker.BreakerTree;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import org.jspecify.annotations.Nullable;
@@ -101,6 +106,78 @@ final class FallbackSteps {
 		@Override
 		public String toString() {
 			return guard == null ? "Fallback[FALLBACK_MODEL]" : "Fallback[FALLBACK_MODEL, guarded]";
+		}
+	}
+
+	static final class SiblingStep<T> implements Fallback<T> {
+
+		private final BreakerTree tree;
+		private final BiFunction<? super BreakerPath, ? super ChatRequest, ? extends Publisher<T>> client;
+
+		SiblingStep(BreakerTree tree, BiFunction<? super BreakerPath, ? super ChatRequest, ? extends Publisher<T>> client) {
+			this.tree = tree;
+			this.client = client;
+		}
+
+		@Override
+		public Source source() {
+			return Source.FALLBACK_MODEL;
+		}
+
+		@Override
+		public Flux<T> answer(FallbackRequest request) {
+			ChatRequest chat = request.chatRequest();
+			if (chat == null) {
+				return Flux.error(new IllegalStateException(
+						"a FALLBACK_MODEL step needs the ChatRequest, which only the call form provides"));
+			}
+			BreakerPath failed = request.breakerPath();
+			if (failed == null || failed.tree() != tree) {
+				return Flux.error(new IllegalStateException("a siblings step of breaker tree '" + tree.name()
+						+ "' needs a policy whose breaker is a path of that tree, was " + failed));
+			}
+			return Flux.defer(() -> {
+				for (BreakerPath alternative : tree.alternativesTo(failed)) {
+					BreakerPermit permit = alternative.tryAcquire(request.priority());
+					if (permit != null) {
+						return open(alternative, chat, permit);
+					}
+				}
+				return Flux.error(new IllegalStateException("no CLOSED alternative to '" + failed.name()
+						+ "' in breaker tree '" + tree.name() + "'"));
+			});
+		}
+
+		private Flux<T> open(BreakerPath path, ChatRequest chat, BreakerPermit permit) {
+			Publisher<T> source;
+			try {
+				source = client.apply(path, chat);
+			}
+			catch (Throwable t) {
+				permit.record(Outcome.FAILURE, -1L);
+				return Flux.error(t);
+			}
+			if (source == null) {
+				permit.record(Outcome.FAILURE, -1L);
+				return Flux.error(new IllegalStateException("the siblings client returned null for " + path.name()));
+			}
+			long start = tree.clock().nanoTime();
+			long[] firstAt = {-1L}; // one subscription: the signals below never overlap
+			return Flux.from(source)
+					.doOnNext(chunk -> {
+						if (firstAt[0] < 0) {
+							firstAt[0] = tree.clock().nanoTime();
+						}
+					})
+					.doOnComplete(() -> permit.record(firstAt[0] < 0 ? Outcome.INCOMPLETE : Outcome.SUCCESS,
+							firstAt[0] < 0 ? -1L : firstAt[0] - start))
+					.doOnError(e -> permit.record(Outcome.FAILURE, firstAt[0] < 0 ? -1L : firstAt[0] - start))
+					.doOnCancel(() -> permit.record(Outcome.CANCELLED, -1L));
+		}
+
+		@Override
+		public String toString() {
+			return "Fallback[FALLBACK_MODEL, siblings in " + tree.name() + "]";
 		}
 	}
 

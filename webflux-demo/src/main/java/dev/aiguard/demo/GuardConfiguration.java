@@ -169,7 +169,8 @@ class GuardConfiguration {
 				Objects.requireNonNull(policy.breaker(), "aiguard.policies.chat.breaker names no breaker"),
 				Clock.systemUTC(),
 				Objects.requireNonNull(policy.lanes(), "aiguard.policies.chat.lanes is not true"), stats, upstream,
-				defaultClient, governor, governor == null ? null : guardProperties.getLoad().getCapacity());
+				defaultClient, governor, governor == null ? null : guardProperties.getLoad().getCapacity(),
+				registry.breakerTree().orElse(null));
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)

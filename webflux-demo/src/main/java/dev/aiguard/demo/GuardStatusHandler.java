@@ -10,6 +10,8 @@ import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.boot.autoconfigure.AiGuardEndpoint;
 import dev.aiguard.boot.autoconfigure.AiGuardLoadView;
 import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.BreakerNodeSnapshot;
+import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.load.LoadGovernor;
@@ -40,15 +42,19 @@ final class GuardStatusHandler {
 	private final LoadGovernor governor;
 	@Nullable
 	private final Double capacity;
+	@Nullable
+	private final BreakerTree tree;
 
 	/**
 	 * @param wallClock for the epoch time of {@code openUntil}
 	 * @param governor the policy's load governor, or {@code null}
 	 * @param capacity its capacity in requests per second ({@code aiguard.load.capacity}), or {@code null}
+	 * @param tree the breaker tree ({@code aiguard.breaker-tree}), or {@code null}
 	 */
 	GuardStatusHandler(CircuitBreaker breaker, Clock wallClock, PriorityLanes lanes, GuardStats stats,
 			ModelUpstream upstream, AnswerClient defaultClient, @Nullable LoadGovernor governor,
-			@Nullable Double capacity) {
+			@Nullable Double capacity, @Nullable BreakerTree tree) {
+		this.tree = tree;
 		this.breaker = breaker;
 		this.wallClock = wallClock;
 		this.lanes = lanes;
@@ -71,6 +77,7 @@ final class GuardStatusHandler {
 		clients.put("available", Arrays.stream(AnswerClient.values()).map(AnswerClient::id).toList());
 		body.put("client", clients);
 		body.put("breaker", breaker());
+		body.put("breakerTree", tree == null ? null : node(tree.snapshot()));
 		body.put("lanes", lanes());
 		body.put("load", load());
 		Map<String, Object> counters = new LinkedHashMap<>();
@@ -113,6 +120,19 @@ final class GuardStatusHandler {
 		backoff.put("jitter", config.openWaitJitter());
 		b.put("openWaitBackoff", backoff);
 		return b;
+	}
+
+	/** A node of the breaker tree and its subtree: what the page's nested list shows. */
+	private static Map<String, Object> node(BreakerNodeSnapshot node) {
+		Map<String, Object> m = new LinkedHashMap<>();
+		m.put("name", node.name());
+		m.put("breaker", node.breakerName());
+		m.put("level", node.level().name());
+		m.put("state", node.state().name());
+		m.put("calls", node.calls());
+		m.put("failureRate", node.failureRate());
+		m.put("children", node.children().stream().map(GuardStatusHandler::node).toList());
+		return m;
 	}
 
 	private Map<String, Object> lanes() {

@@ -159,6 +159,23 @@ class ChatEndpointTest extends DemoTestSupport {
 	}
 
 	@Test
+	void guardSnapshotShowsTheBreakerTree() {
+		JsonNode tree = json.readTree(client.get().uri("/api/guard").exchange().expectStatus().isOk()
+			.expectBody(String.class).returnResult().getResponseBody()).get("breakerTree");
+
+		assertThat(tree.get("name").stringValue()).isEqualTo("llm");
+		assertThat(tree.get("level").stringValue()).isEqualTo("SYSTEM");
+		assertThat(tree.get("state").stringValue()).isEqualTo("CLOSED");
+		JsonNode mockProvider = tree.get("children").get(0);
+		assertThat(mockProvider.get("breaker").stringValue()).isEqualTo("llm/mock");
+		assertThat(mockProvider.get("children").size()).isEqualTo(2);
+		assertThat(mockProvider.get("children").get(0).get("name").stringValue()).isEqualTo("primary");
+		assertThat(mockProvider.get("children").get(1).get("name").stringValue()).isEqualTo("secondary");
+		assertThat(mockProvider.get("children").get(1).get("level").stringValue()).isEqualTo("ENDPOINT");
+		assertThat(mockProvider.get("children").get(1).has("failureRate")).isTrue();
+	}
+
+	@Test
 	void answersStillFlowAfterTheMockIsStoppedAndStartedOnAnotherPort() {
 		// Spring's test framework pauses cached contexts (stopping lifecycle beans) between classes
 		String before = mock.baseUrl();

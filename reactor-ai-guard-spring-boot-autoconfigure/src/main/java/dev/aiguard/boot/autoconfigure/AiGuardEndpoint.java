@@ -7,6 +7,7 @@ import java.util.Map;
 
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerNodeSnapshot;
 import dev.aiguard.breaker.BreakerSnapshot;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.core.Priority;
@@ -23,7 +24,8 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 /**
  * The {@code aiguard} Actuator endpoint. Reading it ({@code GET /actuator/aiguard}) shows every
  * policy, breaker (state, rates, window, when the next probe may go) and lane (capacity, in flight,
- * queued), the load governor's level and inputs, and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
+ * queued), the breaker tree when one is configured ({@code breakerTree}: each node's level, state,
+ * rates and children), the load governor's level and inputs, and the most recent reports. {@code GET /actuator/aiguard/{breaker}} shows one breaker.
  * {@code POST /actuator/aiguard/{breaker}} with {@code {"state": "forced-open" | "disabled" | "closed"}}
  * moves a breaker by hand and records an audit event {@value #AUDIT_TYPE} when the application has
  * an {@link AuditEventRepository}; {@code POST /actuator/aiguard/lanes/{priority}} with
@@ -67,10 +69,31 @@ public class AiGuardEndpoint {
 		Map<String, Object> breakers = new LinkedHashMap<>();
 		registry.breakers().forEach((name, breaker) -> breakers.put(name, breaker(breaker)));
 		body.put("breakers", breakers);
+		registry.breakerTree().ifPresent(tree -> body.put("breakerTree", node(tree.snapshot())));
 		body.put("lanes", registry.lanes().map(AiGuardEndpoint::lanes).orElse(null));
 		body.put("load", registry.load().map(AiGuardLoadView::of).orElse(null));
 		body.put("reports", reports.newestFirst());
 		return body;
+	}
+
+	/**
+	 * A node of the breaker tree and its subtree: name, level, state, window rates, refusals, children.
+	 *
+	 * @param node the node as it was read
+	 * @return the node as the read view shows it
+	 */
+	static Map<String, Object> node(BreakerNodeSnapshot node) {
+		Map<String, Object> m = new LinkedHashMap<>();
+		m.put("name", node.name());
+		m.put("breaker", node.breakerName());
+		m.put("level", node.level().name());
+		m.put("state", node.state().name());
+		m.put("calls", node.calls());
+		m.put("failureRate", node.failureRate());
+		m.put("slowCallRate", node.slowCallRate());
+		m.put("rejectedCalls", node.rejectedCalls());
+		m.put("children", node.children().stream().map(AiGuardEndpoint::node).toList());
+		return m;
 	}
 
 	/** @return one breaker, or {@code null} (404) when there is none of that name */

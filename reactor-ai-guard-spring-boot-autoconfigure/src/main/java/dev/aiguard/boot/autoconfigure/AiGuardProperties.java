@@ -51,6 +51,9 @@ public class AiGuardProperties {
 	/** Circuit breakers by name, shared by the policies that name them in {@code breaker}. */
 	private Map<String, Breaker> breakers = new LinkedHashMap<>();
 
+	/** A breaker hierarchy (system → providers → endpoints); policies pass it with {@code breaker-path}. */
+	private BreakerTree breakerTree = new BreakerTree();
+
 	/** The priority lanes shared by every policy with {@code lanes: true}. */
 	private Lanes lanes = new Lanes();
 
@@ -88,6 +91,14 @@ public class AiGuardProperties {
 
 	public void setBreakers(Map<String, Breaker> breakers) {
 		this.breakers = breakers;
+	}
+
+	public BreakerTree getBreakerTree() {
+		return breakerTree;
+	}
+
+	public void setBreakerTree(BreakerTree breakerTree) {
+		this.breakerTree = breakerTree;
 	}
 
 	public Lanes getLanes() {
@@ -128,6 +139,121 @@ public class AiGuardProperties {
 
 	public void setLoad(Load load) {
 		this.load = load;
+	}
+
+	/**
+	 * A breaker hierarchy: the system, its providers and their model endpoints. Built when at least one
+	 * provider is listed. Each level's settings are copied from a breaker under {@code aiguard.breakers}
+	 * (that breaker is built too, on its own); the library's defaults otherwise.
+	 *
+	 * <pre>
+	 * aiguard:
+	 *   breaker-tree:
+	 *     name: llm
+	 *     providers:
+	 *       openai: gpt-4o, gpt-4o-mini
+	 *       anthropic: claude-sonnet
+	 *     endpoint-config: endpoint
+	 *     system-p0-probe-share: 0.05
+	 *     p0-probe-window: 2s
+	 *   policies:
+	 *     chat: { breaker-path: openai/gpt-4o }
+	 * </pre>
+	 */
+	public static class BreakerTree {
+
+		/** The tree's name: its system breaker's name and the first part of every breaker's in it. */
+		private String name = "llm";
+
+		/** Providers and their model endpoints, in order (the order a siblings fallback tries them in). */
+		private Map<String, List<String>> providers = new LinkedHashMap<>();
+
+		/** The breaker under {@code aiguard.breakers} whose settings every endpoint takes. */
+		@Nullable
+		private String endpointConfig;
+
+		/** The breaker whose settings every provider takes (its trip policy becomes the correlation rule). */
+		@Nullable
+		private String providerConfig;
+
+		/** The breaker whose settings the system takes (its trip policy becomes the correlation rule). */
+		@Nullable
+		private String systemConfig;
+
+		/** Failing children that trip a parent, at least 2. */
+		private int childrenToTrip = 2;
+
+		/** For this long after a breaker of the tree enters HALF_OPEN, only P0 calls probe. Unset: off. */
+		@Nullable
+		private Duration p0ProbeWindow;
+
+		/** While the system breaker is OPEN, this share of P0 calls still passes (0 to 0.5). Unset: off. */
+		@Nullable
+		private Double systemP0ProbeShare;
+
+		public String getName() {
+			return name;
+		}
+
+		public void setName(String name) {
+			this.name = name;
+		}
+
+		public Map<String, List<String>> getProviders() {
+			return providers;
+		}
+
+		public void setProviders(Map<String, List<String>> providers) {
+			this.providers = providers;
+		}
+
+		public @Nullable String getEndpointConfig() {
+			return endpointConfig;
+		}
+
+		public void setEndpointConfig(@Nullable String endpointConfig) {
+			this.endpointConfig = endpointConfig;
+		}
+
+		public @Nullable String getProviderConfig() {
+			return providerConfig;
+		}
+
+		public void setProviderConfig(@Nullable String providerConfig) {
+			this.providerConfig = providerConfig;
+		}
+
+		public @Nullable String getSystemConfig() {
+			return systemConfig;
+		}
+
+		public void setSystemConfig(@Nullable String systemConfig) {
+			this.systemConfig = systemConfig;
+		}
+
+		public int getChildrenToTrip() {
+			return childrenToTrip;
+		}
+
+		public void setChildrenToTrip(int childrenToTrip) {
+			this.childrenToTrip = childrenToTrip;
+		}
+
+		public @Nullable Duration getP0ProbeWindow() {
+			return p0ProbeWindow;
+		}
+
+		public void setP0ProbeWindow(@Nullable Duration p0ProbeWindow) {
+			this.p0ProbeWindow = p0ProbeWindow;
+		}
+
+		public @Nullable Double getSystemP0ProbeShare() {
+			return systemP0ProbeShare;
+		}
+
+		public void setSystemP0ProbeShare(@Nullable Double systemP0ProbeShare) {
+			this.systemP0ProbeShare = systemP0ProbeShare;
+		}
 	}
 
 	/** The {@code aiguardBreakers} health contributor: one indicator per breaker. */
@@ -185,6 +311,13 @@ public class AiGuardProperties {
 		@Nullable
 		private String breaker;
 
+		/**
+		 * {@code provider/endpoint} in {@code aiguard.breaker-tree}: each attempt passes the system, that
+		 * provider and that endpoint; instead of {@code breaker}.
+		 */
+		@Nullable
+		private String breakerPath;
+
 		/** Whether requests are admitted through the shared lanes ({@code aiguard.lanes}). */
 		private boolean lanes;
 
@@ -228,6 +361,14 @@ public class AiGuardProperties {
 
 		public void setBreaker(@Nullable String breaker) {
 			this.breaker = breaker;
+		}
+
+		public @Nullable String getBreakerPath() {
+			return breakerPath;
+		}
+
+		public void setBreakerPath(@Nullable String breakerPath) {
+			this.breakerPath = breakerPath;
 		}
 
 		public boolean isLanes() {

@@ -7,6 +7,7 @@ import java.util.Optional;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.load.LoadGovernor;
@@ -31,13 +32,26 @@ public final class AiGuardRegistry implements DisposableBean {
 	private final PriorityLanes lanes;
 	@Nullable
 	private final LoadGovernor load;
+	@Nullable
+	private final BreakerTree tree;
 
 	AiGuardRegistry(Map<String, AiGuard<ChatChunk>> guards, Map<String, CircuitBreaker> breakers,
 			@Nullable PriorityLanes lanes, @Nullable LoadGovernor load) {
+		this(guards, breakers, lanes, load, null);
+	}
+
+	AiGuardRegistry(Map<String, AiGuard<ChatChunk>> guards, Map<String, CircuitBreaker> breakers,
+			@Nullable PriorityLanes lanes, @Nullable LoadGovernor load, @Nullable BreakerTree tree) {
 		this.guards = Collections.unmodifiableMap(new LinkedHashMap<>(guards));
 		this.breakers = Collections.unmodifiableMap(new LinkedHashMap<>(breakers));
 		this.lanes = lanes;
 		this.load = load;
+		this.tree = tree;
+	}
+
+	/** @return the breaker tree {@code aiguard.breaker-tree} describes, if it lists a provider */
+	public Optional<BreakerTree> breakerTree() {
+		return Optional.ofNullable(tree);
 	}
 
 	/**
@@ -63,7 +77,7 @@ public final class AiGuardRegistry implements DisposableBean {
 		return Optional.ofNullable(breakers.get(name));
 	}
 
-	/** @return every breaker by name, in configuration order */
+	/** @return every breaker by name, in configuration order (a breaker tree's are in {@link #breakerTree()}) */
 	public Map<String, CircuitBreaker> breakers() {
 		return breakers;
 	}

@@ -1,5 +1,6 @@
 package dev.aiguard.boot.autoconfigure;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -18,6 +19,8 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.BreakerPath;
+import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.breaker.TripPolicy;
 import dev.aiguard.breaker.TtftPercentilePolicy;
@@ -73,11 +76,78 @@ final class GuardFactory {
 	AiGuardRegistry build(@Nullable PriorityLanes lanes, @Nullable LoadGovernor governor) {
 		Map<String, CircuitBreaker> breakers = new LinkedHashMap<>();
 		properties.getBreakers().forEach((name, b) -> breakers.put(name, breaker(name, b)));
+		BreakerTree tree = tree(properties.getBreakerTree(), breakers);
 		RetryBudget budget = budget(properties.getRetryBudget());
 		Map<String, AiGuard<ChatChunk>> guards = new LinkedHashMap<>();
 		properties.getPolicies().forEach((name, p) -> guards.put(name,
-				AiGuard.of(policy(name, p, breakers, lanes, budget, governor))));
-		return new AiGuardRegistry(guards, breakers, lanes, governor);
+				AiGuard.of(policy(name, p, breakers, lanes, budget, governor, tree))));
+		// the tree's breakers stay in the tree: their names hold '/', which health contributor names
+		// and endpoint selectors cannot
+		return new AiGuardRegistry(guards, breakers, lanes, governor, tree);
+	}
+
+	private static BreakerPath path(String at, String value, @Nullable String breaker, @Nullable BreakerTree tree) {
+		if (breaker != null) {
+			throw new InvalidGuardPropertyException(at, value, "a policy has either a breaker or a breaker-path, not both",
+					null);
+		}
+		if (tree == null) {
+			throw new InvalidGuardPropertyException(at, value, "no breaker tree is configured (aiguard.breaker-tree.providers)",
+					null);
+		}
+		int slash = value.indexOf('/');
+		if (slash <= 0 || slash == value.length() - 1) {
+			throw new InvalidGuardPropertyException(at, value, "a breaker path is provider/endpoint", null);
+		}
+		return make(at, () -> tree.path(value.substring(0, slash), value.substring(slash + 1)));
+	}
+
+	private static BreakerConfig template(String at, @Nullable String name, Map<String, CircuitBreaker> breakers) {
+		if (name == null) {
+			return BreakerConfig.defaults();
+		}
+		CircuitBreaker breaker = breakers.get(name);
+		if (breaker == null) {
+			throw new InvalidGuardPropertyException(at, name,
+					"no breaker of that name under aiguard.breakers (known: " + breakers.keySet() + ")", null);
+		}
+		return breaker.config();
+	}
+
+	private static BreakerConfig withWindow(String at, BreakerConfig config, AiGuardProperties.BreakerTree t) {
+		Duration window = t.getP0ProbeWindow();
+		return window == null ? config
+				: make(at + ".p0-probe-window", () -> BreakerConfig.from(config).p0ProbeWindow(window).build());
+	}
+
+
+	/** @return the tree {@code aiguard.breaker-tree} describes, or {@code null} when it lists no provider */
+	@Nullable
+	BreakerTree tree(AiGuardProperties.BreakerTree t, Map<String, CircuitBreaker> breakers) {
+		if (t.getProviders().isEmpty()) {
+			return null;
+		}
+		String at = AiGuardProperties.PREFIX + ".breaker-tree";
+		checkName(at + ".name", t.getName());
+		BreakerTree.Builder b = BreakerTree.builder(t.getName()).metrics(metrics);
+		BreakerConfig endpoint = withWindow(at, template(at + ".endpoint-config", t.getEndpointConfig(), breakers), t);
+		BreakerConfig provider = withWindow(at, template(at + ".provider-config", t.getProviderConfig(), breakers), t);
+		BreakerConfig system = withWindow(at, template(at + ".system-config", t.getSystemConfig(), breakers), t);
+		if (t.getSystemP0ProbeShare() != null) {
+			BreakerConfig base = system;
+			double share = t.getSystemP0ProbeShare();
+			system = make(at + ".system-p0-probe-share", () -> BreakerConfig.from(base).openP0ProbeShare(share).build());
+		}
+		BreakerConfig e = endpoint;
+		BreakerConfig p = provider;
+		BreakerConfig s = system;
+		make(at + ".endpoint-config", () -> b.endpointConfig(e));
+		make(at + ".provider-config", () -> b.providerConfig(p));
+		make(at + ".system-config", () -> b.systemConfig(s));
+		make(at + ".children-to-trip", () -> b.childrenToTrip(t.getChildrenToTrip()));
+		t.getProviders().forEach((name, endpoints) -> make(at + ".providers." + name,
+				() -> b.provider(name, endpoints == null ? List.of() : endpoints)));
+		return make(at, b::build);
 	}
 
 	/**
@@ -352,6 +422,12 @@ final class GuardFactory {
 
 	GuardPolicy policy(String name, AiGuardProperties.Policy p, Map<String, CircuitBreaker> breakers,
 			@Nullable PriorityLanes lanes, RetryBudget budget, @Nullable LoadGovernor governor) {
+		return policy(name, p, breakers, lanes, budget, governor, null);
+	}
+
+	GuardPolicy policy(String name, AiGuardProperties.Policy p, Map<String, CircuitBreaker> breakers,
+			@Nullable PriorityLanes lanes, RetryBudget budget, @Nullable LoadGovernor governor,
+			@Nullable BreakerTree tree) {
 		String at = AiGuardProperties.PREFIX + ".policies." + name;
 		checkName(at, name);
 		GuardPolicy.Builder b = make(at, () -> GuardPolicy.builder(name));
@@ -365,6 +441,9 @@ final class GuardFactory {
 						"no breaker of that name under aiguard.breakers (known: " + breakers.keySet() + ")", null);
 			}
 			b.breaker(breaker);
+		}
+		if (p.getBreakerPath() != null) {
+			b.breaker(path(at + ".breaker-path", p.getBreakerPath(), p.getBreaker(), tree));
 		}
 		if (p.isLanes()) {
 			if (lanes == null) {

@@ -1,0 +1,100 @@
+package dev.aiguard.boot.autoconfigure;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.breaker.BreakerPath;
+import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.breaker.BreakerTree;
+import dev.aiguard.chat.ChatChunk;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/** {@code aiguard.breaker-tree.*}: the tree built from properties, policies on its paths, the read view. */
+class AiGuardBreakerTreeTest {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class, AiGuardEndpointAutoConfiguration.class))
+		.withPropertyValues("management.endpoints.web.exposure.include=aiguard",
+				"aiguard.breakers.endpoint.minimum-calls=3", "aiguard.breakers.endpoint.open-wait=20s",
+				"aiguard.breaker-tree.name=llm", "aiguard.breaker-tree.providers.mock=primary,secondary",
+				"aiguard.breaker-tree.providers.backup=small", "aiguard.breaker-tree.endpoint-config=endpoint",
+				"aiguard.breaker-tree.p0-probe-window=2s", "aiguard.breaker-tree.system-p0-probe-share=0.05",
+				"aiguard.policies.chat.breaker-path=mock/primary");
+
+	@Test
+	void theTreeIsBuiltFromPropertiesAndThePolicyPassesItsPath() {
+		runner.run(context -> {
+			assertThat(context).hasNotFailed();
+			AiGuardRegistry registry = context.getBean(AiGuardRegistry.class);
+			BreakerTree tree = registry.breakerTree().orElseThrow();
+			assertThat(tree.name()).isEqualTo("llm");
+			assertThat(tree.paths()).extracting(BreakerPath::name)
+					.containsExactly("llm/mock/primary", "llm/mock/secondary", "llm/backup/small");
+			BreakerPath primary = tree.path("mock", "primary");
+			assertThat(primary.endpoint().breaker().config().minimumCalls()).isEqualTo(3);
+			assertThat(primary.endpoint().breaker().config().openWait()).isEqualTo(Duration.ofSeconds(20));
+			assertThat(primary.endpoint().breaker().config().p0ProbeWindow()).isEqualTo(Duration.ofSeconds(2));
+			assertThat(tree.root().breaker().config().openP0ProbeShare()).isEqualTo(0.05);
+			assertThat(primary.provider().breaker().config().openP0ProbeShare()).isZero();
+			AiGuard<ChatChunk> chat = registry.guard("chat");
+			assertThat(chat.policy().breakerPath()).isSameAs(primary);
+			// the tree's breakers stay in the tree (no '/' in health contributor names or selectors)
+			assertThat(registry.breakers()).containsOnlyKeys("endpoint");
+		});
+	}
+
+	@Test
+	@SuppressWarnings("unchecked")
+	void theReadViewShowsTheTree() {
+		runner.run(context -> {
+			AiGuardRegistry registry = context.getBean(AiGuardRegistry.class);
+			registry.breakerTree().orElseThrow().path("mock", "secondary").endpoint().breaker().transitionToForcedOpen();
+			Map<String, Object> body = context.getBean(AiGuardEndpoint.class).guard();
+			Map<String, Object> root = (Map<String, Object>) body.get("breakerTree");
+			assertThat(root).containsEntry("name", "llm").containsEntry("level", "SYSTEM").containsEntry("state",
+					"CLOSED");
+			List<Map<String, Object>> providers = (List<Map<String, Object>>) root.get("children");
+			assertThat(providers).extracting(p -> p.get("name")).containsExactly("mock", "backup");
+			List<Map<String, Object>> endpoints = (List<Map<String, Object>>) providers.get(0).get("children");
+			assertThat(endpoints).extracting(e -> e.get("name"), e -> e.get("state")).containsExactly(
+					org.assertj.core.groups.Tuple.tuple("primary", BreakerState.CLOSED.name()),
+					org.assertj.core.groups.Tuple.tuple("secondary", BreakerState.FORCED_OPEN.name()));
+			assertThat(endpoints.get(1)).containsEntry("breaker", "llm/mock/secondary").containsEntry("level", "ENDPOINT")
+					.containsKeys("calls", "failureRate", "slowCallRate", "rejectedCalls");
+		});
+	}
+
+	@Test
+	void withoutProvidersThereIsNoTree() {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class,
+				AiGuardEndpointAutoConfiguration.class))
+			.withPropertyValues("management.endpoints.web.exposure.include=aiguard")
+			.run(context -> {
+				assertThat(context.getBean(AiGuardRegistry.class).breakerTree()).isEmpty();
+				assertThat(context.getBean(AiGuardEndpoint.class).guard()).doesNotContainKey("breakerTree");
+			});
+	}
+
+	@Test
+	void badTreePropertiesFailNamingTheProperty() {
+		runner.withPropertyValues("aiguard.policies.chat.breaker-path=mock/nope").run(context -> assertThat(context)
+			.getFailure().hasStackTraceContaining("aiguard.policies.chat.breaker-path")
+			.hasStackTraceContaining("endpoint 'nope'"));
+		runner.withPropertyValues("aiguard.breaker-tree.endpoint-config=missing").run(context -> assertThat(context)
+			.getFailure().hasStackTraceContaining("aiguard.breaker-tree.endpoint-config")
+			.hasStackTraceContaining("missing"));
+		runner.withPropertyValues("aiguard.breaker-tree.children-to-trip=1").run(context -> assertThat(context)
+			.getFailure().hasStackTraceContaining("aiguard.breaker-tree.children-to-trip")
+			.hasStackTraceContaining("between 2 and 100"));
+		runner.withPropertyValues("aiguard.policies.chat.breaker=endpoint").run(context -> assertThat(context)
+			.getFailure().hasStackTraceContaining("either a breaker or a breaker-path"));
+		runner.withPropertyValues("aiguard.breaker-tree.system-p0-probe-share=0.9").run(context -> assertThat(context)
+			.getFailure().hasStackTraceContaining("aiguard.breaker-tree.system-p0-probe-share"));
+	}
+}
