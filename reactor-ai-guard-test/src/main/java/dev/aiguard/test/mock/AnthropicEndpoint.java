@@ -41,7 +41,9 @@ import reactor.netty.http.server.HttpServerResponse;
  * after the content block with neither {@code stop_reason} nor {@code message_stop} (ignored
  * without a stream); errors are 500 {@code api_error}, 429 {@code rate_limit_error} (with
  * {@code retry-after}) or 529 {@code overloaded_error}; the context limit answers 400
- * <i>prompt is too long: N tokens &gt; M maximum</i>, N counting the system prompt too.</li>
+ * <i>prompt is too long: N tokens &gt; M maximum</i>, N counting the system prompt too. An empty
+ * answer has no {@code content_block_delta}, a looping one repeats the loop phrase, and the
+ * profile's finish reason is sent as the {@code stop_reason}.</li>
  * </ul>
  */
 final class AnthropicEndpoint {
@@ -106,11 +108,16 @@ final class AnthropicEndpoint {
 			return error(response, 400, "invalid_request_error",
 					"prompt is too long: " + promptTokens + " tokens > " + limit + " maximum", 0);
 		}
-		List<String> tokens = MockAnswers.tokens(ask.question());
+		List<String> tokens = profile.emptyAnswer() ? List.of()
+				: profile.loopingAnswer() ? MockAnswers.loop(FaultProfile.LOOP_PHRASE, FaultProfile.LOOP_REPEATS)
+				: MockAnswers.tokens(ask.question());
 		String stopReason = "end_turn";
 		if (tokens.size() > ask.maxTokens()) {
 			tokens = tokens.subList(0, ask.maxTokens());
 			stopReason = "max_tokens";
+		}
+		if (profile.finishReason() != null) {
+			stopReason = profile.finishReason();
 		}
 		String id = "msg_mock_" + number;
 		return ask.stream()

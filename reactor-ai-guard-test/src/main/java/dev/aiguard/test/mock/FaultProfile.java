@@ -42,12 +42,25 @@ import org.jspecify.annotations.Nullable;
  *        {@code null} = none. Numbers below 0 and {@code null} resets are left out
  * @param loadPressure slower first tokens and more refusals when more requests are in progress than
  *        its capacity ({@link LoadPressure}); {@code null} = the mock does not mind its load
+ * @param emptyAnswer answer 200 with no content chunk at all: the role chunk, then the finish
+ *        chunk and {@code [DONE]} (takes precedence over {@code loopingAnswer})
+ * @param finishReason the finish reason every answer ends with instead of {@code stop} (or
+ *        {@code length} when {@code max_tokens} cut it), e.g. {@code content_filter}; {@code null} = the usual one
+ * @param loopingAnswer answer with {@link #LOOP_PHRASE} repeated {@link #LOOP_REPEATS} times
+ *        instead of the answer to the question, the way a model stuck in a loop does
  */
 public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 		@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
 		@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
 		@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
-		@Nullable LoadPressure loadPressure) {
+		@Nullable LoadPressure loadPressure, boolean emptyAnswer, @Nullable String finishReason,
+		boolean loopingAnswer) {
+
+	/** The phrase a looping answer repeats. */
+	public static final String LOOP_PHRASE = "As I said before, ";
+
+	/** How many times a looping answer repeats {@link #LOOP_PHRASE}. */
+	public static final int LOOP_REPEATS = 40;
 
 	/** The longest delay accepted, so a typo cannot park a request for hours. */
 	static final long MAX_DELAY_MS = 120_000;
@@ -81,6 +94,21 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 			throw new IllegalArgumentException("inBandErrorType must be 1 to 64 letters, digits, '_', '.' or '-', was "
 					+ (inBandErrorType == null ? "null" : "'" + inBandErrorType + "'"));
 		}
+		if (finishReason != null && !ERROR_TYPE.matcher(finishReason).matches()) {
+			throw new IllegalArgumentException("finishReason must be 1 to 64 letters, digits, '_', '.' or '-', was '"
+					+ finishReason + "'");
+		}
+	}
+
+	/** A profile whose answers have their usual content and finish reason. */
+	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
+			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
+			@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
+			@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
+			@Nullable LoadPressure loadPressure) {
+		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
+				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
+				rateLimits, loadPressure, false, null, false);
 	}
 
 	/** A profile without load pressure. */
@@ -111,21 +139,24 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withPace(long firstTokenDelay, long tokenInterval) {
 		return new FaultProfile(firstTokenDelay, tokenInterval, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/** @return a copy that stalls after {@code tokens} content chunks ({@code null}: never) */
 	public FaultProfile withStallAfter(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, tokens, dropAfterTokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/** @return a copy that drops the connection after {@code tokens} content chunks ({@code null}: never) */
 	public FaultProfile withDropAfter(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, tokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/**
@@ -137,7 +168,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withErrors(double rate, int status, int retryAfter) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, rate, status,
 				retryAfter, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
-				rateLimits, loadPressure);
+				rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/**
@@ -148,21 +180,24 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withErrorBody(@Nullable String body) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, body, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/** @return a copy with a context limit ({@code null}: none) */
 	public FaultProfile withContextLimit(@Nullable Integer tokens) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, tokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/** @return a copy that does or does not omit the terminal marker */
 	public FaultProfile withOmitTerminal(boolean omit) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omit, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/**
@@ -181,7 +216,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withInBandError(@Nullable Integer tokens, String type) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, tokens, type, rateLimits,
-				loadPressure);
+				loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/**
@@ -192,7 +228,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withRateLimits(@Nullable RateLimits limits) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, limits, loadPressure);
+				inBandErrorType, limits, loadPressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/**
@@ -202,7 +239,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withLoadPressure(@Nullable LoadPressure pressure) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, pressure);
+				inBandErrorType, rateLimits, pressure, emptyAnswer, finishReason,
+				loopingAnswer);
 	}
 
 	/**
@@ -211,6 +249,38 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	 */
 	public FaultProfile withLoadPressure(int capacity) {
 		return withLoadPressure(LoadPressure.of(capacity));
+	}
+
+	/**
+	 * @param empty whether answers come without any content chunk
+	 * @return a copy whose streamed answers are a role chunk, a finish chunk and {@code [DONE]}
+	 *         (a whole answer: content {@code ""})
+	 */
+	public FaultProfile withEmptyAnswer(boolean empty) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits, loadPressure, empty, finishReason, loopingAnswer);
+	}
+
+	/**
+	 * @param reason the finish reason answers end with, e.g. {@code content_filter}: 1 to 64 letters,
+	 *        digits, '_', '.' or '-'; {@code null} restores the usual one
+	 * @return a copy whose answers end with {@code reason}
+	 */
+	public FaultProfile withFinishReason(@Nullable String reason) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, reason, loopingAnswer);
+	}
+
+	/**
+	 * @param looping whether answers repeat {@link #LOOP_PHRASE} instead of answering
+	 * @return a copy whose answers are {@link #LOOP_PHRASE} {@link #LOOP_REPEATS} times, one word per chunk
+	 */
+	public FaultProfile withLoopingAnswer(boolean looping) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, looping);
 	}
 
 	private static void range(String field, long value, long min, long max) {

@@ -92,6 +92,24 @@ public final class MockAnswers {
 		return tokens;
 	}
 
+	/**
+	 * @param phrase the repeated text, split into words like any answer
+	 * @param times how often it is repeated, at least 1
+	 * @return the tokens of {@code phrase} {@code times} times in a row: the answer of a looping model
+	 */
+	public static List<String> loop(String phrase, int times) {
+		if (phrase.isBlank() || times < 1) {
+			throw new IllegalArgumentException("a loop needs a phrase that is not blank and at least 1 repeat, was '"
+					+ phrase + "' and " + times);
+		}
+		List<String> unit = split(phrase);
+		List<String> tokens = new ArrayList<>(unit.size() * times);
+		for (int i = 0; i < times; i++) {
+			tokens.addAll(unit);
+		}
+		return tokens;
+	}
+
 	/** @return the whole answer to {@code prompt} */
 	public static String text(String prompt) {
 		return String.join("", tokens(prompt));

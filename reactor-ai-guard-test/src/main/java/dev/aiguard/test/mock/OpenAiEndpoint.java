@@ -70,16 +70,30 @@ final class OpenAiEndpoint {
 					"messages", "This model's maximum context length is " + limit + " tokens. However, your messages "
 							+ "resulted in " + promptTokens + " tokens. Please reduce the length of the messages.")), 0);
 		}
-		List<String> tokens = MockAnswers.tokens(lastUserText(request.messages));
+		List<String> tokens = content(profile, lastUserText(request.messages));
 		String finishReason = "stop";
 		if (request.maxTokens != null && request.maxTokens < tokens.size()) {
 			tokens = tokens.subList(0, request.maxTokens);
 			finishReason = "length";
 		}
+		if (profile.finishReason() != null) {
+			finishReason = profile.finishReason();
+		}
 		Answer answer = new Answer("chatcmpl-mock-" + number, System.currentTimeMillis() / 1000, request.model,
 				tokens, finishReason, promptTokens, request.includeUsage);
 		Ending ending = Ending.of(profile, tokens.size());
 		return request.stream ? stream(response, answer, ending, profile) : whole(response, answer, ending, profile);
+	}
+
+	/** @return the content tokens of the answer: none, the loop, or the answer to the question */
+	private static List<String> content(FaultProfile profile, String question) {
+		if (profile.emptyAnswer()) {
+			return List.of();
+		}
+		if (profile.loopingAnswer()) {
+			return MockAnswers.loop(FaultProfile.LOOP_PHRASE, FaultProfile.LOOP_REPEATS);
+		}
+		return MockAnswers.tokens(question);
 	}
 
 	// --- streamed answers ---
