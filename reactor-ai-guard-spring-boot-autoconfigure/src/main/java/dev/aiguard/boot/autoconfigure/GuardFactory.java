@@ -41,6 +41,9 @@ import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
+import dev.aiguard.validation.OutputValidator;
+import dev.aiguard.validation.RepetitionDetector;
+import dev.aiguard.validation.Validators;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -481,6 +484,7 @@ final class GuardFactory {
 		if (f.getStaticText() != null) {
 			b.fallback(fallback(at + ".fallback", f));
 		}
+		validate(at + ".validate", p.getValidate(), b);
 		for (AiGuardPolicyCustomizer customizer : customizers) {
 			customizer.customize(name, b);
 		}
@@ -531,6 +535,45 @@ final class GuardFactory {
 			default:
 				return MidStreamPolicy.fail();
 		}
+	}
+
+	private static void validate(String at, AiGuardProperties.Validate v, GuardPolicy.Builder b) {
+		if (v.isEmptyAnswer()) {
+			b.validate(Validators.emptyAnswer());
+		}
+		List<String> reasons = v.getFinishReasons();
+		if (!reasons.isEmpty()) {
+			OutputValidator finish = make(at + ".finish-reasons", reasons,
+					r -> Validators.finishReason(r.toArray(String[]::new)));
+			b.validate(finish);
+		}
+		AiGuardProperties.Repetition r = v.getRepetition();
+		String rat = at + ".repetition";
+		if (!r.isEnabled()) {
+			for (Map.Entry<String, Integer> setting : repetitionSettings(r).entrySet()) {
+				if (setting.getValue() != null) {
+					throw new InvalidGuardPropertyException(rat + "." + setting.getKey(), setting.getValue(),
+							"the repetition detector is off: set " + rat + ".enabled=true", null);
+				}
+			}
+			return;
+		}
+		RepetitionDetector detector = RepetitionDetector.defaults();
+		detector = with(rat + ".ngram", r.getNgram(), detector, RepetitionDetector::ngram);
+		detector = with(rat + ".max-period", r.getMaxPeriod(), detector, RepetitionDetector::maxPeriod);
+		detector = with(rat + ".min-repeats", r.getMinRepeats(), detector, RepetitionDetector::minRepeats);
+		detector = with(rat + ".min-span", r.getMinSpan(), detector, RepetitionDetector::minSpan);
+		b.validateStreaming(detector);
+	}
+
+	/** @return the detector's settings by property name, in order, unset ones as {@code null} */
+	private static Map<String, @Nullable Integer> repetitionSettings(AiGuardProperties.Repetition r) {
+		Map<String, @Nullable Integer> settings = new LinkedHashMap<>();
+		settings.put("ngram", r.getNgram());
+		settings.put("max-period", r.getMaxPeriod());
+		settings.put("min-repeats", r.getMinRepeats());
+		settings.put("min-span", r.getMinSpan());
+		return settings;
 	}
 
 	private static FallbackChain<ChatChunk> fallback(String at, AiGuardProperties.Fallback f) {
