@@ -210,7 +210,7 @@
   const SLOW_FIRST_TOKEN_MS = 6000;
   const LOAD_PRESSURE_CAPACITY = 4;
   const FAULT_SWITCHES = ['fault-slow', 'fault-stall', 'fault-drop', 'fault-omit', 'fault-errors', 'fault-context',
-    'fault-load'];
+    'fault-load', 'fault-empty', 'fault-filter', 'fault-loop'];
   let changesSent = 0;        // numbered from 1, in the order the user made them
   let changesInFlight = 0;
   let changeShown = 0;        // the newest change whose answer the page has shown
@@ -225,6 +225,9 @@
       case 'fault-omit': return { omitTerminal: on(id) };
       case 'fault-context': return { contextLimitTokens: on(id) ? 120 : null };
       case 'fault-load': return { loadPressureCapacity: on(id) ? LOAD_PRESSURE_CAPACITY : null };
+      case 'fault-empty': return { emptyAnswer: on(id) };
+      case 'fault-filter': return { finishReason: on(id) ? 'content_filter' : null };
+      case 'fault-loop': return { loopingAnswer: on(id) };
       case 'fault-errors': case 'fault-error-status': case 'fault-error-rate': {
         const status = Number($('fault-error-status').value);
         return {
@@ -247,6 +250,9 @@
     if (p.errorRate > 0) $('fault-error-rate').value = String(p.errorRate);
     $('fault-context').checked = p.contextLimitTokens !== null;
     $('fault-load').checked = p.loadPressureCapacity !== null && p.loadPressureCapacity !== undefined;
+    $('fault-empty').checked = p.emptyAnswer === true;
+    $('fault-filter').checked = p.finishReason === 'content_filter';
+    $('fault-loop').checked = p.loopingAnswer === true;
     const active = FAULT_SWITCHES.filter((id) => $(id).checked).length;
     $('fault-status').textContent = active ? active + ' fault(s) active — applies to new requests' : 'the model behaves';
   }
@@ -389,7 +395,7 @@
 
   const OUTCOME_COLOURS = {
     SUCCESS: '#2f9e44', STALLED: '#e8890c', INCOMPLETE: '#e8890c', FAILURE: '#e03131', CLIENT_ERROR: '#e03131',
-    CANCELLED: '#98a0b0', REJECTED: '#98a0b0',
+    INVALID: '#c2255c', CANCELLED: '#98a0b0', REJECTED: '#98a0b0',
   };
 
   // The chart's scale: the 90th percentile of the visible times, or twice it when the slowest is
@@ -546,6 +552,9 @@
     const sources = Object.entries(c.sources).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
     let html = parts.join(' · ');
     if (outcomes.length) html += '<br>outcomes: ' + outcomes.join(', ');
+    // an attempt judged INVALID may end in a retried or fallback answer: count those too
+    const invalidAttempts = (c.attemptOutcomes || {}).INVALID || 0;
+    if (invalidAttempts) html += '<br><span class="invalid-count">invalid answers from the model: ' + invalidAttempts + '</span>';
     if (sources.length) html += '<br>sources: ' + sources.join(', ');
     const clients = Object.entries(c.clients || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n);
     if (clients.length) html += '<br>clients: ' + clients.join(', ');

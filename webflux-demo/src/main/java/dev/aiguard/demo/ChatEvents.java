@@ -19,6 +19,8 @@ import dev.aiguard.sse.SseFormatException;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
+import dev.aiguard.validation.DegenerateOutputException;
+import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import org.springframework.http.codec.ServerSentEvent;
 import reactor.core.Exceptions;
@@ -119,6 +121,13 @@ final class ChatEvents {
 		if (e instanceof ProviderFormatException || e instanceof SseFormatException) {
 			// a response the client cannot read: bad JSON, or an event line over the decoder's limit
 			return "bad_response";
+		}
+		if (e instanceof DegenerateOutputException) {
+			return "repetition";
+		}
+		if (e instanceof InvalidOutputException) {
+			// the model answered, and an output validator judged the answer INVALID
+			return "invalid_output";
 		}
 		return "internal";
 	}

@@ -29,7 +29,7 @@ final class FaultHandler {
 	/** The contract's fields, in the contract's order. */
 	static final List<String> FIELDS = List.of("firstTokenDelayMs", "tokenIntervalMs", "stallAfterTokens",
 			"dropAfterTokens", "errorRate", "errorStatus", "retryAfterSeconds", "contextLimitTokens", "omitTerminal",
-			"loadPressureCapacity");
+			"loadPressureCapacity", "emptyAnswer", "finishReason", "loopingAnswer");
 
 	/**
 	 * How the mock suffers past {@code loadPressureCapacity} concurrent requests: each capacity's
@@ -143,7 +143,10 @@ final class FaultHandler {
 				.withContextLimit(optionalWholeNumber(f, "contextLimitTokens", base.contextLimitTokens(),
 						defaults.contextLimitTokens()))
 				.withOmitTerminal(bool(f, "omitTerminal", base.omitTerminal(), defaults.omitTerminal()))
-				.withLoadPressure(loadPressure(f, base.loadPressure(), defaults.loadPressure()));
+				.withLoadPressure(loadPressure(f, base.loadPressure(), defaults.loadPressure()))
+				.withEmptyAnswer(bool(f, "emptyAnswer", base.emptyAnswer(), defaults.emptyAnswer()))
+				.withFinishReason(text(f, "finishReason", base.finishReason(), defaults.finishReason()))
+				.withLoopingAnswer(bool(f, "loopingAnswer", base.loopingAnswer(), defaults.loopingAnswer()));
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("invalid_fault", e.getMessage());
@@ -215,6 +218,21 @@ final class FaultHandler {
 		return n.booleanValue();
 	}
 
+	@Nullable
+	private static String text(ObjectNode f, String name, @Nullable String absent, @Nullable String reset) {
+		if (!f.has(name)) {
+			return absent;
+		}
+		JsonNode n = f.get(name);
+		if (n.isNull()) {
+			return reset;
+		}
+		if (!n.isString()) {
+			throw new IllegalArgumentException(name + " must be a string, was " + n);
+		}
+		return n.stringValue();
+	}
+
 	ObjectNode toJson(FaultProfile p) {
 		return json.createObjectNode()
 			.put("firstTokenDelayMs", p.firstTokenDelayMs())
@@ -226,7 +244,10 @@ final class FaultHandler {
 			.put("retryAfterSeconds", p.retryAfterSeconds())
 			.put("contextLimitTokens", p.contextLimitTokens())
 			.put("omitTerminal", p.omitTerminal())
-			.put("loadPressureCapacity", p.loadPressure() == null ? null : p.loadPressure().capacity());
+			.put("loadPressureCapacity", p.loadPressure() == null ? null : p.loadPressure().capacity())
+			.put("emptyAnswer", p.emptyAnswer())
+			.put("finishReason", p.finishReason())
+			.put("loopingAnswer", p.loopingAnswer());
 	}
 
 	private Mono<ServerResponse> ok(FaultProfile profile) {

@@ -85,6 +85,7 @@ final class GuardStatusHandler {
 		counters.put("attempts", stats.attempts());
 		counters.put("tokens", stats.tokens());
 		counters.put("outcomes", stats.outcomes());
+		counters.put("attemptOutcomes", stats.attemptOutcomes());
 		counters.put("sources", stats.sources());
 		counters.put("clients", stats.clients());
 		body.put("counters", counters);

@@ -297,7 +297,7 @@ class BrowserTest extends DemoTestSupport {
 	}
 
 	private static final List<String> SWITCHES = List.of("fault-slow", "fault-stall", "fault-drop", "fault-omit",
-			"fault-errors", "fault-context", "fault-load");
+			"fault-errors", "fault-context", "fault-load", "fault-empty", "fault-filter", "fault-loop");
 
 	private Map<String, Boolean> pageSwitches() {
 		Map<String, Boolean> on = new LinkedHashMap<>();
@@ -317,6 +317,9 @@ class BrowserTest extends DemoTestSupport {
 		on.put("fault-errors", p.errorRate() > 0);
 		on.put("fault-context", p.contextLimitTokens() != null);
 		on.put("fault-load", p.loadPressure() != null);
+		on.put("fault-empty", p.emptyAnswer());
+		on.put("fault-filter", "content_filter".equals(p.finishReason()));
+		on.put("fault-loop", p.loopingAnswer());
 		return on;
 	}
 

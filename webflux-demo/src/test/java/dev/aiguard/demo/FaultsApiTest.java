@@ -50,6 +50,34 @@ class FaultsApiTest extends DemoTestSupport {
 	}
 
 	@Test
+	void theAnswerFaultsAreTwoSwitchesAndAFinishReason() {
+		patch("{\"emptyAnswer\": true, \"finishReason\": \"content_filter\", \"loopingAnswer\": true}")
+			.expectStatus().isOk()
+			.expectBody().jsonPath("$.emptyAnswer").isEqualTo(true).jsonPath("$.finishReason").isEqualTo("content_filter")
+			.jsonPath("$.loopingAnswer").isEqualTo(true);
+		assertThat(mock.faults().emptyAnswer()).isTrue();
+		assertThat(mock.faults().finishReason()).isEqualTo("content_filter");
+		assertThat(mock.faults().loopingAnswer()).isTrue();
+
+		patch("{\"stallAfterTokens\": 3}").expectStatus().isOk();
+		assertThat(mock.faults().finishReason()).as("another field's change keeps them").isEqualTo("content_filter");
+
+		patch("{\"finishReason\": \"content filter\"}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").value(m -> assertThat((String) m).contains("finishReason"));
+		patch("{\"finishReason\": 3}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").isEqualTo("finishReason must be a string, was 3");
+		patch("{\"emptyAnswer\": \"yes\"}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").isEqualTo("emptyAnswer must be true or false, was \"yes\"");
+		assertThat(mock.faults().emptyAnswer()).as("a refused change changes nothing").isTrue();
+
+		patch("{\"emptyAnswer\": null, \"finishReason\": null, \"loopingAnswer\": false}").expectStatus().isOk()
+			.expectBody().jsonPath("$.finishReason").isEmpty();
+		assertThat(mock.faults().emptyAnswer()).isFalse();
+		assertThat(mock.faults().finishReason()).isNull();
+		assertThat(mock.faults().loopingAnswer()).isFalse();
+	}
+
+	@Test
 	void loadPressureIsACapacityOrNull() {
 		patch("{\"loadPressureCapacity\": 4}").expectStatus().isOk()
 			.expectBody().jsonPath("$.loadPressureCapacity").isEqualTo(4);
