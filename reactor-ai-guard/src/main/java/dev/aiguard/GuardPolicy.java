@@ -815,6 +815,21 @@ public final class GuardPolicy {
 			return this;
 		}
 
+		/**
+		 * Removes every validator added so far, output and streaming: for a variant of a policy
+		 * whose guard reads chunks the validators cannot (they read {@code ChatChunk} answers), e.g.
+		 * a Spring AI advisor sharing the settings of a {@code ChatChunk} guard.
+		 *
+		 * <pre>{@code
+		 * GuardPolicy forAdvisor = chat.toBuilder().withoutValidation().build();
+		 * }</pre>
+		 */
+		public Builder withoutValidation() {
+			validators.clear();
+			streamingValidators.clear();
+			return this;
+		}
+
 		/** A live change: the new policy keeps {@code previous}'s own breaker rather than building another. */
 		Builder inheritBreaker(GuardPolicy previous) {
 			this.inheritedBreaker = breakerConfig != null && previous.breakerConfig != null ? previous.breaker : null;

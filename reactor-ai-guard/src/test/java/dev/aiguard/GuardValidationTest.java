@@ -428,6 +428,21 @@ class GuardValidationTest {
 	}
 
 	@Test
+	void aCopyWithoutValidationFitsAGuardOfAnotherChunkType() {
+		GuardPolicy p = policy().validate(Validators.emptyAnswer()).validateStreaming(RepetitionDetector.defaults())
+				.build();
+		GuardPolicy plain = p.toBuilder().withoutValidation().build();
+		assertThat(plain.validators()).isEmpty();
+		assertThat(plain.streamingValidators()).isEmpty();
+		assertThat(p.validators()).as("the original keeps its own").hasSize(1);
+		ChunkInspector<String> strings = ChunkInspector.of(String.class, s -> !s.equals("."), s -> false,
+				s -> s.equals("."), s -> s.equals(".") ? "stop" : null);
+		StepVerifier.create(Flux.just("a", "b", ".").transform(AiGuard.of(plain, strings)))
+				.expectNext("a", "b", ".")
+				.verifyComplete();
+	}
+
+	@Test
 	void micrometerCountsInvalidAnswersByValidator() {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
 		AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("meters").timer(vts)

@@ -133,11 +133,14 @@ class GuardConfiguration {
 	 * advisor chain down to the OpenAI SDK, blocks the thread that subscribes it: the SDK prepares
 	 * each request there, with Kotlin reflection that reads class files from the jars. The advisor
 	 * subscribes each attempt on boundedElastic by itself; the demo puts them on the request's own
-	 * lane threads instead, so batch questions cannot take the threads interactive ones need.
+	 * lane threads instead, so batch questions cannot take the threads interactive ones need. It
+	 * leaves out the policy's output validators, which read the library client's chunks only.
 	 */
 	@Bean
 	AiGuardAdvisor springAiAdvisor(AiGuardRegistry registry, ResponseCache<ChatChunk> cache, GuardStats stats) {
 		return AiGuardAdvisor.of(chatPolicy(registry).toBuilder()
+			// the output validators read the library's ChatChunk answers, not Spring AI's responses
+			.withoutValidation()
 			.blockingUpstream(true)
 			.responseCache(new SpringAiAnswerCache(cache))
 			.onReport(stats.listener(AnswerClient.SPRING_AI))

@@ -193,6 +193,16 @@ class BrowserTest extends DemoTestSupport {
 		faults(mock.faults().withContextLimit(null));
 		wait.until(d -> pageSwitches().equals(switchesOf(mock.faults())) && !pageSwitches().containsValue(true));
 
+		// a looping answer: the repetition detector cuts it, the page says why, the counters show it INVALID
+		driver.findElement(By.id("fault-loop")).click();
+		wait.until(d -> mock.faults().loopingAnswer());
+		type("Will this one loop?");
+		WebElement looped = wait.until(d -> first(lastAnswer(d).findElements(By.cssSelector(".error-label"))));
+		assertThat(looped.getDomAttribute("data-error")).isEqualTo("repetition");
+		wait.until(d -> d.findElement(By.id("counters")).getText().contains("invalid "));
+		driver.findElement(By.id("fault-loop")).click();
+		wait.until(d -> !mock.faults().loopingAnswer() && pageSwitches().equals(switchesOf(mock.faults())));
+
 		// 3. another fault switch reaches the mock
 		driver.findElement(By.id("fault-errors")).click();
 		wait.until(d -> mock.faults().errorRate() == 1.0 && mock.faults().errorStatus() == 500);
