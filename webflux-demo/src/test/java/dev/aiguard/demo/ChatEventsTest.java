@@ -16,6 +16,8 @@ import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.provider.RateLimits;
 import dev.aiguard.retry.PartialStreamException;
+import dev.aiguard.validation.DegenerateOutputException;
+import dev.aiguard.validation.InvalidOutputException;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.stall.StreamStalledException;
@@ -53,6 +55,9 @@ class ChatEventsTest {
 		assertThat(ChatEvents.type(new ProviderConnectionException("openai", "reset", null))).isEqualTo("connection");
 		assertThat(ChatEvents.type(new ProviderStreamException("openai", "server_error", null, "boom"))).isEqualTo("stream_error");
 		assertThat(ChatEvents.type(new ProviderFormatException("openai", "bad json", null))).isEqualTo("bad_response");
+		assertThat(ChatEvents.type(new InvalidOutputException("finish-reason", "finish reason content_filter")))
+			.isEqualTo("invalid_output");
+		assertThat(ChatEvents.type(new DegenerateOutputException("repetition", 4, 64))).isEqualTo("repetition");
 		assertThat(ChatEvents.type(new IllegalStateException("?"))).isEqualTo("internal");
 	}
 
@@ -64,6 +69,17 @@ class ChatEventsTest {
 
 		assertThat(body.propertyNames()).containsExactly("type", "message", "partial");
 		assertThat(body.get("type").stringValue()).isEqualTo("incomplete");
+		assertThat(body.get("partial").booleanValue()).isTrue();
+	}
+
+	@Test
+	void anInvalidAnswerCutMidStreamSaysWhichValidatorRejectedIt() {
+		InvalidOutputException invalid = new InvalidOutputException("finish-reason", "finish reason content_filter");
+
+		JsonNode body = json.readTree(events.error(new PartialStreamException(invalid, 12), true).data());
+
+		assertThat(body.get("type").stringValue()).isEqualTo("invalid_output");
+		assertThat(body.get("message").stringValue()).contains("finish-reason", "content_filter");
 		assertThat(body.get("partial").booleanValue()).isTrue();
 	}
 
