@@ -94,8 +94,7 @@ final class FallbackSteps {
 		public Flux<T> answer(FallbackRequest request) {
 			ChatRequest chat = request.chatRequest();
 			if (chat == null) {
-				return Flux.error(new IllegalStateException(
-						"a FALLBACK_MODEL step needs the ChatRequest, which only the call form provides"));
+				return noChatRequest();
 			}
 			return Flux.defer(() -> {
 				Flux<T> stream = Flux.from(factory.apply(chat));
@@ -107,6 +106,12 @@ final class FallbackSteps {
 		public String toString() {
 			return guard == null ? "Fallback[FALLBACK_MODEL]" : "Fallback[FALLBACK_MODEL, guarded]";
 		}
+	}
+
+	/** What a {@code FALLBACK_MODEL} step answers in the transform form, which has no request to send. */
+	static <T> Flux<T> noChatRequest() {
+		return Flux.error(new IllegalStateException(
+				"a FALLBACK_MODEL step needs the ChatRequest, which only the call form provides"));
 	}
 
 	static final class SiblingStep<T> implements Fallback<T> {
@@ -128,8 +133,7 @@ final class FallbackSteps {
 		public Flux<T> answer(FallbackRequest request) {
 			ChatRequest chat = request.chatRequest();
 			if (chat == null) {
-				return Flux.error(new IllegalStateException(
-						"a FALLBACK_MODEL step needs the ChatRequest, which only the call form provides"));
+				return noChatRequest();
 			}
 			BreakerPath failed = request.breakerPath();
 			if (failed == null || failed.tree() != tree) {
