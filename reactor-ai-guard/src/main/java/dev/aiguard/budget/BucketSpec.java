@@ -47,7 +47,7 @@ public final class BucketSpec {
 	 *
 	 * @param name what the bucket counts, 1–64 letters, digits, '.', '_' or '-' (a store uses it in the
 	 * bucket's key, beside the id)
-	 * @param capacity the most units it holds, {@code > 0}
+	 * @param capacity the most units it holds, {@code > 0}, at most one per nanosecond of {@code period}
 	 * @param period the time in which it refills {@code capacity} units, {@code > 0}
 	 * @throws IllegalArgumentException naming the field and the value
 	 */
@@ -63,6 +63,10 @@ public final class BucketSpec {
 		}
 		if (period.isNegative() || period.isZero()) {
 			throw new IllegalArgumentException("bucket " + name + ": period must be > 0, was " + period);
+		}
+		if (capacity > period.toNanos()) {
+			throw new IllegalArgumentException("bucket " + name + ": capacity must refill at most one unit per "
+					+ "nanosecond (Bucket4j's highest rate), was " + capacity + " per " + period);
 		}
 		return new BucketSpec(name, capacity, period, Refill.GREEDY);
 	}

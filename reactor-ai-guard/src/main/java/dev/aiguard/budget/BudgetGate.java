@@ -42,14 +42,23 @@ public final class BudgetGate {
 	static final String REQUESTS = "requests";
 	static final String TOKENS = "tokens";
 	static final String COST = "cost";
-	private static final long MINUTE_NANOS = Duration.ofMinutes(1).toNanos();
+
+	/**
+	 * The cost buckets count micro-units (1e-6) of the currency: nano-units would limit a day's budget
+	 * to 86 400 currency units (Bucket4j refills at most one unit per nanosecond).
+	 *
+	 * @return nano-units as micro-units, rounded up
+	 */
+	static long costUnits(long nanos) {
+		return nanos <= 0L ? 0L : nanos / 1_000L + (nanos % 1_000L == 0L ? 0L : 1L);
+	}
 
 	/** Hears the outcome of a tenant admission ({@link #admit}). */
 	public interface Admission {
 
 		/**
 		 * @param tokensTaken tokens taken from the tenant's tokens budget ahead of the answer
-		 * @param costTaken nano-units taken from the tenant's cost budget ahead of the answer
+		 * @param costTaken micro-units taken from the tenant's cost budget ahead of the answer
 		 */
 		void budgetAdmitted(long tokensTaken, long costTaken);
 
@@ -89,7 +98,9 @@ public final class BudgetGate {
 			this.tokens = limits.tokensPerMinute() > 0
 					? BucketSpec.of("tenant.tokens", limits.tokensPerMinute(), Duration.ofMinutes(1)) : null;
 			this.cost = limits.costPerDay() != null
-					? BucketSpec.of("tenant.cost", Money.nanos("costPerDay", limits.costPerDay()), Duration.ofDays(1)) : null;
+					? BucketSpec.of("tenant.cost", Math.max(1L, costUnits(Money.nanos("costPerDay", limits.costPerDay()))),
+							Duration.ofDays(1))
+					: null;
 			Priority[] all = Priority.values();
 			this.floors = new long[all.length][3];
 			for (Priority p : all) {
@@ -320,7 +331,7 @@ public final class BudgetGate {
 	 */
 	public void admit(TenantBudget tenant, Priority priority, long promptTokens, long promptCostNanos, Admission to) {
 		long tokenUnits = Math.max(1L, promptTokens);
-		long costUnits = Math.max(1L, promptCostNanos);
+		long costUnits = Math.max(1L, costUnits(promptCostNanos));
 		long[] floors = tenant.floors[priority.ordinal()];
 		BucketStore.Immediate sync = now;
 		if (sync == null) {
@@ -648,7 +659,8 @@ public final class BudgetGate {
 	 * @param tokens prompt and completion tokens the attempt used
 	 * @param tenantTokensTaken tokens taken from the tenant ahead of it
 	 * @param costNanos what it cost
-	 * @param tenantCostTaken nano-units taken from the tenant ahead of it
+	 * @param tenantCostTaken micro-units of the currency taken from the tenant ahead of it (as
+	 *        {@link Admission#budgetAdmitted} said)
 	 * @param providerTokensTaken tokens taken from the provider key ahead of it
 	 */
 	public void settle(TenantBudget tenant, long tokens, long tenantTokensTaken, long costNanos, long tenantCostTaken,
@@ -657,7 +669,7 @@ public final class BudgetGate {
 			return;
 		}
 		adjust(tenant.tokens, tenant.id, tokens - tenantTokensTaken);
-		adjust(tenant.cost, tenant.id, costNanos - tenantCostTaken);
+		adjust(tenant.cost, tenant.id, costUnits(costNanos) - tenantCostTaken);
 		if (providerTokens != null) {
 			adjust(providerTokens, spec.providerKey(), tokens - providerTokensTaken);
 		}

@@ -40,7 +40,7 @@ public final class TenantLimits {
 		return UNLIMITED;
 	}
 
-	/** @param requests {@code > 0} */
+	/** @param requests {@code > 0}, at most {@code 60 000 000 000} */
 	public TenantLimits requestsPerMinute(long requests) {
 		return new TenantLimits(positive("requestsPerMinute", requests), tokensPerMinute, costPerDay);
 	}
@@ -52,12 +52,13 @@ public final class TenantLimits {
 
 	/**
 	 * @param amount {@code > 0}, in the price table's currency, at most 9 decimals and at most
-	 *        {@code 9 000 000 000}
+	 *        {@code 86 400 000}
 	 */
 	public TenantLimits costPerDay(BigDecimal amount) {
 		Objects.requireNonNull(amount, "costPerDay");
-		if (amount.signum() <= 0) {
-			throw new IllegalArgumentException("costPerDay must be > 0, was " + amount.toPlainString());
+		if (amount.signum() <= 0 || amount.compareTo(MAX_COST_PER_DAY) > 0) {
+			throw new IllegalArgumentException("costPerDay must be > 0 and at most " + MAX_COST_PER_DAY.toPlainString()
+					+ ", was " + amount.toPlainString());
 		}
 		Money.nanos("costPerDay", amount);
 		return new TenantLimits(requestsPerMinute, tokensPerMinute, amount);
@@ -84,9 +85,14 @@ public final class TenantLimits {
 		return requestsPerMinute > 0 || tokensPerMinute > 0 || costPerDay != null;
 	}
 
+	/** The most units per minute a bucket refills: Bucket4j refills at most one unit per nanosecond. */
+	static final long MAX_PER_MINUTE = 60_000_000_000L;
+	/** The most money per day: the cost bucket counts micro-units, at most one per nanosecond. */
+	static final BigDecimal MAX_COST_PER_DAY = new BigDecimal("86400000");
+
 	static long positive(String field, long value) {
-		if (value <= 0) {
-			throw new IllegalArgumentException(field + " must be > 0, was " + value);
+		if (value <= 0 || value > MAX_PER_MINUTE) {
+			throw new IllegalArgumentException(field + " must be > 0 and at most " + MAX_PER_MINUTE + ", was " + value);
 		}
 		return value;
 	}

@@ -245,7 +245,7 @@ public interface GuardMetrics {
 	 *
 	 * @param scope {@code tenant} or {@code provider}
 	 * @param id the tenant or the provider key
-	 * @param limit {@code requests}, {@code tokens} or {@code cost} (in nano-units of the currency)
+	 * @param limit {@code requests}, {@code tokens} or {@code cost} (in micro-units of the currency)
 	 */
 	default void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
 	}

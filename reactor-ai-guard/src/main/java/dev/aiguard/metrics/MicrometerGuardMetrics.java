@@ -414,7 +414,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	@Override
 	public void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
 		Gauge.builder("aiguard.budget.remaining", remaining, r -> (double) r.getAsLong())
-				.description("What a budget bucket holds now (negative while in debt); cost in nano-units")
+				.description("What a budget bucket holds now (negative while in debt); cost in micro-units")
 				.tags("policy", policy, "scope", scope, "id", id, "limit", limit)
 				.strongReference(true)
 				.register(registry);

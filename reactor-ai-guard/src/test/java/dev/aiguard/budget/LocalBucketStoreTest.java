@@ -146,6 +146,11 @@ class LocalBucketStoreTest {
 				.hasMessage("bucket x: capacity must be > 0, was 0");
 		assertThatThrownBy(() -> BucketSpec.of("x", 1, Duration.ZERO))
 				.hasMessage("bucket x: period must be > 0, was PT0S");
+		assertThatThrownBy(() -> BucketSpec.of("x", 2, Duration.ofNanos(1)))
+				.hasMessage("bucket x: capacity must refill at most one unit per nanosecond (Bucket4j's highest rate), "
+						+ "was 2 per PT0.000000001S");
+		assertThatThrownBy(() -> TenantLimits.unlimited().tokensPerMinute(60_000_000_001L))
+				.hasMessage("tokensPerMinute must be > 0 and at most 60000000000, was 60000000001");
 		assertThat(perMinute.refilledIn(Duration.ofSeconds(30))).isEqualTo(3);
 		assertThat(perMinute.intervally().refilledIn(Duration.ofSeconds(30))).isEqualTo(6);
 	}
