@@ -23,12 +23,14 @@ module dev.aiguard {
 	requires static jtokkit;
 	requires static com.github.benmanes.caffeine;
 	requires static com.networknt.schema;
+	requires static io.github.bucket4j.core;
 	requires static reactor.blockhound;
 
 	exports dev.aiguard;
 	exports dev.aiguard.core;
 	exports dev.aiguard.admission;
 	exports dev.aiguard.breaker;
+	exports dev.aiguard.budget;
 	exports dev.aiguard.chat;
 	exports dev.aiguard.fallback;
 	exports dev.aiguard.load;

@@ -1,0 +1,152 @@
+package dev.aiguard.budget;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+import reactor.test.scheduler.VirtualTimeScheduler;
+import reactor.test.util.RaceTestUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class LocalBucketStoreTest {
+
+	private final VirtualTimeScheduler time = VirtualTimeScheduler.create();
+	private final LocalBucketStore store = LocalBucketStore.create(() -> time.now(TimeUnit.NANOSECONDS));
+	private final BucketStore.Immediate now = store.immediate();
+	private final BucketSpec perMinute = BucketSpec.of("tenant.requests", 6, Duration.ofMinutes(1));
+
+	@Test
+	void aBucketStartsFullAndIsLocal() {
+		assertThat(store.mode()).isEqualTo(BucketStore.Mode.LOCAL);
+		assertThat(now.available(perMinute, "acme")).isEqualTo(6);
+	}
+
+	@Test
+	void takesWhileItHoldsThenSaysHowLongToWait() {
+		for (int i = 5; i >= 0; i--) {
+			long packed = now.tryTake(perMinute, "acme", 1);
+			assertThat(Take.isTaken(packed)).isTrue();
+			assertThat(Take.remaining(packed)).isEqualTo(i);
+		}
+		long refused = now.tryTake(perMinute, "acme", 1);
+		assertThat(Take.isTaken(refused)).isFalse();
+		// 6 per minute, greedy: one every 10 s
+		assertThat(Take.nanosToWait(refused)).isEqualTo(Duration.ofSeconds(10).toNanos());
+		time.advanceTimeBy(Duration.ofSeconds(10));
+		assertThat(Take.isTaken(now.tryTake(perMinute, "acme", 1))).isTrue();
+	}
+
+	@Test
+	void idsHaveTheirOwnBuckets() {
+		now.tryTake(perMinute, "acme", 6);
+		assertThat(now.available(perMinute, "acme")).isZero();
+		assertThat(now.available(perMinute, "globex")).isEqualTo(6);
+	}
+
+	@Test
+	void moreThanTheCapacityIsNeverTaken() {
+		long packed = now.tryTake(perMinute, "acme", 7);
+		assertThat(Take.isTaken(packed)).isFalse();
+		assertThat(Take.nanosToWait(packed)).isEqualTo(Long.MAX_VALUE);
+		assertThat(now.available(perMinute, "acme")).isEqualTo(6);
+	}
+
+	@Test
+	void takingRegardlessRunsIntoDebtThatRefillsPayFirst() {
+		now.takeRegardless(perMinute, "acme", 8);
+		assertThat(now.available(perMinute, "acme")).isEqualTo(-2);
+		time.advanceTimeBy(Duration.ofSeconds(20));
+		assertThat(now.available(perMinute, "acme")).isZero();
+		time.advanceTimeBy(Duration.ofSeconds(10));
+		assertThat(now.available(perMinute, "acme")).isEqualTo(1);
+	}
+
+	@Test
+	void givingBackNeverExceedsTheCapacity() {
+		now.tryTake(perMinute, "acme", 2);
+		now.giveBack(perMinute, "acme", 5);
+		assertThat(now.available(perMinute, "acme")).isEqualTo(6);
+	}
+
+	@Test
+	void aPauseEmptiesTheBucketUntilItEnds() {
+		now.pause(perMinute, "openai", Duration.ofSeconds(30));
+		assertThat(Take.isTaken(now.tryTake(perMinute, "openai", 1))).isFalse();
+		time.advanceTimeBy(Duration.ofSeconds(29));
+		assertThat(now.available(perMinute, "openai")).isLessThanOrEqualTo(0);
+		time.advanceTimeBy(Duration.ofSeconds(11));
+		assertThat(Take.isTaken(now.tryTake(perMinute, "openai", 1))).isTrue();
+	}
+
+	@Test
+	void aShorterPauseKeepsTheLongerOne() {
+		now.pause(perMinute, "openai", Duration.ofSeconds(60));
+		long before = now.available(perMinute, "openai");
+		now.pause(perMinute, "openai", Duration.ofSeconds(10));
+		assertThat(now.available(perMinute, "openai")).isEqualTo(before);
+	}
+
+	@Test
+	void aChangedSpecMovesTheBucketKeepingItsFillInProportion() {
+		now.tryTake(perMinute, "acme", 3);
+		BucketSpec doubled = BucketSpec.of("tenant.requests", 12, Duration.ofMinutes(1));
+		assertThat(now.available(doubled, "acme")).isEqualTo(6);
+		assertThat(now.available(perMinute, "acme")).isEqualTo(3);
+	}
+
+	@Test
+	void theFuturesGiveTheSameAnswersCompleted() {
+		Take take = store.tryTake(perMinute, "acme", 6).join();
+		assertThat(take).isEqualTo(Take.ofTaken(0));
+		assertThat(store.tryTake(perMinute, "acme", 1).join().taken()).isFalse();
+		store.giveBack(perMinute, "acme", 1).join();
+		assertThat(store.available(perMinute, "acme").join()).isEqualTo(1);
+		store.takeRegardless(perMinute, "acme", 3).join();
+		assertThat(store.available(perMinute, "acme").join()).isEqualTo(-2);
+		assertThat(store.tryTake(perMinute, "acme", 0)).isCompletedExceptionally();
+	}
+
+	@Test
+	void badUnitsAreRefusedNamingTheValue() {
+		assertThatThrownBy(() -> now.tryTake(perMinute, "acme", 0)).hasMessage("units must be >= 1, was 0");
+		assertThatThrownBy(() -> now.giveBack(perMinute, "acme", -1)).hasMessage("units must be >= 0, was -1");
+	}
+
+	@Test
+	void concurrentTakesNeverOverAdmit() {
+		for (int round = 0; round < 200; round++) {
+			store.clear();
+			AtomicInteger admitted = new AtomicInteger();
+			BucketSpec two = BucketSpec.of("provider.requests", 2, Duration.ofMinutes(1));
+			Runnable take = () -> {
+				if (Take.isTaken(now.tryTake(two, "key", 1))) {
+					admitted.incrementAndGet();
+				}
+			};
+			RaceTestUtils.race(take, take, take);
+			assertThat(admitted.get()).isEqualTo(2);
+		}
+	}
+
+	@Test
+	void packingKeepsEveryOutcome() {
+		assertThat(Take.unpack(Take.ofTaken(0).pack())).isEqualTo(Take.ofTaken(0));
+		assertThat(Take.unpack(Take.ofRefused(0).pack())).isEqualTo(Take.ofRefused(0));
+		assertThat(Take.unpack(Take.ofRefused(Long.MAX_VALUE).pack())).isEqualTo(Take.ofRefused(Long.MAX_VALUE));
+	}
+
+	@Test
+	void specsAreCheckedNamingTheField() {
+		assertThatThrownBy(() -> BucketSpec.of("has space", 1, Duration.ofSeconds(1)))
+				.hasMessageContaining("bucket name must be").hasMessageContaining("'has space'");
+		assertThatThrownBy(() -> BucketSpec.of("x", 0, Duration.ofSeconds(1)))
+				.hasMessage("bucket x: capacity must be > 0, was 0");
+		assertThatThrownBy(() -> BucketSpec.of("x", 1, Duration.ZERO))
+				.hasMessage("bucket x: period must be > 0, was PT0S");
+		assertThat(perMinute.refilledIn(Duration.ofSeconds(30))).isEqualTo(3);
+		assertThat(perMinute.intervally().refilledIn(Duration.ofSeconds(30))).isEqualTo(6);
+	}
+}
