@@ -40,7 +40,9 @@ public final class MicrometerRedisMetrics implements RedisMetrics {
 		for (BucketStore.Mode m : BucketStore.Mode.values()) {
 			Gauge.builder("aiguard.budget.store.mode", mode, s -> s.get() == m ? 1 : 0)
 					.description("1 for the budget store's current mode (SHARED, FALLBACK_OPEN, FALLBACK_CLOSED), else 0")
-					.tag("store", store).tag("mode", m.name()).register(registry);
+					.tag("store", store).tag("mode", m.name())
+					.strongReference(true) // the supplier lives only in the gauge
+					.register(registry);
 		}
 	}
 

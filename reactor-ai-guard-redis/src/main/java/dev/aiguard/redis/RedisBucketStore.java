@@ -9,6 +9,8 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
@@ -21,6 +23,7 @@ import io.github.bucket4j.TokensInheritanceStrategy;
 import io.github.bucket4j.distributed.AsyncBucketProxy;
 import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
 import io.github.bucket4j.distributed.proxy.AsyncProxyManager;
+import io.github.bucket4j.distributed.proxy.optimization.Optimizations;
 import io.github.bucket4j.redis.lettuce.Bucket4jLettuce;
 import io.lettuce.core.RedisChannelHandler;
 import io.lettuce.core.RedisConnectionStateListener;
@@ -53,8 +56,9 @@ import dev.aiguard.budget.Take;
  * }</pre>
  *
  * <h2>When Redis is down</h2>
- * A command that fails — it timed out after {@link RedisSettings#commandTimeout()}, the connection was
- * lost, or the client refuses commands while disconnected — moves the store to its fallback mode at
+ * An operation that fails — Redis has not answered it within {@link RedisSettings#commandTimeout()}
+ * (all its round trips together), the connection was lost, or the client refuses commands while
+ * disconnected — moves the store to its fallback mode at
  * once, and that same request is answered by the fallback (it is never answered twice). A lost
  * connection moves it there as soon as Lettuce notices, before any request fails. In
  * {@link Mode#FALLBACK_OPEN} each budget is a local in-process bucket holding {@code 1/instances} of
@@ -95,6 +99,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<BucketSpec, Long> versions = new ConcurrentHashMap<>();
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
+	private final long deadlineMillis;
 	private final AtomicBoolean probeInFlight = new AtomicBoolean();
 	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
 
@@ -116,6 +121,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		this.scheduler = b.scheduler;
 		this.local = b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock);
 		this.mode = fallbackMode;
+		this.deadlineMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
 	}
 
 	/** @return a builder for a store on {@code endpoint} */
@@ -303,14 +309,21 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		return CompletableFuture.completedFuture(null);
 	}
 
-	/** A future that fails instead of throwing when Bucket4j throws before returning one. */
-	private static <T> CompletableFuture<T> guarded(Supplier<CompletableFuture<T>> call) {
+	/**
+	 * The call's future, failed instead of thrown when Bucket4j throws before returning one, and failed
+	 * when the whole operation (a compare-and-swap may take several round trips, and Lettuce re-sends a
+	 * command that was in flight when the connection broke) has not answered within the command timeout.
+	 */
+	private <T> CompletableFuture<T> guarded(Supplier<CompletableFuture<T>> call) {
+		CompletableFuture<T> future;
 		try {
-			return call.get();
+			future = call.get();
 		}
 		catch (RuntimeException e) {
 			return CompletableFuture.failedFuture(e);
 		}
+		// a copy, so the deadline never completes Bucket4j's own future
+		return future.copy().orTimeout(deadlineMillis, TimeUnit.MILLISECONDS);
 	}
 
 	/** @return the shared bucket, or {@code null} while the store is not {@link Mode#SHARED} */
@@ -335,6 +348,9 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		// does not move them back
 		long version = versions.computeIfAbsent(spec, s -> System.currentTimeMillis());
 		return pm.builder()
+				// requests for one key that arrive while a command for it is in flight go to Redis as one
+				// batch: without it, concurrent compare-and-swaps on a hot key retry each other
+				.withOptimization(Optimizations.batching())
 				.withImplicitConfigurationReplacement(version, TokensInheritanceStrategy.PROPORTIONALLY)
 				.build(key, () -> CompletableFuture.completedFuture(configuration));
 	}
@@ -344,7 +360,9 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	/** A command failed or the connection was lost: from SHARED to the fallback mode. */
 	private void lost(Throwable error) {
 		Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-		String reason = cause.getClass().getSimpleName() + ": " + cause.getMessage();
+		String reason = cause instanceof TimeoutException
+				? "no answer within the command timeout of " + endpoint.settings().commandTimeout()
+				: cause.getClass().getSimpleName() + ": " + cause.getMessage();
 		lost(reason);
 	}
 
@@ -366,7 +384,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 		if (MODE.compareAndSet(this, fallbackMode, Mode.SHARED)) {
 			stopProbing();
-			changed(fallbackMode, Mode.SHARED, "redis answered again");
+			changed(fallbackMode, Mode.SHARED, firstShared.isDone() ? "redis answered again" : "connected to redis");
 			firstShared.complete(null);
 		}
 	}

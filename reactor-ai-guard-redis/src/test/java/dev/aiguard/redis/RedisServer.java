@@ -119,7 +119,7 @@ final class RedisServer implements AutoCloseable {
 		if (process == null) {
 			return;
 		}
-		process.destroyForcibly();
+		process.destroyForcibly(); // SIGKILL ends a stopped process as well
 		try {
 			if (!process.waitFor(START_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
 				throw new IllegalStateException("redis-server on port " + port + " did not die");
@@ -130,6 +130,32 @@ final class RedisServer implements AutoCloseable {
 			throw new IllegalStateException(e);
 		}
 		process = null;
+	}
+
+	/** Stops the server process (SIGSTOP): connections stay open but nothing answers, as a hung server. */
+	void freeze() {
+		signal("-STOP");
+	}
+
+	/** Resumes a {@link #freeze() frozen} server (SIGCONT); it answers what it was sent meanwhile. */
+	void thaw() {
+		signal("-CONT");
+	}
+
+	private void signal(String signal) {
+		try {
+			Process kill = new ProcessBuilder("kill", signal, String.valueOf(process.pid())).inheritIO().start();
+			if (!kill.waitFor(START_TIMEOUT_SECONDS, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+				throw new IllegalStateException("kill " + signal + " " + process.pid() + " failed");
+			}
+		}
+		catch (IOException e) {
+			throw new UncheckedIOException(e);
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(e);
+		}
 	}
 
 	/** Starts the server again on the same port; it comes back empty (no persistence). */
