@@ -9,7 +9,7 @@ import dev.aiguard.core.RetryHint;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A request could not enter its lane, or the load governor shed it. Cheap: no stack trace. As a
+ * A request could not enter its lane, the load governor shed it, or a budget refused it. Cheap: no stack trace. As a
  * {@link RetryHint} it is retryable unless the lanes are disposed, and a shed request carries how
  * long to wait before asking again ({@link #retryAfter()}), for a {@code Retry-After} header.
  *
@@ -33,7 +33,13 @@ public class AdmissionRejectedException extends RuntimeException implements Retr
 		/** The lanes were disposed. */
 		DISPOSED,
 		/** The load governor shed the request's priority at the current load level. */
-		SHED
+		SHED,
+		/**
+		 * A budget refused the request: its tenant is over a budget, or its provider key's limit
+		 * would have it wait longer than allowed. {@link #retryAfter()} says when the budget has
+		 * room again, when that is known.
+		 */
+		BUDGET
 	}
 
 	private final Priority priority;

@@ -31,18 +31,6 @@ import io.github.bucket4j.local.SynchronizationStrategy;
  */
 public final class LocalBucketStore implements BucketStore {
 
-	/** The buckets of one spec name, and the configuration they are moved to. */
-	private static final class Shelf {
-		final ConcurrentHashMap<String, Slot> buckets = new ConcurrentHashMap<>();
-		volatile BucketSpec spec;
-		volatile BucketConfiguration configuration;
-
-		Shelf(BucketSpec spec) {
-			this.spec = spec;
-			this.configuration = Bucket4jSpecs.configuration(spec);
-		}
-	}
-
 	/** One bucket and the spec it was last configured with. */
 	private static final class Slot {
 		final LocalBucket bucket;
@@ -54,7 +42,8 @@ public final class LocalBucketStore implements BucketStore {
 		}
 	}
 
-	private final ConcurrentHashMap<String, Shelf> shelves = new ConcurrentHashMap<>();
+	/** Spec name, then id: the id's bucket. */
+	private final ConcurrentHashMap<String, ConcurrentHashMap<String, Slot>> shelves = new ConcurrentHashMap<>();
 	private final TimeMeter time;
 	private final Now now = new Now();
 
@@ -102,34 +91,30 @@ public final class LocalBucketStore implements BucketStore {
 	}
 
 	private Bucket bucket(BucketSpec spec, String id) {
-		Shelf shelf = shelves.get(spec.name());
+		ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
 		if (shelf == null) {
-			shelf = shelves.computeIfAbsent(spec.name(), n -> new Shelf(spec));
+			shelf = shelves.computeIfAbsent(spec.name(), n -> new ConcurrentHashMap<>());
 		}
-		if (shelf.spec != spec && !shelf.spec.equals(spec)) {
-			synchronized (shelf) {
-				if (!shelf.spec.equals(spec)) {
-					shelf.configuration = Bucket4jSpecs.configuration(spec);
-					shelf.spec = spec;
-				}
-			}
-		}
-		Slot slot = shelf.buckets.get(id);
+		Slot slot = shelf.get(id);
 		if (slot == null) {
-			Shelf s = shelf;
-			slot = shelf.buckets.computeIfAbsent(id, i -> new Slot(newBucket(s.configuration), s.spec));
+			slot = shelf.computeIfAbsent(id, i -> new Slot(newBucket(Bucket4jSpecs.configuration(spec)), spec));
 		}
-		BucketSpec current = shelf.spec;
-		if (slot.spec != current) {
-			// a changed configuration reaches each bucket on its next use, its fill kept in proportion
-			synchronized (slot) {
-				if (slot.spec != current) {
-					slot.bucket.replaceConfiguration(shelf.configuration, TokensInheritanceStrategy.PROPORTIONALLY);
-					slot.spec = current;
-				}
-			}
+		BucketSpec current = slot.spec;
+		if (current != spec) {
+			reconfigure(slot, spec);
 		}
 		return slot.bucket;
+	}
+
+	/** A spec other than the bucket's (another instance, maybe other limits): the bucket moves to it, its fill kept in proportion. */
+	private static void reconfigure(Slot slot, BucketSpec spec) {
+		synchronized (slot) {
+			BucketSpec current = slot.spec;
+			if (current != spec && !current.equals(spec)) {
+				slot.bucket.replaceConfiguration(Bucket4jSpecs.configuration(spec), TokensInheritanceStrategy.PROPORTIONALLY);
+			}
+			slot.spec = spec;
+		}
 	}
 
 	private LocalBucket newBucket(BucketConfiguration configuration) {
@@ -238,6 +223,6 @@ public final class LocalBucketStore implements BucketStore {
 
 	@Override
 	public String toString() {
-		return "LocalBucketStore(" + shelves.size() + " bucket kinds)";
+		return "LocalBucketStore" + shelves.keySet();
 	}
 }

@@ -59,6 +59,16 @@ public final class ChatChunk {
 		public int flags(ChatChunk chunk) {
 			return chunk.flags;
 		}
+
+		@Override
+		public int promptTokens(ChatChunk chunk) {
+			return chunk.usage == null ? -1 : chunk.usage.promptTokens();
+		}
+
+		@Override
+		public int completionTokens(ChatChunk chunk) {
+			return chunk.usage == null ? -1 : chunk.usage.completionTokens();
+		}
 	};
 
 	private final String text;
@@ -103,6 +113,9 @@ public final class ChatChunk {
 		}
 		if (finishReason != null) {
 			f |= ChunkInspector.FINISH;
+		}
+		if (usage != null) {
+			f |= ChunkInspector.USAGE;
 		}
 		this.flags = f;
 	}

@@ -31,6 +31,12 @@ public interface ChunkInspector<T> {
 	int TERMINAL = 4;
 	/** Bit of {@link #flags}: the chunk carries a finish reason. */
 	int FINISH = 8;
+	/**
+	 * Bit of {@link #flags}: the chunk carries the provider's token usage ({@link #promptTokens},
+	 * {@link #completionTokens}). The guard remembers the last such chunk of an attempt and reads
+	 * its usage once, when the attempt ends, for budgets and cost.
+	 */
+	int USAGE = 16;
 
 	/**
 	 * @return the class of the chunks this inspector reads, when known ({@code Object.class} when
@@ -72,6 +78,22 @@ public interface ChunkInspector<T> {
 			f |= FINISH;
 		}
 		return f;
+	}
+
+	/**
+	 * @return the prompt tokens the provider reports in a chunk flagged {@link #USAGE}, or {@code -1}
+	 *         when it reports none (the default); read once per attempt, never per token
+	 */
+	default int promptTokens(T chunk) {
+		return -1;
+	}
+
+	/**
+	 * @return the completion tokens the provider reports in a chunk flagged {@link #USAGE}, or
+	 *         {@code -1} when it reports none (the default); read once per attempt, never per token
+	 */
+	default int completionTokens(T chunk) {
+		return -1;
 	}
 
 	/**

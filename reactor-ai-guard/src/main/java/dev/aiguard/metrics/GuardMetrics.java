@@ -2,6 +2,7 @@ package dev.aiguard.metrics;
 
 import java.util.Map;
 import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
@@ -192,5 +193,68 @@ public interface GuardMetrics {
 
 	/** A live change of a guard's policy was refused as invalid; the policy in force stayed. */
 	default void policyChangeRefused(String policy) {
+	}
+
+	// ---- budgets ----
+
+	/**
+	 * The tokens one attempt used.
+	 *
+	 * @param model the model priced and counted
+	 * @param tenant the request's tenant
+	 * @param source {@code provider} when the provider reported its usage, {@code counted} when the
+	 *        guard counted (the prompt before sending, the content chunks received)
+	 */
+	default void tokensUsed(String policy, String model, String tenant, String source, long promptTokens,
+			long completionTokens) {
+	}
+
+	/**
+	 * What one attempt cost, by the policy's price table.
+	 *
+	 * @param source as in {@link #tokensUsed}
+	 * @param amount in {@code currency}
+	 */
+	default void cost(String policy, String model, String tenant, String source, String currency, double amount) {
+	}
+
+	/**
+	 * What an attempt whose text did not become the user's answer used (it failed, stalled, was
+	 * refused for its prompt's size or its output, or a retry or a continuation replaced it),
+	 * besides being counted in {@link #tokensUsed} and {@link #cost}.
+	 */
+	default void retryCost(String policy, String model, String tenant, long promptTokens, long completionTokens,
+			String currency, double amount) {
+	}
+
+	/**
+	 * A budget refused a request.
+	 *
+	 * @param scope {@code tenant} or {@code provider}
+	 * @param limit {@code requests}, {@code tokens}, {@code cost}, or {@code store} (the bucket store failed)
+	 */
+	default void budgetRejected(String policy, Priority priority, String scope, String limit) {
+	}
+
+	/** A request waits for its provider key's bucket instead of meeting the provider's 429. */
+	default void budgetThrottled(String policy, Priority priority, String providerKey, long waitNanos) {
+	}
+
+	/**
+	 * A budget bucket was first used; a gauge may sample what it holds (negative while in debt).
+	 *
+	 * @param scope {@code tenant} or {@code provider}
+	 * @param id the tenant or the provider key
+	 * @param limit {@code requests}, {@code tokens} or {@code cost} (in nano-units of the currency)
+	 */
+	default void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
+	}
+
+	/** A policy with budgets was built; {@code mode} says where its buckets are (a {@code BucketStore.Mode}). */
+	default void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
+	}
+
+	/** The output cap ended an answer. */
+	default void outputCapped(String policy, Priority priority) {
 	}
 }

@@ -2,6 +2,7 @@ package dev.aiguard.metrics;
 
 import java.util.Map;
 import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
@@ -279,6 +280,86 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	public void policyChangeRefused(String policy) {
 		try {
 			delegate.policyChangeRefused(policy);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void tokensUsed(String policy, String model, String tenant, String source, long promptTokens, long completionTokens) {
+		try {
+			delegate.tokensUsed(policy, model, tenant, source, promptTokens, completionTokens);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void cost(String policy, String model, String tenant, String source, String currency, double amount) {
+		try {
+			delegate.cost(policy, model, tenant, source, currency, amount);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void retryCost(String policy, String model, String tenant, long promptTokens, long completionTokens, String currency, double amount) {
+		try {
+			delegate.retryCost(policy, model, tenant, promptTokens, completionTokens, currency, amount);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void budgetRejected(String policy, Priority priority, String scope, String limit) {
+		try {
+			delegate.budgetRejected(policy, priority, scope, limit);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void budgetThrottled(String policy, Priority priority, String providerKey, long waitNanos) {
+		try {
+			delegate.budgetThrottled(policy, priority, providerKey, waitNanos);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
+		try {
+			delegate.budgetRemaining(policy, scope, id, limit, remaining);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
+		try {
+			delegate.bucketStoreMode(policy, mode);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
+	public void outputCapped(String policy, Priority priority) {
+		try {
+			delegate.outputCapped(policy, priority);
 		}
 		catch (Throwable meterFailure) {
 			Callbacks.dropped(meterFailure);

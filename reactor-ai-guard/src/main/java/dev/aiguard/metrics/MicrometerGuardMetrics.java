@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
@@ -341,6 +342,104 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 				.increment();
 	}
 
+	// ---- budgets ----
+
+	@Override
+	public void tokensUsed(String policy, String model, String tenant, String source, long promptTokens,
+			long completionTokens) {
+		if (promptTokens > 0L) {
+			usedTokens(policy, model, tenant, source, "prompt").increment(promptTokens);
+		}
+		if (completionTokens > 0L) {
+			usedTokens(policy, model, tenant, source, "completion").increment(completionTokens);
+		}
+	}
+
+	private Counter usedTokens(String policy, String model, String tenant, String source, String kind) {
+		return Counter.builder("aiguard.tokens")
+				.description("Tokens attempts used, as the provider reported them or as the guard counted them")
+				.tags("policy", policy, "model", model, "tenant", tenant, "source", source, "kind", kind)
+				.register(registry);
+	}
+
+	@Override
+	public void cost(String policy, String model, String tenant, String source, String currency, double amount) {
+		Counter.builder("aiguard.cost")
+				.description("What attempts cost by the policy's price table")
+				.baseUnit(currency)
+				.tags("policy", policy, "model", model, "tenant", tenant, "source", source, "currency", currency)
+				.register(registry)
+				.increment(amount);
+	}
+
+	@Override
+	public void retryCost(String policy, String model, String tenant, long promptTokens, long completionTokens,
+			String currency, double amount) {
+		for (int k = 0; k < 2; k++) {
+			long n = k == 0 ? promptTokens : completionTokens;
+			if (n > 0L) {
+				Counter.builder("aiguard.retry.tokens")
+						.description("Tokens of attempts whose text did not become the answer")
+						.tags("policy", policy, "model", model, "tenant", tenant, "kind", k == 0 ? "prompt" : "completion")
+						.register(registry)
+						.increment(n);
+			}
+		}
+		Counter.builder("aiguard.retry.cost")
+				.description("Cost of attempts whose text did not become the answer")
+				.baseUnit(currency)
+				.tags("policy", policy, "model", model, "tenant", tenant, "currency", currency)
+				.register(registry)
+				.increment(amount);
+	}
+
+	@Override
+	public void budgetRejected(String policy, Priority priority, String scope, String limit) {
+		Counter.builder("aiguard.budget.rejected")
+				.description("Requests a budget refused")
+				.tags("policy", policy, "priority", priority.name(), "scope", scope, "limit", limit)
+				.register(registry)
+				.increment();
+	}
+
+	@Override
+	public void budgetThrottled(String policy, Priority priority, String providerKey, long waitNanos) {
+		Timer.builder("aiguard.budget.throttled")
+				.description("Waits for a provider key's bucket, instead of the provider's 429")
+				.tags("policy", policy, "priority", priority.name(), "provider", providerKey)
+				.register(registry)
+				.record(waitNanos, TimeUnit.NANOSECONDS);
+	}
+
+	@Override
+	public void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
+		Gauge.builder("aiguard.budget.remaining", remaining, r -> (double) r.getAsLong())
+				.description("What a budget bucket holds now (negative while in debt); cost in nano-units")
+				.tags("policy", policy, "scope", scope, "id", id, "limit", limit)
+				.strongReference(true)
+				.register(registry);
+	}
+
+	@Override
+	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
+		for (String name : new String[] { "LOCAL", "SHARED", "FALLBACK_OPEN", "FALLBACK_CLOSED" }) {
+			Gauge.builder("aiguard.budget.store.mode", mode, m -> m.get().name().equals(name) ? 1 : 0)
+					.description("Where the policy's budget buckets are: 1 for the current mode")
+					.tags("policy", policy, "mode", name)
+					.strongReference(true)
+					.register(registry);
+		}
+	}
+
+	@Override
+	public void outputCapped(String policy, Priority priority) {
+		Counter.builder("aiguard.output.capped")
+				.description("Answers the guard's output cap ended")
+				.tags("policy", policy, "priority", priority.name())
+				.register(registry)
+				.increment();
+	}
+
 	/** The meters recorded once per stream or request, pre-registered per policy. */
 	private final class PolicyMeters {
 
@@ -369,7 +468,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 						.description("Time from subscription to the first content chunk")
 						.tags("policy", policy, "priority", p.name())
 						.register(registry);
-				tokens[i] = Counter.builder("aiguard.tokens")
+				tokens[i] = Counter.builder("aiguard.tokens.delivered")
 						.description("Content chunks delivered to subscribers")
 						.tags("policy", policy, "priority", p.name())
 						.register(registry);

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.function.Consumer;
@@ -22,14 +23,18 @@ import io.netty.channel.ChannelOption;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Operators;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.netty.Connection;
 import reactor.netty.channel.AbortedException;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.client.HttpClientResponse;
+import reactor.util.context.Context;
+import reactor.util.context.ContextView;
 
 /**
  * One streaming POST whose 200 answer is server-sent events: the response-header deadline, the
@@ -103,7 +108,9 @@ final class SseExchange {
 	 * @return the answer's chunks
 	 */
 	Flux<ChatChunk> post(ChatRequest request, RequestWriter writer) {
-		return Flux.defer(() -> {
+		return Flux.deferContextual(context -> {
+			Object heard = context.getOrDefault(RateLimitListener.CONTEXT_KEY, null);
+			RateLimitListener listener = heard instanceof RateLimitListener ? (RateLimitListener) heard : null;
 			byte[] body;
 			try {
 				body = writer.write(request);
@@ -120,6 +127,9 @@ final class SseExchange {
 				.send(Mono.fromCallable(() -> Unpooled.wrappedBuffer(body)))
 				.responseConnection((response, connection) -> {
 					headersArrived.tryEmitEmpty();
+					if (listener != null) {
+						heardRateLimits(listener, response.responseHeaders(), context);
+					}
 					return response.status().code() == 200 ? body(connection) : error(response, connection);
 				});
 			// the deadline covers the time to response headers only; the body is the stall watch's job
@@ -129,6 +139,21 @@ final class SseExchange {
 						"no response headers from " + baseUrl + " within " + responseTimeout.toMillis() + " ms", null)));
 			return exchange.mergeWith(headersDeadline).onErrorMap(SseExchange::isTransportFailure, this::connectionFailure);
 		});
+	}
+
+	/** Tells the listener what the headers said, if they said anything; what it throws is dropped. */
+	private static void heardRateLimits(RateLimitListener listener, HttpHeaders headers,
+			ContextView context) {
+		try {
+			RateLimits limits = RetryHeaders.rateLimits(headers::get, Clock.systemUTC());
+			if (limits.isKnown()) {
+				listener.onRateLimits(limits);
+			}
+		}
+		catch (Throwable listenerFailure) {
+			Exceptions.throwIfJvmFatal(listenerFailure);
+			Operators.onErrorDropped(listenerFailure, Context.of(context));
+		}
 	}
 
 	private Flux<ChatChunk> body(Connection connection) {

@@ -42,7 +42,7 @@ class MicrometerGuardMetricsTest {
 				.counter().count()).isEqualTo(1.0);
 		assertThat(registry.get("aiguard.streams").tags("policy", "chat", "priority", "P1", "outcome", "STALLED")
 				.counter().count()).isEqualTo(1.0);
-		assertThat(registry.get("aiguard.tokens").tags("priority", "P0").counter().count()).isEqualTo(3.0);
+		assertThat(registry.get("aiguard.tokens.delivered").tags("priority", "P0").counter().count()).isEqualTo(3.0);
 		assertThat(registry.get("aiguard.stream.ttft").tags("priority", "P0").timer().totalTime(TimeUnit.MILLISECONDS))
 				.isEqualTo(100.0);
 		assertThat(registry.get("aiguard.stream.duration").tags("priority", "P0", "outcome", "SUCCESS").timer()

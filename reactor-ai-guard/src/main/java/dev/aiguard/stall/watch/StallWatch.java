@@ -149,6 +149,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 	}
 
+	/** The finish reason of an answer the output cap ended. */
+	public static final String OUTPUT_CAP_REASON = "length";
+
 	final CoreSubscriber<? super T> actual;
 	private final ChunkInspector<T> inspector;
 	private final Terminal<T> terminal;
@@ -214,6 +217,13 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	long firstTokenAt = -1L;
 	/** The flags of the chunk being delivered, for a tap between the watch and the subscriber. */
 	int lastFlags;
+	/** The last chunk flagged {@link ChunkInspector#USAGE}; its usage is read once, after the end. */
+	@Nullable
+	T usageChunk;
+	/** Content chunks after which the attempt ends as complete ({@link #capOutput}); set before subscription. */
+	private long outputCap = Long.MAX_VALUE;
+	/** Whether {@link #outputCap} ended the attempt. */
+	private volatile boolean capped;
 
 	// Touched only by the deadline task (one run at a time: each run schedules at most the next).
 	private long seenActivity;
@@ -327,6 +337,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			return;
 		}
 		SEQ.setRelease(this, s + 2L);
+		if (tokens >= outputCap) {
+			reachedCap();
+		}
 	}
 
 	/**
@@ -345,6 +358,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			if (reason != null) {
 				finishReason = reason;
+			}
+			if ((f & ChunkInspector.USAGE) != 0) {
+				usageChunk = t;
 			}
 		}
 		lastFlags = f;
@@ -372,6 +388,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		STATE.set(this, v + 2 < 0 ? 0 : v + 2);
 		SEQ.setRelease(this, s + 2L);
+		if (tokens >= outputCap) {
+			reachedCap();
+		}
 	}
 
 	/**
@@ -405,6 +424,25 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			up.cancel();
 		}
 		end(End.ERROR, e);
+	}
+
+	/**
+	 * The output cap was reached with the chunk just delivered: the answer ends here as complete,
+	 * finish reason {@code length}, and the upstream is cancelled. Runs on the upstream's thread,
+	 * serial with its other signals, like {@link #fail}.
+	 */
+	private void reachedCap() {
+		if (!win()) {
+			return;
+		}
+		GATE.getAndBitwiseOr(this, GATE_END);
+		capped = true;
+		finishReason = OUTPUT_CAP_REASON;
+		Subscription up = upstream;
+		if (up != null) {
+			up.cancel();
+		}
+		end(End.COMPLETED, null);
 	}
 
 	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
@@ -781,6 +819,36 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	public int chunkFlags() {
 		return lastFlags;
+	}
+
+	/**
+	 * Ends the attempt as complete, with finish reason {@code length} and its upstream cancelled,
+	 * once it has delivered {@code contentChunks} content chunks. Call before subscribing it; the
+	 * per-chunk cost is one comparison.
+	 *
+	 * @param contentChunks {@code >= 1}
+	 * @return this watch
+	 */
+	public StallWatch<T> capOutput(long contentChunks) {
+		if (contentChunks < 1L) {
+			throw new IllegalArgumentException("contentChunks must be >= 1, was " + contentChunks);
+		}
+		outputCap = contentChunks;
+		return this;
+	}
+
+	/** @return whether the output cap ({@link #capOutput}) ended the attempt */
+	public boolean capped() {
+		return capped;
+	}
+
+	/**
+	 * @return the last chunk of the attempt flagged {@link ChunkInspector#USAGE}, or {@code null};
+	 *         read it after the end
+	 */
+	@Nullable
+	public T usageChunk() {
+		return usageChunk;
 	}
 
 	/** @return content chunks received so far (final once ended) */
