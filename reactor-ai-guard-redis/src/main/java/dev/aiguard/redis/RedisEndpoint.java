@@ -91,6 +91,11 @@ public final class RedisEndpoint implements AutoCloseable {
 		return client.connectAsync(CODEC, settings.uri()).toCompletableFuture();
 	}
 
+	/** @return a new command connection with string keys and values, once connected */
+	CompletableFuture<StatefulRedisConnection<String, String>> connectStrings() {
+		return client.connectAsync(StringCodec.UTF8, settings.uri()).toCompletableFuture();
+	}
+
 	/** @return a new pub/sub connection (string channels and messages), once connected */
 	CompletableFuture<StatefulRedisPubSubConnection<String, String>> connectPubSub() {
 		return client.connectPubSubAsync(StringCodec.UTF8, settings.uri()).toCompletableFuture();

@@ -13,7 +13,7 @@ final class Instances implements AutoCloseable {
 	static RedisSettings settings(RedisServer redis) {
 		return RedisSettings.builder(redis.uri())
 				.commandTimeout(Duration.ofMillis(200))
-				.connectTimeout(Duration.ofMillis(300))
+				.connectTimeout(Duration.ofSeconds(2)) // a cold JVM on a busy machine
 				.reconnectDelay(Duration.ofMillis(100))
 				.probeInterval(Duration.ofMillis(100))
 				.build();
