@@ -11,13 +11,14 @@ import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.budget.BucketStore;
 
 /**
- * {@link RedisMetrics} on a Micrometer {@link MeterRegistry}:
+ * {@link RedisMetrics} on a Micrometer {@link MeterRegistry} (the guard's own
+ * {@code aiguard.budget.store.mode} gauge shows each policy's store mode; these show each Redis store):
  * <ul>
- * <li>{@code aiguard.budget.store.mode} (gauge; tags {@code store}, {@code mode}): 1 for the store's
+ * <li>{@code aiguard.redis.store.mode} (gauge; tags {@code store}, {@code mode}): 1 for the store's
  * current mode, 0 for the others;</li>
- * <li>{@code aiguard.budget.store.fallbacks} (counter; tags {@code store}, {@code mode}): changes to
+ * <li>{@code aiguard.redis.store.fallbacks} (counter; tags {@code store}, {@code mode}): changes to
  * {@code FALLBACK_OPEN} or {@code FALLBACK_CLOSED};</li>
- * <li>{@code aiguard.breaker.shared.received} and {@code aiguard.breaker.shared.published}
+ * <li>{@code aiguard.redis.breaker.received} and {@code aiguard.redis.breaker.published}
  * (counters; tags {@code breaker}, {@code state}): breaker transitions applied from other instances,
  * and local ones published to them.</li>
  * </ul>
@@ -38,7 +39,7 @@ public final class MicrometerRedisMetrics implements RedisMetrics {
 	@Override
 	public void storeRegistered(String store, Supplier<BucketStore.Mode> mode) {
 		for (BucketStore.Mode m : BucketStore.Mode.values()) {
-			Gauge.builder("aiguard.budget.store.mode", mode, s -> s.get() == m ? 1 : 0)
+			Gauge.builder("aiguard.redis.store.mode", mode, s -> s.get() == m ? 1 : 0)
 					.description("1 for the budget store's current mode (SHARED, FALLBACK_OPEN, FALLBACK_CLOSED), else 0")
 					.tag("store", store).tag("mode", m.name())
 					.strongReference(true) // the supplier lives only in the gauge
@@ -49,7 +50,7 @@ public final class MicrometerRedisMetrics implements RedisMetrics {
 	@Override
 	public void storeModeChanged(String store, BucketStore.Mode from, BucketStore.Mode to) {
 		if (to == BucketStore.Mode.FALLBACK_OPEN || to == BucketStore.Mode.FALLBACK_CLOSED) {
-			Counter.builder("aiguard.budget.store.fallbacks")
+			Counter.builder("aiguard.redis.store.fallbacks")
 					.description("Times the budget store lost Redis and fell back")
 					.tag("store", store).tag("mode", to.name()).register(registry).increment();
 		}
@@ -57,14 +58,14 @@ public final class MicrometerRedisMetrics implements RedisMetrics {
 
 	@Override
 	public void breakerTransitionReceived(String breaker, BreakerState to) {
-		Counter.builder("aiguard.breaker.shared.received")
+		Counter.builder("aiguard.redis.breaker.received")
 				.description("Breaker transitions of other instances applied to this one")
 				.tag("breaker", breaker).tag("state", to.name()).register(registry).increment();
 	}
 
 	@Override
 	public void breakerTransitionPublished(String breaker, BreakerState to) {
-		Counter.builder("aiguard.breaker.shared.published")
+		Counter.builder("aiguard.redis.breaker.published")
 				.description("Breaker transitions of this instance published to the others")
 				.tag("breaker", breaker).tag("state", to.name()).register(registry).increment();
 	}

@@ -124,9 +124,9 @@ class RedisBreakerSyncTest {
 			assertThat(t.reason()).startsWith("peer api-1: trip policy pressure");
 		});
 		assertThat(a.moves()).as("no echo back to the origin").containsExactly("CLOSED->OPEN");
-		assertThat(counter("aiguard.breaker.shared.published", "OPEN")).as("published once, by api-1 only")
+		assertThat(counter("aiguard.redis.breaker.published", "OPEN")).as("published once, by api-1 only")
 				.isEqualTo(1);
-		assertThat(counter("aiguard.breaker.shared.received", "OPEN")).isEqualTo(1);
+		assertThat(counter("aiguard.redis.breaker.received", "OPEN")).isEqualTo(1);
 	}
 
 	@Test
@@ -150,7 +150,7 @@ class RedisBreakerSyncTest {
 		assertThat(b.moves()).containsExactly("CLOSED->OPEN", "OPEN->CLOSED");
 		assertThat(b.transitions.get(1).reason()).startsWith("peer api-1: 2 of 2 probes healthy");
 		assertThat(a.moves()).containsExactly("CLOSED->OPEN", "OPEN->HALF_OPEN", "HALF_OPEN->CLOSED");
-		assertThat(counter("aiguard.breaker.shared.received", "CLOSED")).isEqualTo(1);
+		assertThat(counter("aiguard.redis.breaker.received", "CLOSED")).isEqualTo(1);
 		assertThat(b.breaker.tryAcquire()).isNotNull();
 	}
 
@@ -186,7 +186,7 @@ class RedisBreakerSyncTest {
 		assertThat(b.moves()).containsExactly("CLOSED->OPEN", "OPEN->OPEN");
 		assertThat(b.breaker.untilProbe().orElseThrow()).as("still waiting for api-1's next verdict")
 				.isGreaterThan(Duration.ofSeconds(5));
-		assertThat(counter("aiguard.breaker.shared.published", "OPEN")).isEqualTo(2);
+		assertThat(counter("aiguard.redis.breaker.published", "OPEN")).isEqualTo(2);
 	}
 
 	@Test
@@ -223,12 +223,12 @@ class RedisBreakerSyncTest {
 		a.breaker.transitionToClosed();
 		a.fail(2);
 		Await.until("the trip is published", Duration.ofSeconds(1),
-				() -> counter("aiguard.breaker.shared.published", "OPEN") == 1);
+				() -> counter("aiguard.redis.breaker.published", "OPEN") == 1);
 		quietPeriod();
 
 		assertThat(b.breaker.state()).isEqualTo(BreakerState.DISABLED);
-		assertThat(counter("aiguard.breaker.shared.published", "CLOSED")).isZero();
-		assertThat(counter("aiguard.breaker.shared.received", "OPEN")).isZero();
+		assertThat(counter("aiguard.redis.breaker.published", "CLOSED")).isZero();
+		assertThat(counter("aiguard.redis.breaker.received", "OPEN")).isZero();
 	}
 
 	@Test

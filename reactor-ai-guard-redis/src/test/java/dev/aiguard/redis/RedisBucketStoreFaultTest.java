@@ -44,7 +44,7 @@ class RedisBucketStoreFaultTest {
 	}
 
 	private double gauge(String store, Mode mode) {
-		return registry.get("aiguard.budget.store.mode").tag("store", store).tag("mode", mode.name()).gauge().value();
+		return registry.get("aiguard.redis.store.mode").tag("store", store).tag("mode", mode.name()).gauge().value();
 	}
 
 	/** Requests every 5 ms on a budget that never runs out; each answer or failure, and how long it took. */
@@ -80,7 +80,7 @@ class RedisBucketStoreFaultTest {
 		assertThat(noticed).isLessThan(Duration.ofSeconds(1));
 		assertThat(gauge("budgets", Mode.FALLBACK_OPEN)).isEqualTo(1);
 		assertThat(gauge("budgets", Mode.SHARED)).isZero();
-		assertThat(registry.get("aiguard.budget.store.fallbacks").tag("mode", "FALLBACK_OPEN").counter().count())
+		assertThat(registry.get("aiguard.redis.store.fallbacks").tag("mode", "FALLBACK_OPEN").counter().count())
 				.isEqualTo(1);
 		assertThat(changes).hasSize(2);
 		assertThat(changes.get(0).reason()).isEqualTo("connected to redis");
@@ -130,7 +130,7 @@ class RedisBucketStoreFaultTest {
 		Await.until("refusals flow", Duration.ofSeconds(2), () -> answers.size() > refusedFrom + 20);
 
 		assertThat(gauge("strict", Mode.FALLBACK_CLOSED)).isEqualTo(1);
-		assertThat(registry.get("aiguard.budget.store.fallbacks").tag("mode", "FALLBACK_CLOSED").counter().count())
+		assertThat(registry.get("aiguard.redis.store.fallbacks").tag("mode", "FALLBACK_CLOSED").counter().count())
 				.isEqualTo(1);
 		long start = System.nanoTime();
 		CompletableFuture<Take> refused = store.tryTake(TEN_PER_HOUR, "openai", 1);
