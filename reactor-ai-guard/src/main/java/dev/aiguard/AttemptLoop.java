@@ -85,6 +85,9 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	static final AtomicIntegerFieldUpdater<AttemptLoop> CANCELLED =
 			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "cancelled");
 
+	/** Whether the budget admitted the request already (admit() runs again after the load's cheaper steps). */
+	private boolean budgetCleared;
+
 	volatile int finished;
 	static final AtomicIntegerFieldUpdater<AttemptLoop> FINISHED =
 			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "finished");
@@ -119,6 +122,14 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	 * @return whether the request went that way; false sends it on to admission as usual
 	 */
 	abstract boolean routedByLoad(LoadGovernor load, LoadAction action);
+
+	/**
+	 * The policy's budgets, before the lanes: the prompt cap and the tenant's budgets.
+	 *
+	 * @return true to go on to the lanes now; false when the request ended, or when the budget
+	 *         answers later and calls {@link #admit()} again itself
+	 */
+	abstract boolean admittedByBudget();
 
 
 	void start() {
@@ -156,6 +167,12 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	 * cheaper sources had no answer.
 	 */
 	final void admit() {
+		if (!budgetCleared) {
+			budgetCleared = true;
+			if (policy.budgetGate() != null && !admittedByBudget()) {
+				return;
+			}
+		}
 		PriorityLanes lanes = policy.lanes();
 		if (lanes == null) {
 			nextAttempt();
@@ -255,6 +272,11 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless preempted first. */
 	final void retryAfter(long delayNanos) {
 		observeBackoff(delayNanos);
+		waitThenAttempt(delayNanos);
+	}
+
+	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless cancelled or preempted first. */
+	final void waitThenAttempt(long delayNanos) {
 		phase = WAITING;
 		PreemptedException taken = preemption;
 		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
@@ -308,6 +330,11 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			@Nullable AnswerTap<T> tap) {
 		stage = next;
 		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock.scheduler(), guard.inspector(), this);
+		long cap = outputCap;
+		if (cap > 0L && next == Stage.REALTIME) {
+			// the cap is on the whole answer: a continuation may deliver only what is left of it
+			watch.capOutput(Math.max(1L, cap - deliveredTokens()));
+		}
 		if (tap != null) {
 			tap.watch = watch;
 		}

@@ -19,6 +19,10 @@ import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.BudgetGate;
+import dev.aiguard.budget.BudgetSpec;
+import dev.aiguard.budget.LocalBucketStore;
 import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.internal.TimeSource;
@@ -95,6 +99,12 @@ public final class GuardPolicy {
 	private final Map<Priority, PriorityOverrides> overrides;
 	/** The settings each priority's requests read, by {@code Priority.ordinal()}, resolved once here. */
 	private final Resolved[] resolved;
+	@Nullable
+	private final BudgetSpec budget;
+	@Nullable
+	private final BucketStore bucketStore;
+	@Nullable
+	private final BudgetGate budgetGate;
 
 	/**
 	 * The settings a request of one priority reads, resolved from the policy and the priority's
@@ -136,6 +146,11 @@ public final class GuardPolicy {
 		this.validators = List.copyOf(b.validators);
 		this.streamingValidators = List.copyOf(b.streamingValidators);
 		this.overrides = b.overrides.isEmpty() ? Map.of() : Collections.unmodifiableMap(new EnumMap<>(b.overrides));
+		this.budget = b.budget;
+		// the default store is in-process, on the policy's clock like every other time-based behaviour
+		this.bucketStore = b.bucketStore != null ? b.bucketStore
+				: b.budget != null && b.budget.needsBuckets() ? LocalBucketStore.create(() -> clock().nanos()) : null;
+		this.budgetGate = b.budget == null ? null : BudgetGate.create(b.name, b.budget, bucketStore, metrics);
 		Priority[] all = Priority.values();
 		this.resolved = new Resolved[all.length];
 		for (Priority p : all) {
@@ -227,6 +242,28 @@ public final class GuardPolicy {
 	@Nullable
 	public BreakerGate breakerGate() {
 		return breakerPath != null ? breakerPath : breaker;
+	}
+
+	/** @return the policy's budgets, or {@code null} */
+	@Nullable
+	public BudgetSpec budget() {
+		return budget;
+	}
+
+	/**
+	 * @return where the budget buckets live: the one given to the builder, else an in-process
+	 *         {@link LocalBucketStore} on the policy's clock when the budget limits tenants or a
+	 *         provider key; {@code null} otherwise
+	 */
+	@Nullable
+	public BucketStore bucketStore() {
+		return bucketStore;
+	}
+
+	/** @return the budgets at work for this policy, or {@code null} without a budget */
+	@Nullable
+	public BudgetGate budgetGate() {
+		return budgetGate;
 	}
 
 	/** @return the load governor asked before admission, or {@code null} */
@@ -350,6 +387,13 @@ public final class GuardPolicy {
 		d.put("breakerPath", breakerPath == null ? "none" : breakerPath.toString());
 		d.put("lanes", lanes == null ? "none" : lanes.name());
 		d.put("load", load == null ? "none" : load.name());
+		if (budget != null) {
+			d.putAll(budget.describe());
+		}
+		else {
+			d.put("budget", "none");
+		}
+		d.put("bucketStore", String.valueOf(bucketStore));
 		d.put("blockingUpstream", String.valueOf(blockingUpstream));
 		d.put("timer", String.valueOf(timer));
 		d.put("reportScheduler", String.valueOf(reportScheduler));
@@ -470,6 +514,9 @@ public final class GuardPolicy {
 		b.breaker = breaker;
 		b.lanes = lanes;
 		b.load = load;
+		b.budget = budget;
+		// a derived policy keeps the buckets: a live change of budgets keeps what tenants spent
+		b.bucketStore = bucketStore;
 		b.blockingUpstream = blockingUpstream;
 		b.retry = retry;
 		b.retrySet = retrySet;
@@ -516,6 +563,8 @@ public final class GuardPolicy {
 		private CircuitBreaker breaker;
 		private PriorityLanes lanes;
 		private LoadGovernor load;
+		private BudgetSpec budget;
+		private BucketStore bucketStore;
 		private BreakerConfig breakerConfig;
 		private BreakerPath breakerPath;
 		private boolean blockingUpstream;
@@ -670,6 +719,37 @@ public final class GuardPolicy {
 		 */
 		public Builder load(LoadGovernor governor) {
 			this.load = require("load", governor);
+			return this;
+		}
+
+		/**
+		 * @param spec the policy's budgets: the prompt cap (call form), the output cap, prices, tenant
+		 *        budgets and the provider key's limits; see {@link BudgetSpec}. A spec that limits
+		 *        tenants or a provider key keeps its buckets in the {@link #bucketStore}.
+		 */
+		public Builder budget(BudgetSpec spec) {
+			this.budget = require("budget", spec);
+			return this;
+		}
+
+		/** Changes the budget in the builder (for {@code toBuilder()} and {@link GuardControl#update}); starts from {@link BudgetSpec#defaults()} when none is set. */
+		public Builder adjustBudget(UnaryOperator<BudgetSpec> change) {
+			return budget(require("budget", change.apply(budget != null ? budget : BudgetSpec.defaults())));
+		}
+
+		/** The policy has no budget any more. */
+		public Builder withoutBudget() {
+			this.budget = null;
+			return this;
+		}
+
+		/**
+		 * @param store where budget buckets live (default: an in-process {@link LocalBucketStore} on the
+		 *        policy's clock, which needs {@code com.bucket4j:bucket4j_jdk17-core}); share one store
+		 *        between the policies that draw on the same tenants and provider keys
+		 */
+		public Builder bucketStore(BucketStore store) {
+			this.bucketStore = require("bucketStore", store);
 			return this;
 		}
 
@@ -848,6 +928,14 @@ public final class GuardPolicy {
 				if (e.getValue().laneConcurrency() >= 0 && lanes == null) {
 					throw new IllegalArgumentException("priority." + e.getKey().name() + ".laneConcurrency needs the "
 							+ "policy's lanes(..), was " + e.getValue().laneConcurrency() + " without lanes");
+				}
+			}
+			if (budget != null) {
+				budget.check();
+				if (budget.needsBuckets() && bucketStore == null && !LocalStoreSupport.available()) {
+					throw new IllegalArgumentException("budget needs a bucketStore(..), or com.bucket4j:bucket4j_jdk17-core on "
+							+ "the class path for the in-process store, for its limits " + budget.tenants() + " / "
+							+ budget.provider() + "; was neither");
 				}
 			}
 			GuardPolicy policy = new GuardPolicy(this);

@@ -1,5 +1,6 @@
 package dev.aiguard;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -31,17 +32,60 @@ import org.jspecify.annotations.Nullable;
  * @param finishReason the finish reason of the answer, or {@code null}
  * @param outputTruncated whether the answer was cut by the output limit ({@code length}, {@code max_tokens})
  * @param error what the subscriber received as error, or {@code null}
+ * @param spend the tokens the request's attempts used and what they cost ({@link Spend#NONE} without a budget)
+ * @param outputCapped whether the policy's output cap ended the answer (its finish reason is then {@code length})
  */
 public record GuardReport(String policy, Priority priority, Outcome outcome, Source source, List<Attempt> attempts,
 		long tokens, @Nullable Duration timeToFirstToken, Duration duration, @Nullable String finishReason,
-		boolean outputTruncated, @Nullable Throwable error) {
+		boolean outputTruncated, @Nullable Throwable error, Spend spend, boolean outputCapped) {
 
 	public GuardReport {
 		Objects.requireNonNull(policy, "policy");
 		Objects.requireNonNull(priority, "priority");
 		Objects.requireNonNull(outcome, "outcome");
 		Objects.requireNonNull(source, "source");
+		Objects.requireNonNull(spend, "spend");
 		attempts = List.copyOf(attempts);
+	}
+
+	/** A report without spend: nothing counted, no output cap. */
+	public GuardReport(String policy, Priority priority, Outcome outcome, Source source, List<Attempt> attempts,
+			long tokens, @Nullable Duration timeToFirstToken, Duration duration, @Nullable String finishReason,
+			boolean outputTruncated, @Nullable Throwable error) {
+		this(policy, priority, outcome, source, attempts, tokens, timeToFirstToken, duration, finishReason,
+				outputTruncated, error, Spend.NONE, false);
+	}
+
+	/**
+	 * What a request's realtime attempts used, counted when the policy has a budget: the provider's
+	 * usage where it reported one, else the prompt as the guard counted it and the content chunks
+	 * received.
+	 *
+	 * @param promptTokens prompt tokens of every attempt
+	 * @param completionTokens completion tokens of every attempt
+	 * @param cost what they cost by the policy's price table
+	 * @param retryPromptTokens the part of {@code promptTokens} spent on attempts whose text did not
+	 *        become the answer (failed, stalled, invalid, or replaced by a retry, a truncation or a continuation)
+	 * @param retryCompletionTokens the same part of {@code completionTokens}
+	 * @param retryCost what those attempts cost
+	 * @param currency the price table's currency
+	 */
+	public record Spend(long promptTokens, long completionTokens, BigDecimal cost, long retryPromptTokens,
+			long retryCompletionTokens, BigDecimal retryCost, String currency) {
+
+		/** Nothing counted. */
+		public static final Spend NONE = new Spend(0L, 0L, BigDecimal.ZERO, 0L, 0L, BigDecimal.ZERO, "");
+
+		public Spend {
+			Objects.requireNonNull(cost, "cost");
+			Objects.requireNonNull(retryCost, "retryCost");
+			Objects.requireNonNull(currency, "currency");
+		}
+
+		/** @return prompt and completion tokens together */
+		public long totalTokens() {
+			return promptTokens + completionTokens;
+		}
 	}
 
 	/**

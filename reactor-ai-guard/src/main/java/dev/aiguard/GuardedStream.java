@@ -1,5 +1,6 @@
 package dev.aiguard;
 
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.Function;
 
 import dev.aiguard.admission.AdmissionRejectedException;
@@ -7,6 +8,9 @@ import dev.aiguard.admission.PreemptedException;
 import dev.aiguard.breaker.BreakerGate;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
+import dev.aiguard.budget.BudgetGate;
+import dev.aiguard.budget.Take;
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.OutputLimits;
@@ -21,6 +25,8 @@ import dev.aiguard.load.DegradedByLoadException;
 import dev.aiguard.load.LoadAction;
 import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.provider.RateLimitListener;
+import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.RetryBudget;
@@ -36,6 +42,7 @@ import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Operators;
 
 /**
  * One guarded request, read in one direction: each attempt is sent ({@link #nextAttempt}), ends
@@ -45,7 +52,7 @@ import reactor.core.publisher.Flux;
  * are the {@link RequestLedger}'s. Chunks go from each attempt straight to the subscriber
  * (through an {@link AnswerTap} only when something must see them), so this costs nothing per token.
  */
-final class GuardedStream<T> extends AttemptLoop<T> {
+final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admission, BudgetGate.ProviderTurn {
 
 	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
 	private final boolean callForm;
@@ -87,6 +94,32 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	@Nullable
 	private AdmissionRejectedException shedOtherwise;
 
+	// ---- budgets (only with policy.budgetGate()) ----
+	@Nullable
+	private final BudgetGate budget;
+	private BudgetGate.@Nullable TenantBudget tenant;
+	private String model = "unknown";
+	/** The request {@link #countedTokens} were counted for. */
+	@Nullable
+	private ChatRequest countedRequest;
+	private int countedTokens;
+	/** Taken from the tenant's budgets at admission, ahead of the first attempt's usage. */
+	private long tenantTokensTaken;
+	private long tenantCostTaken;
+	/** Taken from the provider key's tokens bucket ahead of the current attempt. */
+	private long providerTokensTaken;
+	/** When the current attempt began waiting for the provider key's buckets, or -1. */
+	private long throttledSince = -1L;
+	/** An answer of the budget arrived while the call that asked was still running (0: not yet; 1: it returned first; 2: the answer came first). */
+	volatile int budgetHandshake;
+	static final AtomicIntegerFieldUpdater<GuardedStream> BUDGET_HANDSHAKE =
+			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "budgetHandshake");
+	@Nullable
+	private AdmissionRejectedException budgetRefusal;
+	private long providerAnswer;
+	/** A provider answer that arrived later is waiting to be read by {@link #nextAttempt()}. */
+	private boolean providerAnswerReady;
+
 	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
 			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
 		super(guard, actual);
@@ -97,6 +130,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		this.request = request;
 		this.retryBudget = policy.retryBudget();
 		this.breaker = policy.breakerGate();
+		this.budget = policy.budgetGate();
 	}
 
 	// ---- sending an attempt ----
@@ -104,6 +138,9 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 	@Override
 	void nextAttempt() {
 		if (!mayStartAttempt()) {
+			return;
+		}
+		if (budget != null && budget.limitsProvider() && !providerCleared()) {
 			return;
 		}
 		if (breaker != null) {
@@ -135,6 +172,11 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		// backoff this code runs on the timer
 		Publisher<? extends T> source = policy.blockingUpstream()
 				? Flux.defer(() -> open(sent)).subscribeOn(blockingScheduler()) : open(sent);
+		if (budget != null && budget.limitsProvider()) {
+			// the client tells the budget what its rate-limit headers say (RateLimitListener)
+			RateLimitListener listener = budget.headerListener();
+			source = Flux.from(source).contextWrite(c -> c.put(RateLimitListener.CONTEXT_KEY, listener));
+		}
 		if (continuations > 0) {
 			source = view.continuationSupport().splice(source, tap.transcript());
 		}
@@ -169,8 +211,229 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		return sizedTokens;
 	}
 
-	/** The breaker refused a retry or a continuation: the last real error stands. */
-	private void breakerRefused(BreakerOpenException refused) {
+	// ---- budgets ----
+
+	/**
+	 * The prompt cap and the tenant's budgets, before the lanes. Counts the prompt (call form),
+	 * shortens or refuses it over the cap, then takes from the tenant's buckets.
+	 */
+	@Override
+	boolean admittedByBudget() {
+		BudgetGate gate = budget;
+		try {
+			tenant = gate.tenant(actual.currentContext());
+		}
+		catch (IllegalArgumentException badTenant) {
+			observeRefused(badTenant);
+			endWith(badTenant, Outcome.REJECTED);
+			return false;
+		}
+		model = gate.modelOf(request);
+		int counted = 0;
+		if (request != null) {
+			try {
+				counted = promptTokensOf(request);
+				ChatRequest fits = gate.capPrompt(request, counted, model,
+						policy.truncation() != null ? policy.truncation().truncator() : null);
+				if (fits != request) {
+					int before = counted;
+					request = fits;
+					continuationBase = fits;
+					counted = promptTokensOf(fits);
+					promptTruncated(before - counted);
+				}
+			}
+			catch (PromptTooLargeException tooLarge) {
+				endWith(tooLarge, Outcome.CLIENT_ERROR);
+				return false;
+			}
+			catch (Throwable counterOrTruncator) {
+				endWith(CallbackException.threw("budget prompt cap", counterOrTruncator), Outcome.CLIENT_ERROR);
+				return false;
+			}
+		}
+		if (!gate.limits(tenant)) {
+			return true;
+		}
+		budgetHandshake = 0;
+		gate.admit(tenant, priority, counted, gate.promptCost(model, counted), this);
+		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 1)) {
+			return false; // the store answers later: budgetAdmitted / budgetRefused go on from there
+		}
+		AdmissionRejectedException refused = budgetRefusal;
+		if (refused != null) {
+			refusedByBudget(refused);
+			return false;
+		}
+		return true;
+	}
+
+	@Override
+	public void budgetAdmitted(long tokensTaken, long costTaken) {
+		tenantTokensTaken = tokensTaken;
+		tenantCostTaken = costTaken;
+		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 2)) {
+			return; // answered while admittedByBudget still runs: it goes on
+		}
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		admit();
+	}
+
+	@Override
+	public void budgetRefused(AdmissionRejectedException refusal) {
+		budgetRefusal = refusal;
+		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 2)) {
+			return;
+		}
+		if (cancelled != 0) {
+			finishCancelled();
+			return;
+		}
+		refusedByBudget(refusal);
+	}
+
+	private void refusedByBudget(AdmissionRejectedException refusal) {
+		observeRefused(refusal);
+		notAdmitted(refusal);
+	}
+
+	/** @return the prompt tokens of {@code sent}, counted once per request sent */
+	private int promptTokensOf(@Nullable ChatRequest sent) {
+		if (sent == null) {
+			return 0;
+		}
+		if (sent != countedRequest) {
+			countedTokens = budget.count(sent, model);
+			countedRequest = sent;
+		}
+		return countedTokens;
+	}
+
+	/**
+	 * Takes the attempt's request and prompt tokens from the provider key's buckets.
+	 *
+	 * @return true to send the attempt now; false when it waits (on the policy's timer, then
+	 *         {@link #nextAttempt()} again), was refused, or the store answers later
+	 */
+	private boolean providerCleared() {
+		long packed;
+		int prompt;
+		try {
+			prompt = promptTokensOf(request);
+		}
+		catch (Throwable counterFailure) {
+			endWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
+			return false;
+		}
+		if (providerAnswerReady) {
+			providerAnswerReady = false;
+			packed = providerAnswer;
+		}
+		else {
+			budgetHandshake = 0;
+			budget.takeProvider(prompt, this);
+			if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 1)) {
+				return false; // providerAnswered calls nextAttempt() again
+			}
+			packed = providerAnswer;
+		}
+		if (Take.isTaken(packed)) {
+			providerTokensTaken = budget.spec().provider().tokensPerMinute() > 0 ? BudgetGate.providerUnits(prompt) : 0L;
+			throttledSince = -1L;
+			return true;
+		}
+		long wait = Take.nanosToWait(packed);
+		long now = clock.nanos();
+		if (throttledSince < 0L) {
+			throttledSince = now;
+		}
+		long allowed = maxThrottleNanos();
+		long waited = now - throttledSince;
+		if (wait != Long.MAX_VALUE && waited + wait <= allowed) {
+			budget.throttled(priority, wait);
+			waitThenAttempt(wait);
+			return false;
+		}
+		throttledSince = -1L;
+		AdmissionRejectedException refused = budget.providerRefusal(priority, wait, allowed);
+		if (realtimeAttempts == 0) {
+			refusedByBudget(refused);
+		}
+		else {
+			// a retry or a continuation the key has no room for: the last real error stands
+			breakerRefused(refused);
+		}
+		return false;
+	}
+
+	/** The longest a request waits for its provider key: its lane's queue wait, else the budget's. */
+	private long maxThrottleNanos() {
+		PriorityLanes lanes = policy.lanes();
+		return (lanes != null ? lanes.spec(priority).maxQueueWait() : budget.spec().maxWait()).toNanos();
+	}
+
+	@Override
+	public void providerAnswered(long packed) {
+		providerAnswer = packed;
+		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 2)) {
+			return;
+		}
+		providerAnswerReady = true;
+		nextAttempt();
+	}
+
+	/**
+	 * What a realtime attempt used: the provider's usage when it reported one, else the counted
+	 * prompt and the content chunks received; settled against the buckets, metered, and kept for
+	 * the report.
+	 */
+	private void settle(StallWatch<T> watch, Outcome outcome, @Nullable Throwable error) {
+		BudgetGate gate = budget;
+		BudgetGate.@Nullable TenantBudget t = tenant;
+		if (gate == null || t == null) {
+			return;
+		}
+		if (watch.capped()) {
+			outputCapped();
+		}
+		if (error instanceof RateLimitedException) {
+			gate.rateLimited((RateLimitedException) error);
+		}
+		T usage = watch.usageChunk();
+		int reportedPrompt = -1;
+		int reportedCompletion = -1;
+		if (usage != null) {
+			try {
+				reportedPrompt = guard.inspector().promptTokens(usage);
+				reportedCompletion = guard.inspector().completionTokens(usage);
+			}
+			catch (Throwable inspectorFailure) {
+				Operators.onErrorDropped(CallbackException.threw("ChunkInspector", inspectorFailure), actual.currentContext());
+			}
+		}
+		long prompt;
+		try {
+			prompt = reportedPrompt >= 0 ? reportedPrompt : promptTokensOf(request);
+		}
+		catch (Throwable counterFailure) {
+			prompt = 0L;
+		}
+		long completion = reportedCompletion >= 0 ? reportedCompletion : watch.tokens();
+		long cost = gate.costNanos(model, prompt, completion);
+		boolean wasted = outcome != Outcome.SUCCESS && outcome != Outcome.CANCELLED;
+		gate.settle(t, prompt + completion, tenantTokensTaken, cost, tenantCostTaken, providerTokensTaken);
+		tenantTokensTaken = 0L;
+		tenantCostTaken = 0L;
+		providerTokensTaken = 0L;
+		gate.record(t, model, reportedPrompt >= 0 || reportedCompletion >= 0, prompt, completion, cost, wasted);
+		spent(prompt, completion, cost, wasted);
+	}
+
+	/** The breaker (or the provider key's budget) refused a retry or a continuation: the last real error stands. */
+	private void breakerRefused(Throwable refused) {
 		Throwable cause = lastError != null ? lastError : refused;
 		long delivered = deliveredTokens();
 		if (delivered > 0L) {
@@ -238,7 +501,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 		}
 		AnswerTap<T> t = tap;
 		boolean held = t != null && t.holding;
-		if (end == StallWatch.End.COMPLETED && t != null && t.validating) {
+		if (end == StallWatch.End.COMPLETED && t != null && t.validating && !watch.capped()) {
 			// the verdict at the end of the attempt: a rejected answer makes it a failed one
 			InvalidOutputException rejected = t.check.verdict(watch.finishReason(), request, actual.currentContext());
 			if (rejected != null) {
@@ -258,6 +521,7 @@ final class GuardedStream<T> extends AttemptLoop<T> {
 					.record(settings.countedByBreaker ? outcome : Outcome.CANCELLED, watch.timeToFirstTokenNanos());
 		}
 		attemptEnded(watch, outcome, error, held);
+		settle(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
 				answerCompleted();

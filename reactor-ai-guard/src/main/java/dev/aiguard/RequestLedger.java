@@ -1,5 +1,6 @@
 package dev.aiguard;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -51,12 +52,24 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	private RequestObserver observer = RequestObserver.NOOP;
 	private int attemptsEnded;
 
+	/** The budget's output cap in content chunks, 0 when none; read when each realtime attempt is subscribed. */
+	final long outputCap;
+	// what the attempts used and cost, for the report (policies with a budget only)
+	private long spentPrompt;
+	private long spentCompletion;
+	private long spentCost;
+	private long retryPrompt;
+	private long retryCompletion;
+	private long retryCost;
+	private boolean outputCapped;
+
 	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
 		this.policy = policy;
 		this.clock = policy.clock();
 		this.signals = GuardSignals.from(context);
 		this.priority = priority;
 		this.requestStart = clock.nanos();
+		this.outputCap = policy.budget() == null ? 0L : policy.budget().outputCap();
 	}
 
 	/** @return the subscriber's context: its dropped-error hook hears what observers throw */
@@ -197,6 +210,28 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		}
 	}
 
+	/**
+	 * What a realtime attempt used, for the report.
+	 *
+	 * @param wasted whether its text did not become the answer
+	 */
+	void spent(long promptTokens, long completionTokens, long costNanos, boolean wasted) {
+		spentPrompt += promptTokens;
+		spentCompletion += completionTokens;
+		spentCost += costNanos;
+		if (wasted) {
+			retryPrompt += promptTokens;
+			retryCompletion += completionTokens;
+			retryCost += costNanos;
+		}
+	}
+
+	/** The output cap ended the answer. */
+	void outputCapped() {
+		outputCapped = true;
+		policy.metrics().outputCapped(policy.name(), priority);
+	}
+
 	/** A fallback answer or notice ended: only its tokens count. */
 	void tailEnded(StallWatch<?> watch) {
 		noteFirstToken(watch);
@@ -291,7 +326,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		List<GuardReport.Attempt> made = attempts;
 		GuardReport report = new GuardReport(policy.name(), priority, outcome, source, made == null ? List.of() : made,
 				deliveredTokens, first < 0L ? null : Duration.ofNanos(first),
-				Duration.ofNanos(clock.nanos() - requestStart), finishReason, truncated, error);
+				Duration.ofNanos(clock.nanos() - requestStart), finishReason, truncated, error, spend(), outputCapped);
 		if (signals != null) {
 			try {
 				signals.ended(report);
@@ -314,6 +349,14 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 		catch (Throwable rejected) {
 			dropped(rejected);
 		}
+	}
+
+	private GuardReport.Spend spend() {
+		if (policy.budget() == null) {
+			return GuardReport.Spend.NONE;
+		}
+		return new GuardReport.Spend(spentPrompt, spentCompletion, BigDecimal.valueOf(spentCost, 9), retryPrompt,
+				retryCompletion, BigDecimal.valueOf(retryCost, 9), policy.budget().prices().currency());
 	}
 
 	private void deliver(List<Consumer<? super GuardReport>> listeners, GuardReport report) {

@@ -14,6 +14,8 @@ import java.util.stream.Collectors;
 
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.budget.BudgetSpec;
+import dev.aiguard.budget.TenantLimits;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
@@ -466,7 +468,9 @@ class GuardControlTest {
 				Map.entry("responseCache", "responseCache"), Map.entry("cacheKey", "cacheKey"),
 				Map.entry("overrides", "priority.P0.firstTokenTimeout"), Map.entry("validators", "validate"),
 				Map.entry("streamingValidators", "validateStreaming"), Map.entry("breakerPath", "breakerPath"),
-				Map.entry("resolved", "(derived from the overrides)"), Map.entry("lastClock", "(a cache of the timer)"));
+				Map.entry("resolved", "(derived from the overrides)"), Map.entry("lastClock", "(a cache of the timer)"),
+				Map.entry("budget", "budget.tenants"), Map.entry("bucketStore", "bucketStore"),
+				Map.entry("budgetGate", "(derived from the budget and the store)"));
 		Set<String> fields = Arrays.stream(GuardPolicy.class.getDeclaredFields())
 				.filter(f -> !Modifier.isStatic(f.getModifiers())).map(Field::getName).collect(Collectors.toSet());
 		assertThat(fields).as("describe() each new setting and list it here").isEqualTo(describedAs.keySet());
@@ -477,6 +481,7 @@ class GuardControlTest {
 				.midStream(MidStreamPolicy.notice("[cut]")).truncation(TruncationSpec.defaults())
 				.fallback(FallbackChain.<ChatChunk>builder().step(Fallback.staticText("busy")).build())
 				.forPriority(Priority.P0, p -> p.firstTokenTimeout(Duration.ofSeconds(1)))
+				.budget(BudgetSpec.defaults().tenants(TenantLimits.unlimited().requestsPerMinute(10)))
 				.build();
 		Map<String, String> described = full.describe();
 		describedAs.values().stream().filter(key -> !key.startsWith("(")).forEach(key ->

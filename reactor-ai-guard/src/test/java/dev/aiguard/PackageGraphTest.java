@@ -49,7 +49,7 @@ class PackageGraphTest {
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
 		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission"));
 		ALLOWED.put("validation", List.of("core", "chat"));
-		ALLOWED.put("budget", List.of("core", "internal", "metrics", "chat", "admission", "truncation"));
+		ALLOWED.put("budget", List.of("core", "internal", "metrics", "chat", "admission", "truncation", "provider"));
 	}
 
 	static JavaClasses library;
