@@ -110,7 +110,8 @@ class RedisBucketStoreTest {
 	@Test
 	void withoutRedisTheStoreStartsOnItsFallbackAndJoinsWhenRedisAppears(RedisServer redis) throws Exception {
 		redis.kill();
-		RedisBucketStore store = instances.unconnectedStore(redis, b -> b.instances(2));
+		java.util.List<StoreModeChange> changes = new java.util.concurrent.CopyOnWriteArrayList<>();
+		RedisBucketStore store = instances.unconnectedStore(redis, b -> b.instances(2).listener(changes::add));
 		assertThat(store.mode()).isEqualTo(Mode.FALLBACK_OPEN);
 		BucketSpec four = BucketSpec.of("tenant.requests", 4, Duration.ofHours(1));
 		assertThat(await(store.tryTake(four, "acme", 2))).as("the local share: 2 of 4").isEqualTo(Take.ofTaken(0));
@@ -119,6 +120,8 @@ class RedisBucketStoreTest {
 		redis.restart();
 		store.shared().get(5, TimeUnit.SECONDS);
 		assertThat(store.mode()).isEqualTo(Mode.SHARED);
+		assertThat(changes.get(0).reason()).isEqualTo("connected to redis");
+		assertThat(changes.get(0).from()).isEqualTo(Mode.FALLBACK_OPEN);
 		assertThat(await(store.tryTake(four, "acme", 4))).isEqualTo(Take.ofTaken(0));
 	}
 }
