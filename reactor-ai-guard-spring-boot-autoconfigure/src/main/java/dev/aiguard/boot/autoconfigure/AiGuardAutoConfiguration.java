@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.aiguard.AiGuard;
+import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.LocalBucketStore;
 import dev.aiguard.load.HealthSignal;
 import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.load.MicrometerHealthSignals;
@@ -60,11 +62,12 @@ public class AiGuardAutoConfiguration {
 	@ConditionalOnMissingBean
 	AiGuardRegistry aiGuardRegistry(AiGuardProperties properties, ObjectProvider<GuardMetrics> metrics,
 			ObjectProvider<AiGuardPolicyCustomizer> customizers, RecentReports recent, SharedLanes lanes,
-			ObjectProvider<LoadGovernor> governor) {
+			ObjectProvider<LoadGovernor> governor, ObjectProvider<BucketStore> bucketStore) {
 		List<AiGuardPolicyCustomizer> all = new ArrayList<>();
 		all.add((name, builder) -> builder.onReport(recent));
 		customizers.orderedStream().forEach(all::add);
 		return new GuardFactory(properties, metrics.getIfAvailable(GuardMetrics::noop), all)
+			.bucketStore(bucketStore.getIfAvailable())
 			.build(lanes.lanes(), governor.getIfAvailable());
 	}
 
@@ -94,6 +97,21 @@ public class AiGuardAutoConfiguration {
 	}
 
 	/** One Observation per guarded request (a span, with tracing on), when the application has a registry. */
+	/**
+	 * The in-process bucket store the budgets of every policy share, when Bucket4j is on the class
+	 * path and the application (or a shared-store module) defines no {@code BucketStore} of its own.
+	 */
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(name = "io.github.bucket4j.Bucket")
+	static class LocalBucketStoreConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(BucketStore.class)
+		BucketStore aiGuardBucketStore() {
+			return LocalBucketStore.create();
+		}
+	}
+
 	@Configuration(proxyBeanMethods = false)
 	@ConditionalOnClass(ObservationRegistry.class)
 	@ConditionalOnBean(ObservationRegistry.class)

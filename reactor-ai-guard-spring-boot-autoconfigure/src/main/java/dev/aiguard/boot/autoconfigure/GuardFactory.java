@@ -2,6 +2,7 @@ package dev.aiguard.boot.autoconfigure;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -24,6 +25,12 @@ import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.breaker.TripPolicy;
 import dev.aiguard.breaker.TtftPercentilePolicy;
+import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.BudgetSpec;
+import dev.aiguard.budget.PriceTable;
+import dev.aiguard.budget.PromptCapAction;
+import dev.aiguard.budget.ProviderLimits;
+import dev.aiguard.budget.TenantLimits;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
 import dev.aiguard.fallback.Fallback;
@@ -40,6 +47,7 @@ import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
 import dev.aiguard.stall.StallSpec;
+import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
 import dev.aiguard.validation.OutputValidator;
 import dev.aiguard.validation.RepetitionDetector;
@@ -60,10 +68,108 @@ final class GuardFactory {
 	private final GuardMetrics metrics;
 	private final List<AiGuardPolicyCustomizer> customizers;
 
+	@Nullable
+	private BucketStore bucketStore;
+	@Nullable
+	private BudgetSpec budget;
+
 	GuardFactory(AiGuardProperties properties, GuardMetrics metrics, List<AiGuardPolicyCustomizer> customizers) {
 		this.properties = properties;
 		this.metrics = metrics;
 		this.customizers = customizers;
+	}
+
+	/** @param store where the budgets' buckets live, shared by every policy with {@code budget: true} */
+	GuardFactory bucketStore(@Nullable BucketStore store) {
+		this.bucketStore = store;
+		return this;
+	}
+
+	/** @return the budget {@code aiguard.budgets} describes, built once */
+	BudgetSpec budget() {
+		BudgetSpec built = budget;
+		if (built == null) {
+			built = budget(properties.getBudgets());
+			budget = built;
+		}
+		return built;
+	}
+
+	private static BudgetSpec budget(AiGuardProperties.Budgets p) {
+		String at = AiGuardProperties.PREFIX + ".budgets";
+		BudgetSpec s = BudgetSpec.defaults();
+		s = with(at + ".prompt-cap", p.getPromptCap(), s, BudgetSpec::promptCap);
+		if (p.getOnPromptOverCap() != null) {
+			s = s.onPromptOverCap(enumValue(at + ".on-prompt-over-cap", p.getOnPromptOverCap(), PromptCapAction.class));
+		}
+		s = with(at + ".output-cap", p.getOutputCap(), s, BudgetSpec::outputCap);
+		PriceTable prices = make(at + ".currency", p.getCurrency(), PriceTable::in);
+		for (Map.Entry<String, AiGuardProperties.Price> e : p.getPrices().entrySet()) {
+			String pat = at + ".prices." + e.getKey();
+			AiGuardProperties.Price price = e.getValue();
+			if (price.getInput() == null || price.getOutput() == null) {
+				throw new InvalidGuardPropertyException(pat + (price.getInput() == null ? ".input" : ".output"), null,
+						"a price needs both input and output per million tokens", null);
+			}
+			PriceTable table = prices;
+			prices = make(pat, () -> table.model(e.getKey(), price.getInput(), price.getOutput()));
+		}
+		s = s.prices(prices);
+		for (Map.Entry<String, String> e : p.getEncodings().entrySet()) {
+			// jtokkit is optional: without it the property fails naming what is missing
+			TokenCounter counter = make(at + ".encodings." + e.getKey(), () -> TokenCounter.jtokkit(e.getValue()));
+			s = with(at + ".encodings." + e.getKey(), counter, s, (spec, c) -> spec.counter(e.getKey(), c));
+		}
+		s = s.tenants(limits(at + ".tenant", p.getTenant()));
+		for (Map.Entry<String, AiGuardProperties.Limits> e : p.getTenants().entrySet()) {
+			TenantLimits own = limits(at + ".tenants." + e.getKey(), e.getValue());
+			s = with(at + ".tenants." + e.getKey(), own, s, (spec, l) -> spec.tenant(e.getKey(), l));
+		}
+		for (Map.Entry<String, Double> e : p.getReserves().entrySet()) {
+			String rat = at + ".reserves." + e.getKey();
+			Priority priority = make(rat, e.getKey(), k -> Priority.valueOf(k.toUpperCase(Locale.ROOT)));
+			s = with(rat, e.getValue(), s, (spec, f) -> spec.reserve(priority, f));
+		}
+		AiGuardProperties.Provider provider = p.getProvider();
+		if (provider.getKey() != null) {
+			ProviderLimits limits = ProviderLimits.unlimited();
+			limits = with(at + ".provider.requests-per-minute", provider.getRequestsPerMinute(), limits,
+					ProviderLimits::requestsPerMinute);
+			limits = with(at + ".provider.tokens-per-minute", provider.getTokensPerMinute(), limits,
+					ProviderLimits::tokensPerMinute);
+			ProviderLimits l = limits;
+			s = with(at + ".provider.key", provider.getKey(), s, (spec, key) -> spec.provider(key, l));
+		}
+		else if (provider.getRequestsPerMinute() != null || provider.getTokensPerMinute() != null) {
+			throw new InvalidGuardPropertyException(at + ".provider.key", null,
+					"provider limits need the key they limit", null);
+		}
+		s = with(at + ".max-wait", p.getMaxWait(), s, BudgetSpec::maxWait);
+		s = with(at + ".default-tenant", p.getDefaultTenant(), s, BudgetSpec::defaultTenant);
+		s = with(at + ".default-model", p.getDefaultModel(), s, BudgetSpec::defaultModel);
+		BudgetSpec spec = s;
+		make(at, () -> {
+			spec.check();
+			return spec;
+		});
+		return spec;
+	}
+
+	private static TenantLimits limits(String at, AiGuardProperties.Limits l) {
+		TenantLimits limits = TenantLimits.unlimited();
+		limits = with(at + ".requests-per-minute", l.getRequestsPerMinute(), limits, TenantLimits::requestsPerMinute);
+		limits = with(at + ".tokens-per-minute", l.getTokensPerMinute(), limits, TenantLimits::tokensPerMinute);
+		return with(at + ".cost-per-day", l.getCostPerDay(), limits, TenantLimits::costPerDay);
+	}
+
+	private static <E extends Enum<E>> E enumValue(String property, String value, Class<E> type) {
+		try {
+			return Enum.valueOf(type, value.trim().toUpperCase(Locale.ROOT).replace('-', '_'));
+		}
+		catch (IllegalArgumentException e) {
+			throw new InvalidGuardPropertyException(property, value, "expected one of "
+					+ Arrays.toString(type.getEnumConstants()).toLowerCase(Locale.ROOT), e);
+		}
 	}
 
 	/** @return every breaker, lanes and guard the properties describe, without a load governor */
@@ -302,7 +408,7 @@ final class GuardFactory {
 			}
 		}
 		throw new InvalidGuardPropertyException(property, key, "expected one of "
-				+ java.util.Arrays.toString(type.getEnumConstants()).toLowerCase(Locale.ROOT), null);
+				+ Arrays.toString(type.getEnumConstants()).toLowerCase(Locale.ROOT), null);
 	}
 
 	CircuitBreaker breaker(String name, AiGuardProperties.Breaker b) {
@@ -485,6 +591,12 @@ final class GuardFactory {
 			b.fallback(fallback(at + ".fallback", f));
 		}
 		validate(at + ".validate", p.getValidate(), b);
+		if (p.isBudget()) {
+			b.budget(budget());
+			if (bucketStore != null) {
+				b.bucketStore(bucketStore);
+			}
+		}
 		for (AiGuardPolicyCustomizer customizer : customizers) {
 			customizer.customize(name, b);
 		}
