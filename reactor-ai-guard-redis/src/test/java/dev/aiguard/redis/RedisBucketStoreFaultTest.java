@@ -3,6 +3,7 @@ package dev.aiguard.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -52,6 +53,11 @@ class RedisBucketStoreFaultTest {
 		return future.get(ANSWER_BOUND.toMillis(), TimeUnit.MILLISECONDS);
 	}
 
+	/** @return the mode changes at or after {@code instant} */
+	private List<StoreModeChange> after(Instant instant) {
+		return changes.stream().filter(c -> !c.at().isBefore(instant)).toList();
+	}
+
 	private double fallbacks(Mode mode) {
 		var counter = registry.find("aiguard.redis.store.fallbacks").tag("mode", mode.name()).counter();
 		return counter == null ? 0 : counter.count();
@@ -89,21 +95,21 @@ class RedisBucketStoreFaultTest {
 		Disposable load = traffic(store, answers);
 		Await.until("traffic flows", Duration.ofSeconds(2), () -> answers.size() > 20);
 
+		Instant killedAt = Instant.now();
 		redis.kill();
-		Duration noticed = Await.until("fallback after the kill", Duration.ofSeconds(1),
-				() -> store.mode() == Mode.FALLBACK_OPEN);
+		Await.until("fallback after the kill", Duration.ofSeconds(1), () -> store.mode() == Mode.FALLBACK_OPEN
+				&& !after(killedAt).isEmpty());
 
-		assertThat(noticed).isLessThan(Duration.ofSeconds(1));
+		// on a busy machine a slow answer may have caused a short fallback before the kill: judge from the kill on
+		StoreModeChange fellBack = after(killedAt).get(0);
+		assertThat(Duration.between(killedAt, fellBack.at())).isLessThan(Duration.ofSeconds(1));
+		assertThat(fellBack.from()).isEqualTo(Mode.SHARED);
+		assertThat(fellBack.to()).isEqualTo(Mode.FALLBACK_OPEN);
+		assertThat(fellBack.store()).isEqualTo("budgets");
+		assertThat(fellBack.reason()).isNotBlank(); // Lettuce's disconnect notice or the first failed command
 		assertThat(gauge("budgets", Mode.FALLBACK_OPEN)).isEqualTo(1);
 		assertThat(gauge("budgets", Mode.SHARED)).isZero();
-		assertThat(fallbacks(Mode.FALLBACK_OPEN)).isEqualTo(fallbacksBefore + 1);
-		assertThat(changes).singleElement().satisfies(c -> {
-			assertThat(c.from()).isEqualTo(Mode.SHARED);
-			assertThat(c.to()).isEqualTo(Mode.FALLBACK_OPEN);
-			assertThat(c.store()).isEqualTo("budgets");
-			// Lettuce's disconnect notice or the first failed command, whichever came first
-			assertThat(c.reason()).isNotBlank();
-		});
+		assertThat(fallbacks(Mode.FALLBACK_OPEN)).isGreaterThanOrEqualTo(fallbacksBefore + 1);
 		// the local share of 10 per hour over 2 instances: 5, however much the shared bucket had left
 		int admitted = 0;
 		for (int i = 0; i < 8; i++) {
@@ -117,9 +123,9 @@ class RedisBucketStoreFaultTest {
 		Await.until("traffic flows on", Duration.ofSeconds(2), () -> answers.size() > answeredBeforeRestart + 20);
 		load.dispose();
 
-		assertThat(changes).extracting(c -> c.from() + "->" + c.to()).containsExactly("SHARED->FALLBACK_OPEN",
+		assertThat(after(killedAt)).extracting(c -> c.from() + "->" + c.to()).containsExactly("SHARED->FALLBACK_OPEN",
 				"FALLBACK_OPEN->SHARED");
-		assertThat(changes.get(1).reason()).isEqualTo("redis answered again");
+		assertThat(after(killedAt).get(1).reason()).isEqualTo("redis answered again");
 		assertThat(gauge("budgets", Mode.SHARED)).isEqualTo(1);
 		assertThat(await(store.tryTake(TEN_PER_HOUR, "openai", 10))).as("the restarted Redis kept nothing")
 				.isEqualTo(Take.ofTaken(0));
@@ -141,15 +147,16 @@ class RedisBucketStoreFaultTest {
 		ConcurrentLinkedQueue<Answer> answers = new ConcurrentLinkedQueue<>();
 		Disposable load = traffic(store, answers);
 		Await.until("traffic flows", Duration.ofSeconds(2), () -> answers.size() > 20);
-		assertThat(store.mode()).isEqualTo(Mode.SHARED);
 
+		Instant killedAt = Instant.now();
 		redis.kill();
-		Await.until("fallback after the kill", Duration.ofSeconds(1), () -> store.mode() == Mode.FALLBACK_CLOSED);
+		Await.until("fallback after the kill", Duration.ofSeconds(1), () -> store.mode() == Mode.FALLBACK_CLOSED
+				&& !after(killedAt).isEmpty());
 		int refusedFrom = answers.size();
 		Await.until("refusals flow", Duration.ofSeconds(2), () -> answers.size() > refusedFrom + 20);
 
 		assertThat(gauge("strict", Mode.FALLBACK_CLOSED)).isEqualTo(1);
-		assertThat(fallbacks(Mode.FALLBACK_CLOSED)).isEqualTo(fallbacksBefore + 1);
+		assertThat(fallbacks(Mode.FALLBACK_CLOSED)).isGreaterThanOrEqualTo(fallbacksBefore + 1);
 		long start = System.nanoTime();
 		CompletableFuture<Take> refused = store.tryTake(TEN_PER_HOUR, "openai", 1);
 		assertThat(refused).failsWithin(ANSWER_BOUND).withThrowableThat()
@@ -164,7 +171,7 @@ class RedisBucketStoreFaultTest {
 		Await.until("admissions flow again", Duration.ofSeconds(2), () -> answers.size() > sharedFrom + 20);
 		load.dispose();
 
-		assertThat(changes).extracting(c -> c.from() + "->" + c.to()).containsExactly(
+		assertThat(after(killedAt)).extracting(c -> c.from() + "->" + c.to()).containsExactly(
 				"SHARED->FALLBACK_CLOSED", "FALLBACK_CLOSED->SHARED");
 		assertThat(answers).as("every request answered within the bound, none hung").allSatisfy(
 				a -> assertThat(Duration.ofNanos(a.nanos())).isBetween(Duration.ZERO, ANSWER_BOUND));
