@@ -8,6 +8,7 @@ import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.StallPhase;
+import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StreamStalledException;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
@@ -23,12 +24,14 @@ import reactor.util.context.ContextView;
  * timeout does not:
  * <ul>
  * <li>chunks before the first content chunk are held back, so the step's timeout runs to the first
- * token (not to the role announcement the mock sends at once), and an answer without content ends
- * empty: the step fails ({@code INCOMPLETE} for the sibling's breaker) and the ladder goes on, as
- * the policy's empty-answer rule does for the primary;</li>
+ * token (not to the role announcement the mock sends at once);</li>
+ * <li>an answer without content, or one that ends without its terminal marker, ends with an
+ * {@link IncompleteStreamException}: before the first token the step fails and the ladder goes on
+ * (as the policy's empty-answer rule does for the primary), after it the answer ends as an error;</li>
  * <li>after the first token, a gap longer than the policy's idle timeout ends the answer with a
- * {@link StreamStalledException} ({@code IDLE}), which the sibling's breaker counts as a failure.</li>
+ * {@link StreamStalledException} ({@code IDLE}).</li>
  * </ul>
+ * Each of these is a failure for the sibling's breaker.
  * The model that gave the first token is written into the request's {@link AnsweringModel}, so the
  * {@code done} event can say which model answered.
  */
@@ -49,6 +52,7 @@ final class SiblingModels {
 		return Flux.deferContextual(context -> {
 			AnsweringModel answering = AnsweringModel.of(context);
 			long[] tokens = {0}; // one subscription: its signals never overlap
+			boolean[] terminal = {false};
 			return upstream.stream(request.withModel(model))
 				.skipWhile(chunk -> !chunk.hasContent())
 				.timeout(Mono.never(), chunk -> Mono.delay(idleTimeout))
@@ -58,7 +62,10 @@ final class SiblingModels {
 					if (chunk.hasContent() && tokens[0]++ == 0 && answering != null) {
 						answering.set(model);
 					}
-				});
+					terminal[0] |= chunk.terminal();
+				})
+				.concatWith(Mono.defer(() -> terminal[0] ? Mono.<ChatChunk>empty()
+						: Mono.error(new IncompleteStreamException(tokens[0]))));
 		});
 	}
 
