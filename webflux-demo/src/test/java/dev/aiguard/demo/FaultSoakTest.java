@@ -410,7 +410,9 @@ class FaultSoakTest {
 			.plus(stall.firstTokenTimeout().multipliedBy(attempts - 1))
 			.plus(betweenAttempts.multipliedBy(retry.maxAttempts() - 1))
 			.plus(stall.maxDuration())
-			.plus(properties.fallback().timeout().multipliedBy(3))
+			// each rung to its first chunk: the sibling model, the cache, the canned answers, the fixed message
+			.plus(properties.fallback().timeout().multipliedBy(Objects.requireNonNull(policy.fallback(), "the ladder")
+				.steps().size()))
 			.plus(settings.slack());
 	}
 
