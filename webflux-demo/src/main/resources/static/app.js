@@ -146,6 +146,7 @@
           const ttft = firstTokenAt === null ? '—' : Math.round(firstTokenAt - started) + ' ms to first token';
           addMeta(el, [
             badge(data.source, 'source-label source-' + data.source, { 'data-source': data.source }),
+            ...(data.model ? [badge(data.model, 'model-label', { 'data-model': data.model, title: 'the model that answered' })] : []),
             clientBadge(el.dataset.client),
             note((data.finishReason || 'no finish reason') + ' · ' + data.tokens + ' tokens · ' + ttft),
           ]);
@@ -210,7 +211,9 @@
   const SLOW_FIRST_TOKEN_MS = 6000;
   const LOAD_PRESSURE_CAPACITY = 4;
   const FAULT_SWITCHES = ['fault-slow', 'fault-stall', 'fault-drop', 'fault-omit', 'fault-errors', 'fault-context',
-    'fault-load', 'fault-empty', 'fault-filter', 'fault-loop'];
+    'fault-load', 'fault-empty', 'fault-filter', 'fault-loop', 'fault-primary-down', 'fault-models-down'];
+  // the chat's model and every model of its provider, read from /api/guard's breaker tree
+  const models = { primary: 'mock-large', all: ['mock-large', 'mock-small'] };
   let changesSent = 0;        // numbered from 1, in the order the user made them
   let changesInFlight = 0;
   let changeShown = 0;        // the newest change whose answer the page has shown
@@ -228,6 +231,8 @@
       case 'fault-empty': return { emptyAnswer: on(id) };
       case 'fault-filter': return { finishReason: on(id) ? 'content_filter' : null };
       case 'fault-loop': return { loopingAnswer: on(id) };
+      case 'fault-primary-down': return { failingModels: on(id) ? [models.primary] : null };
+      case 'fault-models-down': return { failingModels: on(id) ? models.all.slice() : null };
       case 'fault-errors': case 'fault-error-status': case 'fault-error-rate': {
         const status = Number($('fault-error-status').value);
         return {
@@ -253,6 +258,10 @@
     $('fault-empty').checked = p.emptyAnswer === true;
     $('fault-filter').checked = p.finishReason === 'content_filter';
     $('fault-loop').checked = p.loopingAnswer === true;
+    const down = p.failingModels || [];
+    const everyModel = down.length > 0 && models.all.every((m) => down.includes(m));
+    $('fault-models-down').checked = everyModel;
+    $('fault-primary-down').checked = !everyModel && down.includes(models.primary);
     const active = FAULT_SWITCHES.filter((id) => $(id).checked).length;
     $('fault-status').textContent = active ? active + ' fault(s) active — applies to new requests' : 'the model behaves';
   }
@@ -563,29 +572,61 @@
     $('counters').innerHTML = html;
   }
 
-  /** The breaker tree as a nested list: each node's name, level and state badge, then its children. */
-  function treeItem(node) {
+  /** One node's counts: calls in its window, the share that failed, and the calls it refused. */
+  function treeCounts(node) {
+    return node.level.toLowerCase() + ', ' + node.calls + ' call' + (node.calls === 1 ? '' : 's')
+      + (node.calls ? ', ' + Math.round(node.failureRate * 100) + ' % failed' : '')
+      + (node.rejectedCalls ? ', ' + node.rejectedCalls + ' refused' : '');
+  }
+
+  /**
+   * The breaker tree as a nested list: each node's name, state badge and counts, then its children;
+   * the breaker the chat's calls end at (the policy's endpoint) is marked.
+   */
+  function treeItem(node, asked) {
     const li = document.createElement('li');
     li.dataset.breaker = node.breaker;
+    li.dataset.level = node.level;
+    li.dataset.state = node.state;
+    const name = document.createElement('span');
+    name.className = 'tree-name';
+    name.textContent = node.name + (node.breaker === asked ? ' ◀' : '');
     const badge = document.createElement('span');
     badge.className = 'badge state-' + node.state;
     badge.dataset.state = node.state;
-    badge.textContent = node.state;
-    li.append(node.name + ' (' + node.level.toLowerCase() + ', ' + node.calls + ' calls) ', badge);
+    badge.textContent = node.state.replace('_', ' ');
+    const counts = document.createElement('span');
+    counts.className = 'tree-counts muted';
+    counts.textContent = ' ' + treeCounts(node);
+    li.append(name, ' ', badge, counts);
     if (node.children && node.children.length) {
       const ul = document.createElement('ul');
-      node.children.forEach(child => ul.append(treeItem(child)));
+      node.children.forEach(child => ul.append(treeItem(child, asked)));
       li.append(ul);
     }
     return li;
   }
 
-  function renderTree(tree) {
+  /** The model names the model switches send: the chat's endpoint and every endpoint of its provider. */
+  function learnModels(tree, asked) {
+    for (const provider of tree.children || []) {
+      const endpoints = provider.children || [];
+      const primary = endpoints.find((e) => e.breaker === asked);
+      if (primary) {
+        models.primary = primary.name;
+        models.all = endpoints.map((e) => e.name);
+        $('primary-model-name').textContent = '(' + primary.name + ')';
+      }
+    }
+  }
+
+  function renderTree(tree, asked) {
     const section = $('breaker-tree-card');
     section.hidden = !tree;
     if (!tree) return;
+    learnModels(tree, asked);
     const list = $('breaker-tree');
-    list.replaceChildren(treeItem(tree));
+    list.replaceChildren(treeItem(tree, asked));
   }
 
   async function refreshGuard() {
@@ -598,7 +639,7 @@
       $('mock-address').hidden = !(s.mock && s.mock.baseUrl);
       $('mock-url').textContent = s.mock && s.mock.baseUrl ? s.mock.baseUrl : '';
       renderBreaker(s.breaker);
-      renderTree(s.breakerTree);
+      renderTree(s.breakerTree, s.breaker.name);
       renderLanes(s.lanes);
       renderLoad(s.load);
       renderChart(s.recent);

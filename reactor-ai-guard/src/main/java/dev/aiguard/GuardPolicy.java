@@ -688,6 +688,15 @@ public final class GuardPolicy {
 		}
 
 		/**
+		 * @return the breaker tree path set with {@link #breaker(BreakerPath)}, or {@code null}: lets
+		 *         code that completes a builder it did not start (a Spring Boot customizer, say) add a
+		 *         {@code Fallback.siblings} step for the tree of that path
+		 */
+		public @Nullable BreakerPath breakerPath() {
+			return breakerPath;
+		}
+
+		/**
 		 * A breaker of the policy's own, named after the policy, built with {@code config}, reporting
 		 * to the policy's metrics and reading the policy's {@link #timer} for its open wait — so one
 		 * clock drives the whole request. Use {@link #breaker(CircuitBreaker)} to share a breaker

@@ -50,11 +50,13 @@ final class ChatEvents {
 		return event("token", json.createObjectNode().put("text", text));
 	}
 
-	ServerSentEvent<String> done(GuardReport report) {
+	/** @param model the model that gave the answer, or {@code null} when none did (cache, canned, fixed text) */
+	ServerSentEvent<String> done(GuardReport report, @Nullable String model) {
 		return event("done", json.createObjectNode()
 			.put("source", report.source().name())
 			.put("finishReason", finishReason(report.finishReason()))
-			.put("tokens", report.tokens()));
+			.put("tokens", report.tokens())
+			.put("model", model));
 	}
 
 	/**

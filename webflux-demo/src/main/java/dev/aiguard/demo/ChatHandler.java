@@ -9,6 +9,7 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
 import dev.aiguard.load.LoadAction;
 import dev.aiguard.load.LoadGovernor;
 import org.jspecify.annotations.Nullable;
@@ -104,6 +105,7 @@ final class ChatHandler {
 	private Flux<ServerSentEvent<String>> newAnswer(ChatInput input) {
 		String requestId = idPrefix + '-' + ids.incrementAndGet();
 		GuardSignals signals = GuardSignals.create();
+		SiblingModels.AnsweringModel sibling = new SiblingModels.AnsweringModel();
 		TokensSent sent = new TokensSent();
 		Flux<ServerSentEvent<String>> tokens = guarded(input)
 			.filter(text -> !text.isEmpty())
@@ -112,14 +114,29 @@ final class ChatHandler {
 				return events.token(text);
 			});
 		Flux<ServerSentEvent<String>> answer = tokens
-			.concatWith(signals.report().map(events::done))
+			.concatWith(signals.report().map(report -> events.done(report, answeredBy(report.source(), sibling))))
 			.onErrorResume(e -> {
 				log.debug("request {} failed after {} tokens: {}", requestId, sent.count, e.toString());
 				return Mono.just(events.error(e, sent.count > 0));
 			});
 		return Flux.concat(Mono.just(events.meta(requestId, input.priority(), input.client())), answer)
 			.contextWrite(signals::into)
+			.contextWrite(sibling::into)
 			.contextWrite(input.priority().asContext());
+	}
+
+	/**
+	 * @return the model that gave the answer: the one asked ({@code REALTIME}), the sibling the
+	 *         ladder asked ({@code FALLBACK_MODEL}), or {@code null} when no model answered (cache,
+	 *         canned answer, fixed message)
+	 */
+	@Nullable
+	private String answeredBy(Source source, SiblingModels.AnsweringModel sibling) {
+		return switch (source) {
+			case REALTIME -> upstream.model();
+			case FALLBACK_MODEL -> sibling.get();
+			default -> null;
+		};
 	}
 
 	/**

@@ -1,6 +1,8 @@
 package dev.aiguard.demo;
 
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.LoadPressure;
@@ -29,7 +31,7 @@ final class FaultHandler {
 	/** The contract's fields, in the contract's order. */
 	static final List<String> FIELDS = List.of("firstTokenDelayMs", "tokenIntervalMs", "stallAfterTokens",
 			"dropAfterTokens", "errorRate", "errorStatus", "retryAfterSeconds", "contextLimitTokens", "omitTerminal",
-			"loadPressureCapacity", "emptyAnswer", "finishReason", "loopingAnswer");
+			"loadPressureCapacity", "emptyAnswer", "finishReason", "loopingAnswer", "failingModels");
 
 	/**
 	 * How the mock suffers past {@code loadPressureCapacity} concurrent requests: each capacity's
@@ -146,7 +148,8 @@ final class FaultHandler {
 				.withLoadPressure(loadPressure(f, base.loadPressure(), defaults.loadPressure()))
 				.withEmptyAnswer(bool(f, "emptyAnswer", base.emptyAnswer(), defaults.emptyAnswer()))
 				.withFinishReason(text(f, "finishReason", base.finishReason(), defaults.finishReason()))
-				.withLoopingAnswer(bool(f, "loopingAnswer", base.loopingAnswer(), defaults.loopingAnswer()));
+				.withLoopingAnswer(bool(f, "loopingAnswer", base.loopingAnswer(), defaults.loopingAnswer()))
+				.withFailingModels(names(f, "failingModels", base.failingModels(), defaults.failingModels()));
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("invalid_fault", e.getMessage());
@@ -233,6 +236,28 @@ final class FaultHandler {
 		return n.stringValue();
 	}
 
+	/** @return the field's list of names, {@code absent} when the body leaves it out, {@code reset} when it is null */
+	private static Set<String> names(ObjectNode f, String name, Set<String> absent, Set<String> reset) {
+		if (!f.has(name)) {
+			return absent;
+		}
+		JsonNode n = f.get(name);
+		if (n.isNull()) {
+			return reset;
+		}
+		if (!n.isArray()) {
+			throw new IllegalArgumentException(name + " must be an array of model names, was " + n);
+		}
+		Set<String> names = new LinkedHashSet<>();
+		for (JsonNode element : n) {
+			if (!element.isString()) {
+				throw new IllegalArgumentException(name + " must hold model names (strings), was " + element);
+			}
+			names.add(element.stringValue());
+		}
+		return names;
+	}
+
 	ObjectNode toJson(FaultProfile p) {
 		return json.createObjectNode()
 			.put("firstTokenDelayMs", p.firstTokenDelayMs())
@@ -247,7 +272,9 @@ final class FaultHandler {
 			.put("loadPressureCapacity", p.loadPressure() == null ? null : p.loadPressure().capacity())
 			.put("emptyAnswer", p.emptyAnswer())
 			.put("finishReason", p.finishReason())
-			.put("loopingAnswer", p.loopingAnswer());
+			.put("loopingAnswer", p.loopingAnswer())
+			.set("failingModels", p.failingModels().stream()
+				.collect(json::createArrayNode, (array, model) -> array.add(model), (a, b) -> a.addAll(b)));
 	}
 
 	private Mono<ServerResponse> ok(FaultProfile profile) {

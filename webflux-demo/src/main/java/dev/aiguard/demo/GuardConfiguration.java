@@ -1,6 +1,7 @@
 package dev.aiguard.demo;
 
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -10,7 +11,9 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.boot.autoconfigure.AiGuardPolicyCustomizer;
 import dev.aiguard.boot.autoconfigure.AiGuardProperties;
 import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
+import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.stall.StallSpec;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.fallback.Fallback;
@@ -34,8 +37,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Wires the demo: the upstream (embedded mock or a real server), what the guard needs beyond its
  * properties (the fallback ladder, the response cache, the page's counters), the two clients, the
- * handlers and their routes. The guard's policy, breaker and lanes come from the starter
- * ({@code aiguard.policies.chat}, {@code aiguard.breakers.model}, {@code aiguard.lanes}), built once
+ * handlers and their routes. The guard's policy, breaker tree and lanes come from the starter
+ * ({@code aiguard.policies.chat}, {@code aiguard.breaker-tree}, {@code aiguard.lanes}), built once
  * and shared by all requests of both clients.
  */
 @Configuration(proxyBeanMethods = false)
@@ -71,8 +74,20 @@ class GuardConfiguration {
 	}
 
 	@Bean
-	ModelUpstream modelUpstream(DemoProperties properties, ObjectProvider<MockModelServer> mock) {
-		return new ModelUpstream(properties, mock.getIfAvailable());
+	ModelUpstream modelUpstream(DemoProperties properties, ObjectProvider<MockModelServer> mock,
+			AiGuardProperties guard) {
+		return new ModelUpstream(properties, mock.getIfAvailable(), primaryModel(guard));
+	}
+
+	/**
+	 * @return the model the chat asks the mock for: the endpoint of {@code aiguard.policies.chat.breaker-path}
+	 *         ({@code mock/mock-large}: {@code mock-large}), else the mock's default name
+	 */
+	static String primaryModel(AiGuardProperties guard) {
+		AiGuardProperties.Policy chat = guard.getPolicies().get(POLICY);
+		String path = chat == null ? null : chat.getBreakerPath();
+		int slash = path == null ? -1 : path.indexOf('/');
+		return slash < 0 ? MockModelServer.MODEL : path.substring(slash + 1);
 	}
 
 	@Bean
@@ -89,24 +104,39 @@ class GuardConfiguration {
 	}
 
 	/**
-	 * The ladder below the model, for the starter's policy {@code chat}: the response cache, canned
-	 * answers on known topics, then a fixed message. Properties can name only the last rung.
+	 * The ladder below the model, for the starter's policy {@code chat}: with the mock, a sibling
+	 * model of the breaker tree first ({@code Fallback.siblings}: {@code mock-small} when
+	 * {@code mock-large} cannot answer, on its own path); then the response cache, canned answers
+	 * on known topics, then a fixed message. Properties can name only the last rung; the policy's
+	 * breaker path, which the sibling step needs, comes from the builder the starter filled in.
 	 */
 	@Bean
-	AiGuardPolicyCustomizer fallbackLadder(DemoProperties properties, ResponseCache<ChatChunk> cache) {
+	AiGuardPolicyCustomizer fallbackLadder(DemoProperties properties, ResponseCache<ChatChunk> cache,
+			ModelUpstream upstream, AiGuardProperties guard) {
 		DemoProperties.Fallback f = properties.fallback();
-		FallbackChain<ChatChunk> ladder = FallbackChain.<ChatChunk>builder()
-			.step(Fallback.cache(cache))
-			.step(new DemoFaq().step())
-			.step(Fallback.staticText(f.staticText()))
-			.timeout(f.timeout())
-			.build();
-		return (name, builder) -> builder.fallback(ladder);
+		AiGuardProperties.Policy chat = guard.getPolicies().get(POLICY);
+		Duration idle = chat == null || chat.getStall().getIdleTimeout() == null ? StallSpec.defaults().idleTimeout()
+				: chat.getStall().getIdleTimeout();
+		SiblingModels siblings = new SiblingModels(upstream, idle);
+		return (name, builder) -> {
+			FallbackChain.Builder<ChatChunk> ladder = FallbackChain.builder();
+			BreakerPath path = builder.breakerPath();
+			// a real upstream is one model the demo knows by name: no sibling to ask
+			if (path != null && upstream.mock() != null) {
+				ladder.step(Fallback.siblings(path.tree(), siblings::stream));
+			}
+			builder.fallback(ladder
+				.step(Fallback.cache(cache))
+				.step(new DemoFaq().step())
+				.step(Fallback.staticText(f.staticText()))
+				.timeout(f.timeout())
+				.build());
+		};
 	}
 
 	/**
 	 * The policy both clients share, as the starter built it from {@code aiguard.policies.chat}:
-	 * one breaker, one set of lanes, one retry budget, the same deadlines and ladder.
+	 * one breaker path, one set of lanes, one retry budget, the same deadlines and ladder.
 	 */
 	static GuardPolicy chatPolicy(AiGuardRegistry registry) {
 		return registry.guard(POLICY).policy();

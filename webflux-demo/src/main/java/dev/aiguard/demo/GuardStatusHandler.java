@@ -23,8 +23,9 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
 /**
- * {@code GET /api/guard}: a JSON snapshot for the live panel — breaker state, rates and waits (when
- * an OPEN breaker lets the next request probe), per-lane occupancy, the load governor's level,
+ * {@code GET /api/guard}: a JSON snapshot for the live panel — the chat policy's endpoint breaker
+ * (state, rates and waits: when an OPEN breaker lets the next request probe), the breaker tree it
+ * sits in (each level's state and counts), per-lane occupancy, the load governor's level,
  * score and forecast, answer counters, the last
  * requests, and where the mock listens and what it has seen.
  */
@@ -123,7 +124,10 @@ final class GuardStatusHandler {
 		return b;
 	}
 
-	/** A node of the breaker tree and its subtree: what the page's nested list shows. */
+	/**
+	 * A node of the breaker tree and its subtree, what the page's nested list shows: state, calls
+	 * and failure rate in its window, and the calls it refused.
+	 */
 	private static Map<String, Object> node(BreakerNodeSnapshot node) {
 		Map<String, Object> m = new LinkedHashMap<>();
 		m.put("name", node.name());
@@ -132,6 +136,7 @@ final class GuardStatusHandler {
 		m.put("state", node.state().name());
 		m.put("calls", node.calls());
 		m.put("failureRate", node.failureRate());
+		m.put("rejectedCalls", node.rejectedCalls());
 		m.put("children", node.children().stream().map(GuardStatusHandler::node).toList());
 		return m;
 	}

@@ -55,6 +55,6 @@ final class MockServerLifecycle implements SmartLifecycle {
 	/** The one INFO line that says where the mock listens, in words a client can use. */
 	static void logAddress(MockModelServer mock) {
 		log.info("Embedded mock model listening at {} (an OpenAI-compatible base URL: streaming "
-				+ "POST /chat/completions, model {}, any API key)", mock.baseUrl(), MockModelServer.MODEL);
+				+ "POST /chat/completions, any model name, any API key)", mock.baseUrl());
 	}
 }

@@ -21,6 +21,7 @@ final class ModelUpstream {
 	private final DemoProperties properties;
 	@Nullable
 	private final MockModelServer mock;
+	private final String mockModel;
 	@Nullable
 	private volatile Client client;
 
@@ -29,11 +30,14 @@ final class ModelUpstream {
 	}
 
 	/**
+	 * @param mockModel the model the chat asks the mock for: the endpoint of the chat policy's
+	 *        breaker path ({@code mock-large}); the mock answers any name
 	 * @throws IllegalStateException when a real server is named without a key or a model
 	 */
-	ModelUpstream(DemoProperties properties, @Nullable MockModelServer mock) {
+	ModelUpstream(DemoProperties properties, @Nullable MockModelServer mock, String mockModel) {
 		this.properties = Objects.requireNonNull(properties, "properties");
 		this.mock = mock;
+		this.mockModel = Objects.requireNonNull(mockModel, "mockModel");
 		if (properties.usesMock()) {
 			Objects.requireNonNull(mock, "mock");
 			return;
@@ -54,7 +58,7 @@ final class ModelUpstream {
 			.build());
 	}
 
-	/** @return the answer to {@code request}, unguarded: the caller guards it */
+	/** @return the answer to {@code request} from the model it names, unguarded: the caller guards it */
 	Flux<ChatChunk> stream(ChatRequest request) {
 		return Flux.defer(() -> client().stream(request));
 	}
@@ -69,9 +73,9 @@ final class ModelUpstream {
 		return mock != null ? "mock-accepts-any-key" : Objects.requireNonNull(properties.apiKey(), "apiKey");
 	}
 
-	/** @return the model asked, for the request body */
+	/** @return the model asked, for the request body: the primary model of the mock, or {@code AIGUARD_MODEL} */
 	String model() {
-		return properties.usesMock() ? MockModelServer.MODEL : properties.model();
+		return properties.usesMock() ? mockModel : properties.model();
 	}
 
 	/** @return where answers come from, safe to show (never the key) */
@@ -94,7 +98,7 @@ final class ModelUpstream {
 		if (c == null || !c.baseUrl().equals(url)) {
 			// racing calls may each build one; they are equivalent and cheap
 			c = new Client(url, OpenAiCompatibleClient.builder(url)
-				.model(MockModelServer.MODEL)
+				.model(mockModel)
 				.responseTimeout(Duration.ofSeconds(30))
 				.build());
 			client = c;

@@ -37,7 +37,10 @@ class BreakerWaitsTest {
 	private final AtomicLong now = new AtomicLong(1_000 * SECOND);
 	private CircuitBreaker breaker;
 
-	/** The settings of {@code aiguard.breakers.model} in the demo's application.properties, as the starter reads them. */
+	/**
+	 * The settings of the chat policy's endpoint breaker ({@code llm/mock/mock-large}, from the template
+	 * {@code aiguard.breakers.model} in the demo's application.properties), as the starter reads them.
+	 */
 	private static BreakerConfig demoDefaults;
 
 	@BeforeAll
@@ -45,13 +48,14 @@ class BreakerWaitsTest {
 		new ApplicationContextRunner()
 			.withInitializer(new ConfigDataApplicationContextInitializer())
 			.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class))
-			.run(context -> demoDefaults = context.getBean(AiGuardRegistry.class).breaker("model").orElseThrow().config());
+			.run(context -> demoDefaults = context.getBean(AiGuardRegistry.class).guard(GuardConfiguration.POLICY)
+				.policy().breaker().config());
 		assertThat(demoDefaults.openWait()).as("application.properties was read").isEqualTo(Duration.ofSeconds(15));
 	}
 
 	@BeforeEach
 	void demoBreaker() {
-		breaker = CircuitBreaker.builder("model").config(demoDefaults).clock(now::get).build();
+		breaker = CircuitBreaker.builder("mock-large").config(demoDefaults).clock(now::get).build();
 	}
 
 	@Test

@@ -12,10 +12,12 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 
 import dev.aiguard.GuardControl;
 import dev.aiguard.GuardPolicy;
+import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
 import dev.aiguard.test.mock.FaultProfile;
@@ -210,8 +212,8 @@ class BrowserTest extends DemoTestSupport {
 
 		// 4. failing answers open the breaker; the page keeps answering from the fallbacks. The
 		// stalls above count in the breaker's window (and on a slow machine so may a slow first
-		// Spring AI call): start this step from a closed breaker with an empty window
-		breaker.transitionToClosed();
+		// Spring AI call): start this step from a closed tree with empty windows
+		closeWithEmptyWindows(tree);
 		wait.until(d -> "CLOSED".equals(breakerState()));
 		for (int i = 0; i < 4 && !"OPEN".equals(breakerState()); i++) {
 			int answers = answers().size();
@@ -242,6 +244,43 @@ class BrowserTest extends DemoTestSupport {
 		wait.until(d -> d.findElements(By.cssSelector("#counters b")).size() > 0);
 		Path shot = shoot("3-answered-from-cache");
 		assertThat(Files.size(shot)).isPositive();
+	}
+
+	@Test
+	void theBreakerTreeShowsTheEndpointOpeningWhileTheSiblingAnswers() throws IOException {
+		driver.get("http://127.0.0.1:" + port + "/");
+		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
+		wait.until(d -> "CLOSED".equals(treeState("llm/mock/mock-large")) && "CLOSED".equals(treeState("llm/mock"))
+				&& "CLOSED".equals(treeState("llm")) && "CLOSED".equals(treeState("llm/mock/mock-small")));
+
+		driver.findElement(By.id("fault-primary-down")).click();
+		wait.until(d -> mock.faults().failingModels().equals(Set.of(PRIMARY)));
+		for (int i = 0; i < 4 && breaker.state() != BreakerState.OPEN; i++) {
+			int answers = answers().size();
+			type("tree question " + i);
+			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
+		}
+		// the page polls /api/guard every second: the tree's next drawing shows the endpoint open
+		wait.until(d -> "OPEN".equals(treeState("llm/mock/mock-large")));
+		assertThat(treeState("llm/mock")).as("one model down leaves its provider closed").isEqualTo("CLOSED");
+		assertThat(treeState("llm/mock/mock-small")).isEqualTo("CLOSED");
+		WebElement last = answers().get(answers().size() - 1);
+		assertThat(last.findElement(By.className("source-label")).getDomAttribute("data-source"))
+			.isEqualTo("FALLBACK_MODEL");
+		assertThat(last.findElement(By.className("model-label")).getDomAttribute("data-model")).isEqualTo(SIBLING);
+		assertThat(String.valueOf(js("return document.querySelector(\"#breaker-tree li[data-breaker='llm/mock/mock-small']"
+				+ " .tree-counts\").textContent"))).matches(" endpoint, [1-9]\\d* calls?, 0 % failed");
+		shoot("4-tree-primary-down");
+
+		driver.findElement(By.id("fault-primary-down")).click();
+		wait.until(d -> mock.faults().failingModels().isEmpty() && !d.findElement(By.id("fault-primary-down")).isSelected());
+	}
+
+	/** @return the state the page's tree shows for a breaker, read in one go (the list is redrawn every second) */
+	private String treeState(String breakerName) {
+		Object state = js("const li = document.querySelector(\"#breaker-tree li[data-breaker='\" + arguments[0] + \"']\");"
+				+ " return li ? li.dataset.state : null", breakerName);
+		return state == null ? null : state.toString();
 	}
 
 	/** The page's pure functions, called in the page: the chart's scale and the breaker's wait in words. */
@@ -307,7 +346,8 @@ class BrowserTest extends DemoTestSupport {
 	}
 
 	private static final List<String> SWITCHES = List.of("fault-slow", "fault-stall", "fault-drop", "fault-omit",
-			"fault-errors", "fault-context", "fault-load", "fault-empty", "fault-filter", "fault-loop");
+			"fault-errors", "fault-context", "fault-load", "fault-empty", "fault-filter", "fault-loop",
+			"fault-primary-down", "fault-models-down");
 
 	private Map<String, Boolean> pageSwitches() {
 		Map<String, Boolean> on = new LinkedHashMap<>();
@@ -330,6 +370,9 @@ class BrowserTest extends DemoTestSupport {
 		on.put("fault-empty", p.emptyAnswer());
 		on.put("fault-filter", "content_filter".equals(p.finishReason()));
 		on.put("fault-loop", p.loopingAnswer());
+		boolean everyModel = p.failingModels().containsAll(List.of(PRIMARY, SIBLING));
+		on.put("fault-primary-down", !everyModel && p.failsModel(PRIMARY));
+		on.put("fault-models-down", everyModel);
 		return on;
 	}
 

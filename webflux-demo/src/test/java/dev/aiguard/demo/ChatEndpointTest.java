@@ -36,8 +36,10 @@ class ChatEndpointTest extends DemoTestSupport {
 		ServerSentEvent<String> done = last(events);
 		assertThat(done.event()).isEqualTo("done");
 		JsonNode d = data(done);
-		assertThat(d.propertyNames()).containsExactly("source", "finishReason", "tokens");
+		assertThat(d.propertyNames()).containsExactly("source", "finishReason", "tokens", "model");
 		assertThat(d.get("source").stringValue()).isEqualTo("REALTIME");
+		assertThat(d.get("model").stringValue()).as("the chat's model, the end of its breaker path").isEqualTo(PRIMARY);
+		assertThat(mock.lastRequest().body()).contains("\"model\":\"mock-large\"");
 		assertThat(d.get("finishReason").stringValue()).isEqualTo("stop");
 		assertThat(d.get("tokens").longValue()).isEqualTo(expected.size());
 	}
@@ -159,20 +161,43 @@ class ChatEndpointTest extends DemoTestSupport {
 	}
 
 	@Test
-	void guardSnapshotShowsTheBreakerTree() {
-		JsonNode tree = json.readTree(client.get().uri("/api/guard").exchange().expectStatus().isOk()
-			.expectBody(String.class).returnResult().getResponseBody()).get("breakerTree");
+	void guardSnapshotShowsTheBreakerTreeWithLiveStatesAndCounts() {
+		chatToEnd(ask("count me in the tree"));
+		JsonNode snapshot = json.readTree(client.get().uri("/api/guard").exchange().expectStatus().isOk()
+			.expectBody(String.class).returnResult().getResponseBody());
+		JsonNode tree = snapshot.get("breakerTree");
 
+		assertThat(snapshot.get("breaker").get("name").stringValue()).as("the breaker card: the chat's endpoint")
+			.isEqualTo("llm/mock/mock-large");
 		assertThat(tree.get("name").stringValue()).isEqualTo("llm");
 		assertThat(tree.get("level").stringValue()).isEqualTo("SYSTEM");
 		assertThat(tree.get("state").stringValue()).isEqualTo("CLOSED");
+		assertThat(tree.get("calls").longValue()).as("the one answer passed the system").isEqualTo(1);
+		assertThat(tree.get("children").size()).as("one upstream: the mock").isEqualTo(1);
 		JsonNode mockProvider = tree.get("children").get(0);
 		assertThat(mockProvider.get("breaker").stringValue()).isEqualTo("llm/mock");
-		assertThat(mockProvider.get("children").size()).isEqualTo(2);
-		assertThat(mockProvider.get("children").get(0).get("name").stringValue()).isEqualTo("primary");
-		assertThat(mockProvider.get("children").get(1).get("name").stringValue()).isEqualTo("secondary");
-		assertThat(mockProvider.get("children").get(1).get("level").stringValue()).isEqualTo("ENDPOINT");
-		assertThat(mockProvider.get("children").get(1).has("failureRate")).isTrue();
+		assertThat(mockProvider.get("level").stringValue()).isEqualTo("PROVIDER");
+		assertThat(mockProvider.get("calls").longValue()).isEqualTo(1);
+		JsonNode endpoints = mockProvider.get("children");
+		assertThat(endpoints.size()).isEqualTo(2);
+		assertThat(endpoints.get(0).get("name").stringValue()).isEqualTo(PRIMARY);
+		assertThat(endpoints.get(0).get("breaker").stringValue()).isEqualTo("llm/mock/mock-large");
+		assertThat(endpoints.get(0).get("calls").longValue()).isEqualTo(1);
+		assertThat(endpoints.get(1).get("name").stringValue()).isEqualTo(SIBLING);
+		assertThat(endpoints.get(1).get("level").stringValue()).isEqualTo("ENDPOINT");
+		assertThat(endpoints.get(1).get("calls").longValue()).isZero();
+		assertThat(endpoints.get(1).propertyNames()).contains("failureRate", "rejectedCalls", "children");
+
+		long refusedBefore = endpoints.get(0).get("rejectedCalls").longValue();
+		breaker.transitionToForcedOpen();
+		chatToEnd(ask("refused at the endpoint"));
+		JsonNode after = json.readTree(client.get().uri("/api/guard").exchange().expectStatus().isOk()
+			.expectBody(String.class).returnResult().getResponseBody()).get("breakerTree").get("children").get(0);
+		assertThat(after.get("children").get(0).get("state").stringValue()).isEqualTo("FORCED_OPEN");
+		assertThat(after.get("children").get(0).get("rejectedCalls").longValue()).as("refused since start")
+			.isEqualTo(refusedBefore + 1);
+		assertThat(after.get("children").get(1).get("calls").longValue()).as("the sibling answered").isEqualTo(1);
+		assertThat(after.get("state").stringValue()).isEqualTo("CLOSED");
 	}
 
 	@Test

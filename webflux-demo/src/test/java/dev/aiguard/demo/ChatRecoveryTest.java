@@ -109,13 +109,16 @@ class ChatRecoveryTest extends DemoTestSupport {
 		assertThat(status.get("openWaitBackoff").get("maxMs").longValue()).isEqualTo(480_000);
 		assertThat(status.get("openWaitBackoff").get("jitter").doubleValue()).isEqualTo(0.1);
 
-		long upstreamCalls = mock.stats().requests();
+		long primaryCalls = callsFor(PRIMARY);
+		long siblingCalls = callsFor(SIBLING);
 		long rejectedBefore = breaker.rejectedCalls();
 		List<ServerSentEvent<String>> events = chatToEnd(ask("and one more"));
 		assertThat(data(last(events)).get("source").stringValue()).isEqualTo("STATIC");
 		assertThat(data(last(events)).get("finishReason").stringValue()).isEqualTo("stop");
+		assertThat(data(last(events)).get("model").isNull()).as("no model answered").isTrue();
 		assertThat(text(events)).startsWith("The assistant is busy right now");
-		assertThat(mock.stats().requests()).as("an open breaker sends nothing upstream").isEqualTo(upstreamCalls);
+		assertThat(callsFor(PRIMARY)).as("an open breaker sends nothing to its model").isEqualTo(primaryCalls);
+		assertThat(callsFor(SIBLING)).as("the ladder asked the sibling, which fails too").isEqualTo(siblingCalls + 1);
 		assertThat(breaker.rejectedCalls()).isGreaterThan(rejectedBefore);
 	}
 
@@ -123,8 +126,10 @@ class ChatRecoveryTest extends DemoTestSupport {
 	void theLadderAnswersFromTheCacheThenCannedAnswersThenTheStaticMessage() {
 		List<ServerSentEvent<String>> live = chatToEnd(ask("What is the weather on Mars?"));
 		assertThat(data(last(live)).get("source").stringValue()).isEqualTo("REALTIME");
+		assertThat(data(last(live)).get("model").stringValue()).isEqualTo(PRIMARY);
 
-		breaker.transitionToForcedOpen();
+		// the whole provider: no sibling to ask either
+		treeBreaker("mock").transitionToForcedOpen();
 
 		List<ServerSentEvent<String>> cached = chatToEnd(ask("What is the weather on Mars?"));
 		assertThat(data(last(cached)).get("source").stringValue()).isEqualTo("CACHE");

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.function.LongSupplier;
 
 import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
+import dev.aiguard.breaker.BreakerNode;
+import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
@@ -25,8 +27,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * The running demo on a random loopback port, shared by the test classes (one Spring context):
  * a fast mock, short deadlines, a breaker that trips after a handful of calls, an OpenAI SDK timeout
- * of 3 s under the Spring AI client. Each test starts from a well-behaved mock and a closed, empty
- * breaker.
+ * of 3 s under the Spring AI client. Each test starts from a well-behaved mock with an empty request
+ * log and a breaker tree whose breakers are all closed and empty.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		"aiguard.mock.first-token-delay=5ms",
@@ -59,12 +61,17 @@ abstract class DemoTestSupport {
 	@Autowired
 	MockModelServer mock;
 
+	/** The chat policy's endpoint breaker, {@code llm/mock/mock-large}: the breaker card of the page. */
 	CircuitBreaker breaker;
 
-	/** The demo's breaker, {@code aiguard.breakers.model}, as the starter built it. */
+	/** The breaker tree the chat policy's attempts pass: system {@code llm}, provider {@code mock}, two models. */
+	BreakerTree tree;
+
+	/** The demo's breakers as the starter built them from {@code aiguard.breaker-tree}. */
 	@Autowired
 	void breakerFrom(AiGuardRegistry registry) {
-		breaker = registry.breaker("model").orElseThrow();
+		breaker = registry.guard(GuardConfiguration.POLICY).policy().breaker();
+		tree = registry.breakerTree().orElseThrow();
 	}
 
 	@Autowired
@@ -84,7 +91,44 @@ abstract class DemoTestSupport {
 		restartTheMockWhenItsLoopsWereDisposed();
 		mock.resetFaults();
 		warmUpSpringAi();
-		breaker.transitionToClosed();
+		closeWithEmptyWindows(tree);
+		mock.clearRequests();
+	}
+
+	/** The primary model, the one the chat asks for and the policy's path ends at. */
+	static final String PRIMARY = "mock-large";
+
+	/** Its sibling on the same provider, which the ladder's {@code FALLBACK_MODEL} step asks. */
+	static final String SIBLING = "mock-small";
+
+	/** Closes every breaker of the tree with an empty window, so no test inherits another's calls. */
+	static void closeWithEmptyWindows(BreakerTree tree) {
+		closeWithEmptyWindows(tree.root());
+	}
+
+	private static void closeWithEmptyWindows(BreakerNode node) {
+		node.children().forEach(DemoTestSupport::closeWithEmptyWindows);
+		// an operator close of a CLOSED breaker keeps its window: go through DISABLED to empty it
+		node.breaker().transitionToDisabled();
+		node.breaker().transitionToClosed();
+	}
+
+	/** @return the breaker of the tree's node {@code llm/mock} ({@code provider}) or {@code llm/mock/<model>} */
+	CircuitBreaker treeBreaker(String provider, String... model) {
+		return model.length == 0 ? tree.provider(provider).breaker() : tree.path(provider, model[0]).endpoint().breaker();
+	}
+
+	/** @return the chat requests the mock received for {@code model} since this test started */
+	long callsFor(String model) {
+		return callsFor(mock, json, model);
+	}
+
+	/** @return the chat requests {@code mock} holds in its log for {@code model} */
+	static long callsFor(MockModelServer mock, JsonMapper json, String model) {
+		return mock.requests().stream()
+			.filter(r -> r.path().endsWith("/chat/completions"))
+			.filter(r -> model.equals(json.readTree(r.body()).path("model").asString("")))
+			.count();
 	}
 
 	/**

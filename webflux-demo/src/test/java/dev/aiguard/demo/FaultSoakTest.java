@@ -91,6 +91,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 		"aiguard.breakers.model.max-open-wait=4s",
 		"aiguard.breakers.model.minimum-dwell=500ms",
 		"aiguard.breakers.model.slow-time-to-first-token=600ms",
+		// the probes after the soak ask at every priority: no P0-only start of HALF_OPEN to wait out
+		"aiguard.breaker-tree.p0-probe-window=100ms",
 		"aiguard.lanes.p0.concurrency=6",
 		"aiguard.lanes.p1.concurrency=6",
 		"aiguard.lanes.p2.concurrency=4",
@@ -135,10 +137,10 @@ class FaultSoakTest {
 
 	CircuitBreaker breaker;
 
-	/** The demo's breaker, {@code aiguard.breakers.model}, as the starter built it. */
+	/** The chat policy's endpoint breaker ({@code llm/mock/mock-large}), as the starter built it. */
 	@Autowired
 	void breakerFrom(AiGuardRegistry registry) {
-		breaker = registry.breaker("model").orElseThrow();
+		breaker = registry.guard("chat").policy().breaker();
 		policy = registry.guard("chat").policy();
 	}
 
@@ -408,7 +410,9 @@ class FaultSoakTest {
 			.plus(stall.firstTokenTimeout().multipliedBy(attempts - 1))
 			.plus(betweenAttempts.multipliedBy(retry.maxAttempts() - 1))
 			.plus(stall.maxDuration())
-			.plus(properties.fallback().timeout().multipliedBy(3))
+			// each rung to its first chunk: the sibling model, the cache, the canned answers, the fixed message
+			.plus(properties.fallback().timeout().multipliedBy(Objects.requireNonNull(policy.fallback(), "the ladder")
+				.steps().size()))
 			.plus(settings.slack());
 	}
 

@@ -78,6 +78,42 @@ class FaultsApiTest extends DemoTestSupport {
 	}
 
 	@Test
+	void failingModelsIsAListOfModelNamesOrNull() {
+		assertThat(json.readTree(client.get().uri("/api/faults").exchange().expectStatus().isOk()
+			.expectBody(String.class).returnResult().getResponseBody()).get("failingModels").isEmpty())
+			.as("every model answers").isTrue();
+
+		patch("{\"failingModels\": [\"mock-large\"]}").expectStatus().isOk()
+			.expectBody().jsonPath("$.failingModels[0]").isEqualTo("mock-large").jsonPath("$.failingModels.length()")
+			.isEqualTo(1);
+		assertThat(mock.faults().failingModels()).containsExactly("mock-large");
+
+		patch("{\"stallAfterTokens\": 3}").expectStatus().isOk();
+		assertThat(mock.faults().failingModels()).as("another field's change keeps it").containsExactly("mock-large");
+
+		patch("{\"failingModels\": [\"mock-large\", \"mock-small\", \"mock-large\"]}").expectStatus().isOk()
+			.expectBody().jsonPath("$.failingModels.length()").isEqualTo(2);
+		assertThat(mock.faults().failingModels()).containsExactly("mock-large", "mock-small");
+
+		patch("{\"failingModels\": \"mock-large\"}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").isEqualTo("failingModels must be an array of model names, was \"mock-large\"");
+		patch("{\"failingModels\": [1]}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.message").isEqualTo("failingModels must hold model names (strings), was 1");
+		patch("{\"failingModels\": [\"mock large\"]}").expectStatus().isBadRequest()
+			.expectBody().jsonPath("$.error").isEqualTo("invalid_fault")
+			.jsonPath("$.message").value(m -> assertThat((String) m).contains("failingModels", "'mock large'"));
+		assertThat(mock.faults().failingModels()).as("a refused change changes nothing")
+			.containsExactly("mock-large", "mock-small");
+
+		patch("{\"failingModels\": null}").expectStatus().isOk()
+			.expectBody().jsonPath("$.failingModels.length()").isEqualTo(0);
+		assertThat(mock.faults().failingModels()).isEmpty();
+		patch("{\"failingModels\": [\"mock-small\"]}").expectStatus().isOk();
+		patch("{\"failingModels\": []}").expectStatus().isOk();
+		assertThat(mock.faults().failingModels()).isEmpty();
+	}
+
+	@Test
 	void loadPressureIsACapacityOrNull() {
 		patch("{\"loadPressureCapacity\": 4}").expectStatus().isOk()
 			.expectBody().jsonPath("$.loadPressureCapacity").isEqualTo(4);

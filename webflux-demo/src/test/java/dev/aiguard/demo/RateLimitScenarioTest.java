@@ -7,6 +7,7 @@ import java.util.function.LongPredicate;
 
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
+import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockAnswers;
@@ -52,10 +53,13 @@ class RateLimitScenarioTest {
 
 	CircuitBreaker breaker;
 
-	/** The demo's breaker, {@code aiguard.breakers.model}, as the starter built it. */
+	BreakerTree tree;
+
+	/** The chat policy's endpoint breaker ({@code llm/mock/mock-large}) and its tree, as the starter built them. */
 	@Autowired
 	void breakerFrom(AiGuardRegistry registry) {
-		breaker = registry.breaker("model").orElseThrow();
+		breaker = registry.guard(GuardConfiguration.POLICY).policy().breaker();
+		tree = registry.breakerTree().orElseThrow();
 	}
 
 	@Autowired
@@ -80,7 +84,8 @@ class RateLimitScenarioTest {
 	@BeforeEach
 	void resetTheWorld() {
 		mock.resetFaults();
-		breaker.transitionToClosed();
+		mock.clearRequests();
+		DemoTestSupport.closeWithEmptyWindows(tree);
 		draws.set(0);
 		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT).build();
 	}
@@ -108,11 +113,23 @@ class RateLimitScenarioTest {
 
 		Answer fourth = ask("rate limited question 4");
 		assertThat(breaker.state()).as("7 calls, 4 refused: 57 % >= 50 %").isEqualTo(BreakerState.OPEN);
-		assertThat(fourth.source()).as("the retry finds the breaker open: the ladder answers").isEqualTo("STATIC");
-		assertThat(mock.stats().requests()).isEqualTo(calls + 7);
+		assertThat(fourth.source()).as("the retry finds the breaker open: the ladder asks the sibling model, "
+				+ "whose draw (8) is not refused").isEqualTo("FALLBACK_MODEL");
+		assertThat(fourth.text()).isEqualTo(MockAnswers.text("rate limited question 4"));
+		assertThat(mock.stats().requests()).isEqualTo(calls + 8);
+		assertThat(callsFor(DemoTestSupport.PRIMARY)).isEqualTo(7);
+		assertThat(callsFor(DemoTestSupport.SIBLING)).isEqualTo(1);
 
-		assertThat(ask("rate limited question 5").source()).isEqualTo("STATIC");
-		assertThat(mock.stats().requests()).as("an open breaker spares the rate-limited provider").isEqualTo(calls + 7);
+		assertThat(ask("rate limited question 5").source()).as("the sibling's draw (9) is refused: the ladder goes on")
+			.isEqualTo("STATIC");
+		assertThat(callsFor(DemoTestSupport.PRIMARY)).as("an open breaker spares the rate-limited model").isEqualTo(7);
+		assertThat(callsFor(DemoTestSupport.SIBLING)).isEqualTo(2);
+		assertThat(tree.provider("mock").breaker().state()).as("one model failing never trips its provider")
+			.isEqualTo(BreakerState.CLOSED);
+	}
+
+	private long callsFor(String model) {
+		return DemoTestSupport.callsFor(mock, json, model);
 	}
 
 	@Test

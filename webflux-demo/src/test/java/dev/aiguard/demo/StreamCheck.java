@@ -158,7 +158,7 @@ final class StreamCheck {
 				problems.add("done's finishReason is " + terminal.path("finishReason") + ", not stop");
 			}
 			switch (source) {
-				case "REALTIME", "CACHE" -> {
+				case "REALTIME", "CACHE", "FALLBACK_MODEL" -> {
 					numbered = tokens.size();
 					if (!tokens.equals(expected)) {
 						problems.add(source + " answer is not the whole numbered answer: " + numberingProblem(expected));

@@ -56,15 +56,15 @@ class ValidationFaultsTest extends DemoTestSupport {
 		patch("{\"emptyAnswer\": true}");
 		long invalidAttemptsBefore = invalidAttempts();
 		long requestsBefore = stats.requests();
-		long upstreamBefore = mock.stats().requests();
 
 		List<ServerSentEvent<String>> events = chatToEnd(ask("Something nobody asked before, twice empty"));
 
 		assertThat(last(events).event()).isEqualTo("done");
 		assertThat(data(last(events)).get("source").stringValue()).isEqualTo("STATIC");
 		assertThat(text(events)).startsWith("The assistant is busy right now");
-		assertThat(mock.stats().requests() - upstreamBefore).as("the first answer and its one retry")
-			.isEqualTo(2);
+		assertThat(callsFor(PRIMARY)).as("the first answer and its one retry").isEqualTo(2);
+		assertThat(callsFor(SIBLING)).as("the sibling model, empty too: no answer, the ladder goes on").isEqualTo(1);
+		assertThat(treeBreaker("mock", SIBLING).snapshot().failures()).isEqualTo(1);
 		GuardStats.Recent report = reportAfter(requestsBefore);
 		assertThat(report.attemptOutcomes()).as("both answers judged invalid").containsExactly("INVALID", "INVALID");
 		assertThat(report.outcome()).as("the request itself was answered, by the ladder").isEqualTo("SUCCESS");

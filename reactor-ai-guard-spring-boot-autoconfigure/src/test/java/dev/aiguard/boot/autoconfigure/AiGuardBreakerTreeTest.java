@@ -6,7 +6,16 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
+import java.util.concurrent.CopyOnWriteArrayList;
+
 import dev.aiguard.AiGuard;
+import dev.aiguard.GuardSignals;
+import dev.aiguard.chat.ChatMessage;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.fallback.Fallback;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.core.Source;
+import reactor.core.publisher.Flux;
 import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.BreakerTree;
@@ -96,5 +105,40 @@ class AiGuardBreakerTreeTest {
 			.getFailure().hasStackTraceContaining("either a breaker or a breaker-path"));
 		runner.withPropertyValues("aiguard.breaker-tree.system-p0-probe-share=0.9").run(context -> assertThat(context)
 			.getFailure().hasStackTraceContaining("aiguard.breaker-tree.system-p0-probe-share"));
+	}
+
+	@Test
+	void aCustomizerAddsTheSiblingsStepForThePolicysPath() {
+		List<String> asked = new CopyOnWriteArrayList<>();
+		AiGuardPolicyCustomizer siblings = (name, builder) -> {
+			BreakerPath path = builder.breakerPath();
+			assertThat(path).as("the path of aiguard.policies.chat.breaker-path").isNotNull();
+			builder.fallback(FallbackChain.<ChatChunk>builder()
+				.step(Fallback.siblings(path.tree(), (sibling, request) -> {
+					asked.add(sibling.name() + " as " + request.withModel(sibling.endpoint().name()).model());
+					return Flux.just(ChatChunk.token("from " + sibling.endpoint().name()), ChatChunk.finish("stop"),
+							ChatChunk.done());
+				}))
+				.step(Fallback.staticText("busy"))
+				.build());
+		};
+		runner.withBean(AiGuardPolicyCustomizer.class, () -> siblings).run(context -> {
+			AiGuardRegistry registry = context.getBean(AiGuardRegistry.class);
+			BreakerTree tree = registry.breakerTree().orElseThrow();
+			tree.path("mock", "primary").endpoint().breaker().transitionToForcedOpen();
+			GuardSignals signals = GuardSignals.create();
+
+			List<ChatChunk> answer = registry.guard("chat")
+				.call(ChatRequest.of("primary", List.of(ChatMessage.user("hi"))),
+						request -> Flux.<ChatChunk>error(new IllegalStateException("the primary is never asked")))
+				.contextWrite(signals::into)
+				.collectList().block(Duration.ofSeconds(5));
+
+			assertThat(answer).extracting(ChatChunk::text).contains("from secondary");
+			assertThat(asked).containsExactly("llm/mock/secondary as secondary");
+			assertThat(signals.report().block(Duration.ofSeconds(5)).source()).isEqualTo(Source.FALLBACK_MODEL);
+			assertThat(tree.path("mock", "secondary").endpoint().breaker().snapshot().calls())
+				.as("the sibling's call counts on its own path").isEqualTo(1);
+		});
 	}
 }

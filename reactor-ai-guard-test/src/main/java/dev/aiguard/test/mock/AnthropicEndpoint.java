@@ -92,7 +92,8 @@ final class AnthropicEndpoint {
 			return error(response, 400, "invalid_request_error", e.getMessage(), 0);
 		}
 		FaultProfile profile = server.underLoad(taken);
-		if (profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
+		if (profile.failsModel(ask.model())
+				|| profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
 			server.injectedErrors.incrementAndGet();
 			return switch (profile.errorStatus()) {
 				case 429 -> error(response, 429, "rate_limit_error",

@@ -1,6 +1,11 @@
 package dev.aiguard.test.mock;
 
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashSet;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 import dev.aiguard.provider.RateLimits;
@@ -48,13 +53,17 @@ import org.jspecify.annotations.Nullable;
  *        {@code length} when {@code max_tokens} cut it), e.g. {@code content_filter}; {@code null} = the usual one
  * @param loopingAnswer answer with {@link #LOOP_PHRASE} repeated {@link #LOOP_REPEATS} times
  *        instead of the answer to the question, the way a model stuck in a loop does
+ * @param failingModels models that are down: a request whose {@code model} is one of them is
+ *        answered with {@code errorStatus} (its {@code Retry-After} and body too) every time,
+ *        whatever {@code errorRate} says, while other models answer as the rest of the profile
+ *        says; empty = none. Kept in the order given, without repeats
  */
 public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 		@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
 		@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
 		@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
 		@Nullable LoadPressure loadPressure, boolean emptyAnswer, @Nullable String finishReason,
-		boolean loopingAnswer) {
+		boolean loopingAnswer, Set<String> failingModels) {
 
 	/** The phrase a looping answer repeats. */
 	public static final String LOOP_PHRASE = "As I said before, ";
@@ -69,6 +78,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public static final String SERVER_ERROR = "server_error";
 
 	private static final Pattern ERROR_TYPE = Pattern.compile("[A-Za-z0-9_.\\-]{1,64}");
+
+	private static final Pattern MODEL_NAME = Pattern.compile("[A-Za-z0-9_.:\\-]{1,64}");
 
 	public FaultProfile {
 		range("firstTokenDelayMs", firstTokenDelayMs, 0, MAX_DELAY_MS);
@@ -98,6 +109,19 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 			throw new IllegalArgumentException("finishReason must be 1 to 64 letters, digits, '_', '.' or '-', was '"
 					+ finishReason + "'");
 		}
+		failingModels = models(failingModels);
+	}
+
+	/** A profile in which every model answers alike. */
+	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
+			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
+			@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
+			@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
+			@Nullable LoadPressure loadPressure, boolean emptyAnswer, @Nullable String finishReason,
+			boolean loopingAnswer) {
+		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
+				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
+				rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer, Set.of());
 	}
 
 	/** A profile whose answers have their usual content and finish reason. */
@@ -140,7 +164,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelay, tokenInterval, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/** @return a copy that stalls after {@code tokens} content chunks ({@code null}: never) */
@@ -148,7 +172,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, tokens, dropAfterTokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/** @return a copy that drops the connection after {@code tokens} content chunks ({@code null}: never) */
@@ -156,7 +180,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, tokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/**
@@ -169,7 +193,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, rate, status,
 				retryAfter, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
 				rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/**
@@ -181,7 +205,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, body, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/** @return a copy with a context limit ({@code null}: none) */
@@ -189,7 +213,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, tokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/** @return a copy that does or does not omit the terminal marker */
@@ -197,7 +221,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omit, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/**
@@ -217,7 +241,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, tokens, type, rateLimits,
 				loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/**
@@ -229,7 +253,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, limits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/**
@@ -240,7 +264,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, pressure, emptyAnswer, finishReason,
-				loopingAnswer);
+				loopingAnswer, failingModels);
 	}
 
 	/**
@@ -259,7 +283,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withEmptyAnswer(boolean empty) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure, empty, finishReason, loopingAnswer);
+				inBandErrorType, rateLimits, loadPressure, empty, finishReason, loopingAnswer,
+				failingModels);
 	}
 
 	/**
@@ -270,7 +295,8 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withFinishReason(@Nullable String reason) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure, emptyAnswer, reason, loopingAnswer);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, reason, loopingAnswer,
+				failingModels);
 	}
 
 	/**
@@ -280,7 +306,45 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 	public FaultProfile withLoopingAnswer(boolean looping) {
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
-				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, looping);
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, looping,
+				failingModels);
+	}
+
+	/**
+	 * @param models the models that are down, e.g. {@code mock-large}: each 1 to 64 letters, digits,
+	 *        '_', '.', ':' or '-'; none (an empty set) brings every model back
+	 * @return a copy in which requests naming one of {@code models} get {@code errorStatus} every time
+	 */
+	public FaultProfile withFailingModels(Collection<String> models) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer,
+				models(models));
+	}
+
+	/** @return a copy in which requests naming one of {@code models} get {@code errorStatus} every time */
+	public FaultProfile withFailingModels(String... models) {
+		return withFailingModels(Arrays.asList(models));
+	}
+
+	/** @return whether a request for {@code model} is answered with {@code errorStatus} whatever the error rate */
+	public boolean failsModel(String model) {
+		return failingModels.contains(model);
+	}
+
+	private static Set<String> models(@Nullable Collection<String> models) {
+		if (models == null) {
+			throw new IllegalArgumentException("failingModels must not be null (empty: no model is down)");
+		}
+		Set<String> copy = new LinkedHashSet<>();
+		for (String m : models) {
+			if (m == null || !MODEL_NAME.matcher(m).matches()) {
+				throw new IllegalArgumentException("failingModels must hold model names of 1 to 64 letters, digits, "
+						+ "'_', '.', ':' or '-', was " + (m == null ? "null" : "'" + m + "'"));
+			}
+			copy.add(m);
+		}
+		return Collections.unmodifiableSet(copy);
 	}
 
 	private static void range(String field, long value, long min, long max) {

@@ -51,7 +51,9 @@ import reactor.netty.http.server.HttpServerResponse;
  * Each chat request takes the next profile queued with {@link #enqueue}, else the current one
  * ({@link #faults(FaultProfile)}), and keeps it to its end. In a whole answer a stall holds the
  * response back, a drop closes the connection before any response, an in-band error becomes a
- * 500 with that error object, and {@link FaultProfile#omitTerminal()} changes nothing.
+ * 500 with that error object, and {@link FaultProfile#omitTerminal()} changes nothing. A model
+ * the profile names in {@link FaultProfile#failingModels()} is down: every request naming it gets
+ * the profile's error status, while the other models on the same server answer.
  * Counters in {@link #stats()} record what happened, including answers the client abandoned
  * ({@code cancelled}: the connection closed before the answer ended). A profile with
  * {@link FaultProfile#withLoadPressure load pressure} answers worse the more requests are in

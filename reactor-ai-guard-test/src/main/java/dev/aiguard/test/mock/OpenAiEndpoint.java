@@ -56,7 +56,8 @@ final class OpenAiEndpoint {
 			return send(response, 400, write(OpenAiErrors.error("invalid_request_error", null, e.param, e.getMessage())), 0);
 		}
 		FaultProfile profile = server.underLoad(taken);
-		if (profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
+		if (profile.failsModel(request.model)
+				|| profile.errorRate() > 0 && server.random.getAsDouble() < profile.errorRate()) {
 			server.injectedErrors.incrementAndGet();
 			String error = profile.errorBody() != null ? profile.errorBody()
 					: write(OpenAiErrors.forStatus(profile.errorStatus()));
