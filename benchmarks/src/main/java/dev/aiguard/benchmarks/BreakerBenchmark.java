@@ -176,8 +176,33 @@ public class BreakerBenchmark {
 		return acquireAndRecordAllPolicies();
 	}
 
+	@Benchmark
+	@Threads(1)
+	public BreakerPermit permitAndRecordAllPoliciesAt(CallerClock clock) {
+		return acquireAndRecordAt(oursAllPolicies, clock.now());
+	}
+
+	@Benchmark
+	@Threads(2)
+	public BreakerPermit permitAndRecordAllPoliciesAtTwoThreads(CallerClock clock) {
+		return acquireAndRecordAt(oursAllPolicies, clock.now());
+	}
+
+	/** One reading of the clock the plain API reads per record: the floor of any policy that needs time. */
+	@Benchmark
+	@Threads(1)
+	public long clockRead() {
+		return System.nanoTime();
+	}
+
 	private BreakerPermit acquireAndRecordAllPolicies() {
 		return acquireAndRecord(oursAllPolicies);
+	}
+
+	private static BreakerPermit acquireAndRecordAt(CircuitBreaker breaker, long now) {
+		BreakerPermit permit = breaker.tryAcquire(now);
+		permit.promptTokens(PROMPT_TOKENS).record(Outcome.SUCCESS, TTFT_NANOS, now);
+		return permit;
 	}
 
 	private static BreakerPermit acquireAndRecord(CircuitBreaker breaker) {
