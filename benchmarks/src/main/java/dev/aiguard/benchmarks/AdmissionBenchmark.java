@@ -2,6 +2,7 @@ package dev.aiguard.benchmarks;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.admission.LanePermit;
@@ -33,6 +34,9 @@ import reactor.core.publisher.Mono;
  * the permit in {@code onNext}. Bulkhead: {@code tryAcquirePermission()} + {@code onComplete()}.</li>
  * <li>{@code *Operator}: a one-element Flux through {@code lanes.admit(P0)} against the same Flux
  * through resilience4j's {@code BulkheadOperator}; {@code fluxOnly} is the Flux with no admission.</li>
+ * <li>{@code admissionFloor}: the atomic work any non-blocking admission with an exactly-once,
+ * cancellable permit needs (four atomic operations and one small allocation), with no lane logic
+ * and no Reactive-Streams handshake: the floor the lanes are compared with.</li>
  * </ul>
  *
  * Run: {@code java -jar benchmarks/target/benchmarks.jar AdmissionBenchmark -f 1 -wi 3 -w 1s -i 5 -r 1s}
@@ -84,6 +88,24 @@ public class AdmissionBenchmark {
 		public void onComplete() {
 		}
 	};
+
+	/**
+	 * The least a non-blocking admission with an exactly-once permit does, without any lane logic:
+	 * take from a shared free count, claim a fresh per-admission object for delivery (a cancel may
+	 * race it), claim it again for the release (two releases may race), give back to the count.
+	 */
+	static final class FloorClaim {
+		static final AtomicIntegerFieldUpdater<FloorClaim> STATE =
+				AtomicIntegerFieldUpdater.newUpdater(FloorClaim.class, "state");
+		static final AtomicIntegerFieldUpdater<FloorClaim> RELEASED =
+				AtomicIntegerFieldUpdater.newUpdater(FloorClaim.class, "released");
+		volatile int state;
+		volatile int released;
+	}
+
+	static final AtomicIntegerFieldUpdater<AdmissionBenchmark> FREE =
+			AtomicIntegerFieldUpdater.newUpdater(AdmissionBenchmark.class, "free");
+	volatile int free = 192;
 
 	PriorityLanes lanes;
 	Bulkhead bulkhead;
@@ -141,6 +163,35 @@ public class AdmissionBenchmark {
 	@Threads(2)
 	public void lanesAcquireRelease2() {
 		acquireP0.subscribe(RELEASER);
+	}
+
+	@Benchmark
+	@Threads(1)
+	public FloorClaim admissionFloor1() {
+		return admissionFloor();
+	}
+
+	@Benchmark
+	@Threads(2)
+	public FloorClaim admissionFloor2() {
+		return admissionFloor();
+	}
+
+	private FloorClaim admissionFloor() {
+		FloorClaim claim = new FloorClaim();
+		for (;;) {
+			int f = free;
+			if (f <= 0) {
+				return claim; // cannot happen: every admission gives its permit back
+			}
+			if (FREE.compareAndSet(this, f, f - 1)) {
+				break;
+			}
+		}
+		if (FloorClaim.STATE.compareAndSet(claim, 0, 1) && FloorClaim.RELEASED.compareAndSet(claim, 0, 1)) {
+			FREE.incrementAndGet(this);
+		}
+		return claim;
 	}
 
 	// ---- as operators on a one-element Flux ----

@@ -36,6 +36,9 @@ import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
  * together, consecutive failures, a trip delay, a warm-up, a ramp-up and slowness normalised by a
  * prompt size given to every permit. {@code permitAndRecordAllPolicies} adds the decayed and
  * performance-score policies and a predictive forecast of them all: every policy the library ships.
+ * {@code permitAndRecordAllPoliciesAt} is that breaker fed the caller's time (no clock read), and
+ * {@code clockRead} one {@link System#nanoTime()}: the part of the plain API's cost that any policy
+ * needing time pays.
  *
  * <pre>
  * java -jar benchmarks/target/benchmarks.jar BreakerBenchmark -f 1 -wi 3 -w 1s -i 5 -r 1s
@@ -176,8 +179,33 @@ public class BreakerBenchmark {
 		return acquireAndRecordAllPolicies();
 	}
 
+	@Benchmark
+	@Threads(1)
+	public BreakerPermit permitAndRecordAllPoliciesAt(CallerClock clock) {
+		return acquireAndRecordAt(oursAllPolicies, clock.now());
+	}
+
+	@Benchmark
+	@Threads(2)
+	public BreakerPermit permitAndRecordAllPoliciesAtTwoThreads(CallerClock clock) {
+		return acquireAndRecordAt(oursAllPolicies, clock.now());
+	}
+
+	/** One reading of the clock the plain API reads per record: the floor of any policy that needs time. */
+	@Benchmark
+	@Threads(1)
+	public long clockRead() {
+		return System.nanoTime();
+	}
+
 	private BreakerPermit acquireAndRecordAllPolicies() {
 		return acquireAndRecord(oursAllPolicies);
+	}
+
+	private static BreakerPermit acquireAndRecordAt(CircuitBreaker breaker, long now) {
+		BreakerPermit permit = breaker.tryAcquire(now);
+		permit.promptTokens(PROMPT_TOKENS).record(Outcome.SUCCESS, TTFT_NANOS, now);
+		return permit;
 	}
 
 	private static BreakerPermit acquireAndRecord(CircuitBreaker breaker) {

@@ -101,7 +101,9 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 
 	@Override
 	public void request(long n) {
-		if (Operators.validate(n) && STATE.compareAndSet(this, NEW, PENDING)) {
+		// a ticket that is not NEW was requested before: the state only moves on from NEW
+		if (Operators.validate(n) && state == NEW && !lanes.grantAtOnce(this)
+				&& STATE.compareAndSet(this, NEW, PENDING)) {
 			lanes.submit(this);
 		}
 	}
@@ -161,7 +163,9 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	@Override
 	public void release() {
 		if (RELEASED.compareAndSet(this, 0, 1)) {
-			HOOKS.getAndSet(this, RELEASED_MARK);
+			// a plain ordered store is enough: preemption can no longer claim this permit, so a hook
+			// that a racing onPreempted manages to add first would never run anyway
+			HOOKS.lazySet(this, RELEASED_MARK);
 			lanes.released(this);
 		}
 	}

@@ -306,6 +306,37 @@ public final class PriorityLanes implements Disposable {
 	 * runs the drain loop or the loop finds the permit.
 	 */
 
+	/**
+	 * The fast path of a first {@code request}: when the ticket's own lane has a free permit and
+	 * nobody waits, the permit goes to the subscriber with one CAS on the lane's free count and one
+	 * on the ticket (NEW straight to DELIVERED; a cancel that got there first wins and the permit
+	 * goes back).
+	 *
+	 * @return whether the ticket was dealt with; {@code false} leaves it NEW for {@link #submit}
+	 */
+	boolean grantAtOnce(LaneTicket t) {
+		if (disposed != 0 || totalQueued != 0) {
+			return false;
+		}
+		Lane own = lanes[t.priority.ordinal()];
+		if (!own.tryTake()) {
+			return false;
+		}
+		t.lane = own;
+		t.grantedLane = own.priority; // before DELIVERED, like grant()
+		if (!LaneTicket.STATE.compareAndSet(t, LaneTicket.NEW, LaneTicket.DELIVERED)) {
+			// cancelled before it could be granted: nobody saw the permit
+			own.giveBack();
+			if (totalQueued != 0 || disposed == 1) {
+				drain();
+			}
+			return true;
+		}
+		metrics.admissionWaited(name, t.priority, 0L);
+		deliver(t);
+		return true;
+	}
+
 	/** Called once per ticket when it is first requested. */
 	void submit(LaneTicket t) {
 		if (disposed == 0) {
@@ -658,18 +689,23 @@ public final class PriorityLanes implements Disposable {
 		}
 		metrics.admissionWaited(name, t.priority, waitedNanos);
 		if (LaneTicket.STATE.compareAndSet(t, LaneTicket.GRANTED, LaneTicket.DELIVERED)) {
-			try {
-				t.actual.onNext(t);
-				t.actual.onComplete();
-			}
-			catch (Throwable e) {
-				// a subscriber that throws cannot be trusted to release: take the permit back
-				Callbacks.dropped(e);
-				t.release();
-			}
+			deliver(t);
 		}
 		// else cancel() won between the two CASes and releases the permit itself
 		return true;
+	}
+
+	/** Hands a DELIVERED ticket's permit to its subscriber. */
+	private static void deliver(LaneTicket t) {
+		try {
+			t.actual.onNext(t);
+			t.actual.onComplete();
+		}
+		catch (Throwable e) {
+			// a subscriber that throws cannot be trusted to release: take the permit back
+			Callbacks.dropped(e);
+			t.release();
+		}
 	}
 
 	/**

@@ -40,16 +40,23 @@ final class AnyOfPolicy implements TripPolicy {
 	static final class AnyOfEvaluator implements Evaluator {
 
 		private final Evaluator[] evaluators;
+		/** The evaluators that keep state: the stateless classic one is answered inline on the record path. */
+		private final Evaluator[] recording;
+		private final boolean classic;
 
 		AnyOfEvaluator(Evaluator[] evaluators) {
 			this.evaluators = evaluators;
+			this.recording = Arrays.stream(evaluators).filter(e -> !FailureRatePolicy.isClassic(e))
+					.toArray(Evaluator[]::new);
+			this.classic = recording.length < evaluators.length;
 		}
 
 		@Override
 		public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos, boolean slow,
 				long nowNanos) {
-			boolean judge = false;
-			for (Evaluator e : evaluators) {
+			// the classic rule's onCall, without the call
+			boolean judge = classic && (slow || outcome != Outcome.SUCCESS);
+			for (Evaluator e : recording) {
 				judge |= e.onCall(window, config, outcome, timeToFirstTokenNanos, slow, nowNanos);
 			}
 			return judge;

@@ -207,8 +207,12 @@ public final class PredictivePolicy implements TripPolicy {
 		public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos, boolean slow,
 				long nowNanos) {
 			boolean judge = inner.onCall(window, config, outcome, timeToFirstTokenNanos, slow, nowNanos);
-			long current = Math.floorDiv(nowNanos, intervalNanos);
 			long last = sample;
+			// still inside the sampled interval (the common case): no division
+			if (last != NONE && nowNanos - (last + 1) * intervalNanos < 0) {
+				return judge;
+			}
+			long current = Math.floorDiv(nowNanos, intervalNanos);
 			if (current > last && SAMPLE.compareAndSet(this, last, current)) {
 				observe(inner.pressure(window, config, nowNanos), last == NONE ? Long.MAX_VALUE : current - last);
 				judge |= forecast() >= 1;

@@ -174,6 +174,23 @@ class PriorityLanesRaceTest {
 	}
 
 	@Test
+	void immediateGrantRacingCancelNeverLeaksThePermit() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
+		for (int i = 0; i < ROUNDS; i++) {
+			// the permit is free: request(1) takes the fast path, which a cancel may beat
+			TestSubscriber<LanePermit> ts = TestSubscriber.builder().initialRequest(0).build();
+			lanes.acquire(P0).subscribe(ts);
+
+			RaceTestUtils.race(() -> ts.request(1), ts::cancel);
+
+			assertThat(ts.getReceivedOnNext()).hasSizeLessThanOrEqualTo(1);
+			releaseReceived(ts);
+			assertThat(ts.getProtocolErrors()).isEmpty();
+			assertIdleWithCapacity(lanes, P0, 1);
+		}
+	}
+
+	@Test
 	void grantRacingCancelNeverLeaksThePermit() {
 		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0), new RecordingMetrics());
 		for (int i = 0; i < ROUNDS; i++) {

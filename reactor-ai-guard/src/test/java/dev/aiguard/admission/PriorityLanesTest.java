@@ -356,6 +356,38 @@ class PriorityLanesTest {
 	}
 
 	@Test
+	void aRequestCancelledBeforeItAsksTakesNoPermit() {
+		PriorityLanes lanes = lanes(LaneSpec.of(1), LaneSpec.of(0), LaneSpec.of(0));
+		TestSubscriber<LanePermit> ts = TestSubscriber.builder().initialRequest(0).build();
+		lanes.acquire(P0).subscribe(ts);
+
+		ts.cancel();
+		ts.request(1);
+
+		assertThat(ts.getReceivedOnNext()).isEmpty();
+		assertThat(lanes.inFlight(P0)).isZero();
+		admitNow(lanes, P0).release(); // the permit is still free
+	}
+
+	@Test
+	void requestingAgainAfterAnImmediateGrantTakesNoSecondPermit() {
+		RecordingMetrics metrics = new RecordingMetrics();
+		PriorityLanes lanes = lanes(LaneSpec.of(2), LaneSpec.of(0), LaneSpec.of(0), metrics);
+		TestSubscriber<LanePermit> ts = TestSubscriber.builder().initialRequest(0).build();
+		lanes.acquire(P0).subscribe(ts);
+
+		ts.request(1);
+		ts.request(1);
+
+		assertThat(ts.getReceivedOnNext()).hasSize(1);
+		assertThat(ts.isTerminated()).isTrue();
+		assertThat(lanes.inFlight(P0)).isEqualTo(1);
+		assertThat(ts.getReceivedOnNext().get(0).lane()).isEqualTo(P0);
+		ts.getReceivedOnNext().get(0).release();
+		assertThat(lanes.inFlight(P0)).isZero();
+	}
+
+	@Test
 	void releaseIsIdempotent() {
 		PriorityLanes lanes = lanes(LaneSpec.of(1).maxQueueSize(0), LaneSpec.of(0), LaneSpec.of(0));
 		LanePermit permit = admitNow(lanes, P0);

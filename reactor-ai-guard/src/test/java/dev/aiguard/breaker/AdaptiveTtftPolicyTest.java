@@ -49,6 +49,20 @@ class AdaptiveTtftPolicyTest {
 	}
 
 	@Test
+	void aCallFromAnOlderPeriodAfterANewerOneIsDroppedNotCountedInTheNewerOne() {
+		calls(0, 100, 400);
+		calls(PERIOD, 100, 400); // the baseline is learned; the period of the latest call is PERIOD
+
+		// a record stamped in period -1 (a clock that stepped back) shares a slot with period 1:
+		// too late for its period, so it is dropped, not counted in the later one
+		assertThat(e.onCall(window, config, Outcome.SUCCESS, 5000 * MS, false, -1)).isFalse();
+		assertThat(e.currentP95(PERIOD)).isLessThan(1000 * MS);
+		// and the next call of the current period still lands there
+		calls(PERIOD + 10, 20, 400);
+		assertThat(e.currentP95(PERIOD)).isLessThan(1000 * MS);
+	}
+
+	@Test
 	void aFewSlowOutliersBelowTheP95DoNotTrip() {
 		calls(0, 100, 400);
 		calls(PERIOD, 97, 400);

@@ -35,6 +35,34 @@ class TripPolicyTest {
 	}
 
 	@Test
+	void anyOfAnswersTheClassicRuleInlineAndStillCallsTheOthers() {
+		BreakerConfig config = BreakerConfig.custom().failureRateThreshold(0.5).minimumCalls(1).build();
+		int[] seen = new int[1];
+		TripPolicy counting = () -> new TripPolicy.Evaluator() {
+			@Override
+			public boolean onCall(WindowCounts w, BreakerConfig c, Outcome o, long ttft, boolean slow, long now) {
+				seen[0]++;
+				return false;
+			}
+
+			@Override
+			public double pressure(WindowCounts w, BreakerConfig c, long now) {
+				return 0;
+			}
+		};
+		TripPolicy.Evaluator withClassic = TripPolicy.anyOf(TripPolicy.failureRate(), counting).newEvaluator();
+		TripPolicy.Evaluator without = TripPolicy.anyOf(counting, counting).newEvaluator();
+
+		// the classic rule asks for judging after a failure or a slow call, never after a plain success
+		assertThat(withClassic.onCall(counts(10, 0, 0), config, Outcome.SUCCESS, 1, false, 0)).isFalse();
+		assertThat(withClassic.onCall(counts(10, 1, 0), config, Outcome.FAILURE, -1, false, 0)).isTrue();
+		assertThat(withClassic.onCall(counts(10, 0, 1), config, Outcome.SUCCESS, 1, true, 0)).isTrue();
+		assertThat(without.onCall(counts(10, 1, 0), config, Outcome.FAILURE, -1, false, 0)).isFalse();
+		assertThat(seen[0]).as("every other policy still sees every call").isEqualTo(5);
+		assertThat(withClassic.pressure(counts(10, 6, 0), config, 0)).isEqualTo(1.2);
+	}
+
+	@Test
 	void anyOfNeedsPoliciesAndComparesByValue() {
 		assertThatThrownBy(TripPolicy::anyOf).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("anyOf");
