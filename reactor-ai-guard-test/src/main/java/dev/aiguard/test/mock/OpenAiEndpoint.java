@@ -111,9 +111,8 @@ final class OpenAiEndpoint {
 	private Flux<String> events(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
 		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
 		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
-		Flux<String> content = Flux.range(0, ending.tokens)
-			.concatMap(i -> Mono.delay(i == 0 ? first : interval)
-				.thenReturn(event(answer.chunk(null, answer.tokens.get(i), null))));
+		Flux<String> content = server.paced(response, ending.tokens, profile)
+			.map(i -> event(answer.chunk(null, answer.tokens.get(i), null)));
 		Flux<String> end = switch (ending.cut) {
 			case STALL -> Flux.<String>never().doOnSubscribe(s -> server.stalled.incrementAndGet());
 			case DROP -> drop(response);
