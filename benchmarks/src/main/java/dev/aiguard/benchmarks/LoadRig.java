@@ -1,0 +1,495 @@
+package dev.aiguard.benchmarks;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+
+import dev.aiguard.AiGuard;
+import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.chat.ChatMessage;
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.Priority;
+import dev.aiguard.metrics.MicrometerGuardMetrics;
+import dev.aiguard.provider.OpenAiCompatibleClient;
+import dev.aiguard.test.mock.MockAnswers;
+import dev.aiguard.test.mock.MockModelServer;
+import io.github.resilience4j.bulkhead.Bulkhead;
+import io.github.resilience4j.bulkhead.BulkheadConfig;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
+import io.github.resilience4j.reactor.bulkhead.operator.BulkheadOperator;
+import io.github.resilience4j.reactor.circuitbreaker.operator.CircuitBreakerOperator;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Subscription;
+import reactor.core.publisher.BaseSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
+import reactor.util.context.Context;
+
+/**
+ * End-to-end load rig: K concurrent streamed answers from the mock model server, in a JVM of its
+ * own ({@link RigServer}), over loopback, read by {@link OpenAiCompatibleClient} through one shared
+ * Reactor Netty pool, unguarded, guarded by the library's full policy, and guarded by the usual
+ * alternative ({@code Flux.timeout} + resilience4j circuit breaker and bulkhead). Every variant
+ * gets the same traffic in the same run; the rig reports this JVM's CPU time and allocation per
+ * delivered token, retained heap per open stream, time to first token and GC time, then the goal
+ * lines of {@link RigReport}. Not part of the build: run it by hand (see {@code docs/benchmarks.md}).
+ *
+ * <pre>{@code
+ * java -Xmx512m -cp benchmarks/target/benchmarks.jar dev.aiguard.benchmarks.LoadRig --k=1000,5000,10000
+ * }</pre>
+ *
+ * Each concurrency K runs every variant in turn: a warm-up pass (which also opens the pool's
+ * connections), then the measured pass. A pass starts K slots spread evenly over one answer's
+ * duration; each slot asks for an answer of {@code --tokens} numbered tokens, reads it to the end,
+ * checks it, and asks again at once, so K streams stay open. After the ramp comes the
+ * measurement window; then, with the streams still open, two full collections give the retained
+ * heap; then the slots stop asking and the rig waits for every stream to end.
+ */
+public final class LoadRig {
+
+	private static final Duration DRAIN_SLACK = Duration.ofSeconds(20);
+
+	private final Settings settings;
+	private final ProcessMeters meters = new ProcessMeters();
+	private final OpenAiCompatibleClient client;
+	private final ServerControl server;
+	private final ScheduledExecutorService ramp = Executors.newSingleThreadScheduledExecutor(r -> {
+		Thread t = new Thread(r, "rig-ramp");
+		t.setDaemon(true);
+		return t;
+	});
+
+	// the pass in progress
+	private volatile Function<ChatRequest, Flux<ChatChunk>> variant = request -> Flux.empty();
+	private volatile boolean stopping;
+	private volatile long windowStart = Long.MAX_VALUE;
+	private volatile long windowEnd = Long.MAX_VALUE;
+	private final AtomicLong open = new AtomicLong();
+	private final AtomicLong peakOpen = new AtomicLong();
+	private final LongAdder tokens = new LongAdder();
+	private final LongAdder completed = new LongAdder();
+	private final LongAdder failed = new LongAdder();
+	private final Map<String, LongAdder> failures = new ConcurrentHashMap<>();
+	private LatencyHistogram ttft = new LatencyHistogram();
+
+	private LoadRig(Settings settings, OpenAiCompatibleClient client, ServerControl server) {
+		this.settings = settings;
+		this.client = client;
+		this.server = server;
+	}
+
+	/**
+	 * Runs the rig and prints the table and the goal lines.
+	 *
+	 * @param args {@code --k=1000,5000,10000} (concurrencies), {@code --tokens=200} (per answer),
+	 *        {@code --interval-ms=20} (between tokens; a list gives one per K), {@code --first-ms=20}
+	 *        (before the first token), {@code --window-s=10} (measurement), {@code --warmup-s=2},
+	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g}
+	 * @throws Exception when the server cannot be started or a pass cannot be run
+	 */
+	public static void main(String[] args) throws Exception {
+		Settings settings = Settings.parse(args);
+		long started = System.nanoTime();
+		Process server = startServer(settings);
+		Runtime.getRuntime().addShutdownHook(new Thread(server::destroyForcibly, "rig-server-stop"));
+		List<VariantResult> results;
+		try (ServerControl control = new ServerControl(server)) {
+			int maxK = Arrays.stream(settings.ks).max().orElseThrow();
+			ConnectionProvider pool = ConnectionProvider.builder("load-rig")
+				.maxConnections(maxK + 64)
+				.pendingAcquireMaxCount(-1)
+				.pendingAcquireTimeout(Duration.ofSeconds(60))
+				.build();
+			OpenAiCompatibleClient client = OpenAiCompatibleClient.builder(control.baseUrl())
+				.model(MockModelServer.MODEL)
+				.httpClient(HttpClient.create(pool))
+				.build();
+			System.out.println("# load rig: " + settings + ", server " + control.baseUrl());
+			results = new LoadRig(settings, client, control).run();
+			pool.disposeLater().block(Duration.ofSeconds(10));
+		}
+		finally {
+			server.destroy();
+			if (!server.waitFor(10, TimeUnit.SECONDS)) {
+				server.destroyForcibly();
+			}
+		}
+		System.out.println();
+		System.out.print(RigReport.table(results));
+		System.out.println();
+		RigReport.lines(results).forEach(System.out::println);
+		System.out.println("# wall time " + (System.nanoTime() - started) / 1_000_000_000 + " s");
+	}
+
+	private List<VariantResult> run() throws Exception {
+		List<VariantResult> results = new ArrayList<>();
+		for (int i = 0; i < settings.ks.length; i++) {
+			int k = settings.ks[i];
+			long interval = settings.intervalMs(i);
+			server.pace(settings.firstMs, interval);
+			Map<String, Function<ChatRequest, Flux<ChatChunk>>> variants = variants(k);
+			Slot[] slots = slots(k);
+			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
+				pass(v.getKey(), k, interval, v.getValue(), slots, Duration.ofSeconds(settings.warmupSeconds));
+			}
+			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
+				VariantResult r = pass(v.getKey(), k, interval, v.getValue(), slots,
+						Duration.ofSeconds(settings.windowSeconds));
+				results.add(r);
+			}
+		}
+		return results;
+	}
+
+	/** The variants at concurrency {@code k}, in the order they run; each gets fresh state. */
+	private Map<String, Function<ChatRequest, Flux<ChatChunk>>> variants(int k) {
+		Map<String, Function<ChatRequest, Flux<ChatChunk>>> all = new LinkedHashMap<>();
+		all.put(RigReport.UNGUARDED, client::stream);
+		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.fullPolicy(
+				new MicrometerGuardMetrics(new SimpleMeterRegistry()), k));
+		Context priority = Priority.P1.asContext();
+		all.put(RigReport.GUARDED, request -> guard.call(request, client::stream).contextWrite(priority));
+		CircuitBreaker breaker = CircuitBreaker.of("rig", CircuitBreakerConfig.ofDefaults());
+		Bulkhead bulkhead = Bulkhead.of("rig", BulkheadConfig.custom()
+			.maxConcurrentCalls(k)
+			.maxWaitDuration(Duration.ZERO)
+			.build());
+		Duration idle = Duration.ofSeconds(30);
+		all.put(RigReport.ALTERNATIVE, request -> client.stream(request)
+			.timeout(idle)
+			.transformDeferred(CircuitBreakerOperator.of(breaker))
+			.transformDeferred(BulkheadOperator.of(bulkhead)));
+		Map<String, Function<ChatRequest, Flux<ChatChunk>>> chosen = new LinkedHashMap<>();
+		for (String name : settings.variants) {
+			Function<ChatRequest, Flux<ChatChunk>> f = all.get(name);
+			if (f == null) {
+				throw new IllegalArgumentException("--variants: unknown variant '" + name + "', known: " + all.keySet());
+			}
+			chosen.put(name, f);
+		}
+		return chosen;
+	}
+
+	private Slot[] slots(int k) {
+		Slot[] slots = new Slot[k];
+		for (int i = 0; i < k; i++) {
+			ChatRequest request = ChatRequest.of(null,
+					List.of(ChatMessage.user(MockAnswers.numbered("s" + i, settings.tokens))));
+			slots[i] = new Slot(request);
+		}
+		return slots;
+	}
+
+	/** One pass of one variant: ramp, window, retained heap, drain. */
+	private VariantResult pass(String name, int k, long intervalMs, Function<ChatRequest, Flux<ChatChunk>> v,
+			Slot[] slots, Duration window) throws InterruptedException, IOException {
+		variant = v;
+		stopping = false;
+		windowStart = Long.MAX_VALUE;
+		windowEnd = Long.MAX_VALUE;
+		open.set(0);
+		peakOpen.set(0);
+		tokens.reset();
+		completed.reset();
+		failed.reset();
+		failures.clear();
+		ttft = new LatencyHistogram();
+
+		long baselineHeap = meters.retainedHeap();
+		long answerNanos = TimeUnit.MILLISECONDS.toNanos(settings.firstMs + (settings.tokens - 1L) * intervalMs);
+		long spacing = Math.max(1, answerNanos / k);
+		for (int i = 0; i < k; i++) {
+			Slot slot = slots[i];
+			ramp.schedule(slot::launch, i * spacing, TimeUnit.NANOSECONDS);
+		}
+		// every slot started and the first answers replaced by the next ones
+		TimeUnit.NANOSECONDS.sleep(answerNanos + TimeUnit.SECONDS.toNanos(1));
+
+		long serverCpuBefore = server.cpuNanos();
+		ProcessMeters.Snapshot before = meters.snapshot();
+		long tokensBefore = tokens.sum();
+		windowStart = before.nanoTime();
+		TimeUnit.NANOSECONDS.sleep(window.toNanos());
+		ProcessMeters.Snapshot after = meters.snapshot();
+		windowEnd = after.nanoTime();
+		long serverCpu = server.cpuNanos() - serverCpuBefore;
+		long windowTokens = tokens.sum() - tokensBefore;
+		ProcessMeters.Snapshot delta = after.minus(before);
+
+		long openBefore = open.get();
+		long heap = meters.retainedHeap();
+		long openAtHeap = (openBefore + open.get()) / 2;
+
+		stopping = true;
+		long drainDeadline = System.nanoTime() + answerNanos + DRAIN_SLACK.toNanos();
+		while (open.get() > 0 && System.nanoTime() < drainDeadline) {
+			TimeUnit.MILLISECONDS.sleep(50);
+		}
+		long stuck = open.get();
+		if (stuck > 0) {
+			for (Slot slot : slots) {
+				slot.cancel();
+			}
+			failures.computeIfAbsent("still open after the drain", key -> new LongAdder()).add(stuck);
+		}
+		VariantResult result = new VariantResult(name, k, completed.sum(), failed.sum() + stuck, peakOpen.get(),
+				openAtHeap, windowTokens, delta.cpuNanos(), delta.allocatedBytes(), delta.gcMillis(), delta.nanoTime(),
+				heap - baselineHeap, ttft.percentileMillis(50), ttft.percentileMillis(99), ttft.count(), serverCpu);
+		System.out.printf("# %s k=%d window=%ds: %s tokens/s, %s µs CPU/token, %s B/token, heap %s B/stream, "
+				+ "TTFT p99 %s ms, completed %d, failed %d%s%n", name, k, window.toSeconds(),
+				RigReport.format(result.tokensPerSecond(), 0), RigReport.format(result.cpuNanosPerToken() / 1000, 2),
+				RigReport.format(result.allocatedBytesPerToken(), 0), RigReport.format(result.heapBytesPerStream(), 0),
+				RigReport.format(result.ttftP99Ms(), 2), result.completed(), result.failed(),
+				failures.isEmpty() ? "" : " " + failures);
+		return result;
+	}
+
+	/** One of the K places that keep a stream open: when its answer ends it asks for the next one. */
+	private final class Slot {
+
+		private final ChatRequest request;
+		@Nullable
+		private volatile Run current;
+
+		Slot(ChatRequest request) {
+			this.request = request;
+		}
+
+		void launch() {
+			if (stopping) {
+				current = null;
+				return;
+			}
+			Run run = new Run(this);
+			current = run;
+			run.start();
+		}
+
+		void cancel() {
+			Run run = current;
+			if (run != null) {
+				run.dispose();
+			}
+		}
+	}
+
+	/** One streamed answer: counts its tokens, times its first one, checks it is whole. */
+	private final class Run extends BaseSubscriber<ChatChunk> {
+
+		private final Slot slot;
+		private long start;
+		private int received;
+		private boolean terminal;
+
+		Run(Slot slot) {
+			this.slot = slot;
+		}
+
+		void start() {
+			long now = open.incrementAndGet();
+			peakOpen.accumulateAndGet(now, Math::max);
+			start = System.nanoTime();
+			variant.apply(slot.request).subscribe(this);
+		}
+
+		@Override
+		protected void hookOnSubscribe(Subscription subscription) {
+			subscription.request(Long.MAX_VALUE);
+		}
+
+		@Override
+		protected void hookOnNext(ChatChunk chunk) {
+			if (chunk.hasContent()) {
+				if (received == 0) {
+					long first = System.nanoTime();
+					if (start >= windowStart && first <= windowEnd) {
+						ttft.record(first - start);
+					}
+				}
+				received++;
+				tokens.increment();
+			}
+			if (chunk.terminal()) {
+				terminal = true;
+			}
+		}
+
+		@Override
+		protected void hookOnComplete() {
+			if (received == settings.tokens && terminal) {
+				completed.increment();
+			}
+			else {
+				fail("incomplete answer: " + received + " tokens, terminal " + terminal);
+			}
+		}
+
+		@Override
+		protected void hookOnError(Throwable error) {
+			fail(error.getClass().getSimpleName() + ": " + error.getMessage());
+		}
+
+		@Override
+		protected void hookOnCancel() {
+			fail("cancelled by the rig");
+		}
+
+		private void fail(String why) {
+			failed.increment();
+			failures.computeIfAbsent(why.length() > 160 ? why.substring(0, 160) : why, key -> new LongAdder()).increment();
+		}
+
+		@Override
+		protected void hookFinally(reactor.core.publisher.SignalType type) {
+			open.decrementAndGet();
+			if (type != reactor.core.publisher.SignalType.CANCEL) {
+				slot.launch();
+			}
+		}
+	}
+
+	private static Process startServer(Settings settings) throws IOException {
+		String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+		ProcessBuilder builder = new ProcessBuilder(java, "-Xmx" + settings.serverHeap, "-XX:+UseParallelGC",
+				"-cp", System.getProperty("java.class.path"), RigServer.class.getName(), "900");
+		builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+		return builder.start();
+	}
+
+	/** The server process's standard input and output: its port, and commands. */
+	private static final class ServerControl implements AutoCloseable {
+
+		private final BufferedReader out;
+		private final Writer in;
+		private final String baseUrl;
+
+		ServerControl(Process process) throws IOException {
+			this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+			this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+			String line = out.readLine();
+			if (line == null || !line.startsWith("port=")) {
+				throw new IOException("the rig server did not report its port, said: " + line);
+			}
+			this.baseUrl = "http://127.0.0.1:" + Integer.parseInt(line.substring(5)) + "/v1";
+		}
+
+		String baseUrl() {
+			return baseUrl;
+		}
+
+		/** @return the server's process CPU time, in nanoseconds */
+		synchronized long cpuNanos() throws IOException {
+			in.write("cpu\n");
+			in.flush();
+			String answer = out.readLine();
+			try {
+				return Long.parseLong(String.valueOf(answer).trim());
+			}
+			catch (NumberFormatException e) {
+				throw new IOException("the rig server did not report its CPU time, said: " + answer, e);
+			}
+		}
+
+		synchronized void pace(long firstMs, long intervalMs) throws IOException {
+			in.write("pace " + firstMs + " " + intervalMs + "\n");
+			in.flush();
+			String answer = out.readLine();
+			if (!"ok".equals(answer)) {
+				throw new IOException("the rig server refused the pace: " + answer);
+			}
+		}
+
+		@Override
+		public void close() throws IOException {
+			in.write("stop\n");
+			in.flush();
+			in.close();
+		}
+	}
+
+	/** The command line. */
+	record Settings(int[] ks, int tokens, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
+			List<String> variants, String serverHeap) {
+
+		static Settings parse(String[] args) {
+			Map<String, String> options = new LinkedHashMap<>();
+			for (String arg : args) {
+				int eq = arg.indexOf('=');
+				if (!arg.startsWith("--") || eq < 0) {
+					throw new IllegalArgumentException("arguments are --name=value, was '" + arg + "'");
+				}
+				options.put(arg.substring(2, eq), arg.substring(eq + 1));
+			}
+			int[] ks = ints(options.remove("k"), "1000,5000,10000", "k", 1, 20_000);
+			int tokens = ints(options.remove("tokens"), "200", "tokens", 1, 1000)[0];
+			long first = ints(options.remove("first-ms"), "20", "first-ms", 0, 10_000)[0];
+			long[] intervals = Arrays.stream(ints(options.remove("interval-ms"), "20", "interval-ms", 1, 10_000))
+				.asLongStream().toArray();
+			if (intervals.length != 1 && intervals.length != ks.length) {
+				throw new IllegalArgumentException("--interval-ms: one value or one per K (" + ks.length + "), was "
+						+ intervals.length);
+			}
+			int window = ints(options.remove("window-s"), "10", "window-s", 1, 300)[0];
+			int warmup = ints(options.remove("warmup-s"), "2", "warmup-s", 1, 300)[0];
+			List<String> variants = List.of(options.getOrDefault("variants",
+					RigReport.UNGUARDED + "," + RigReport.GUARDED + "," + RigReport.ALTERNATIVE).split(","));
+			options.remove("variants");
+			String serverHeap = options.getOrDefault("server-heap", "1g");
+			options.remove("server-heap");
+			if (!options.isEmpty()) {
+				throw new IllegalArgumentException("unknown options: " + options.keySet());
+			}
+			return new Settings(ks, tokens, first, intervals, window, warmup, variants, serverHeap);
+		}
+
+		long intervalMs(int index) {
+			return intervalsMs.length == 1 ? intervalsMs[0] : intervalsMs[index];
+		}
+
+		private static int[] ints(@Nullable String value, String otherwise, String name, int min, int max) {
+			String text = value == null ? otherwise : value;
+			int[] parsed;
+			try {
+				parsed = Arrays.stream(text.split(",")).map(String::trim).mapToInt(Integer::parseInt).toArray();
+			}
+			catch (NumberFormatException e) {
+				throw new IllegalArgumentException("--" + name + " must be whole numbers, was '" + text + "'", e);
+			}
+			for (int p : parsed) {
+				if (p < min || p > max) {
+					throw new IllegalArgumentException("--" + name + " must be between " + min + " and " + max
+							+ ", was " + p);
+				}
+			}
+			return parsed;
+		}
+
+		@Override
+		public String toString() {
+			return "k=" + Arrays.toString(ks) + " tokens=" + tokens + " first-ms=" + firstMs + " interval-ms="
+					+ Arrays.toString(intervalsMs) + " window-s=" + windowSeconds + " warmup-s=" + warmupSeconds
+					+ " variants=" + variants + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
+					+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + "m";
+		}
+	}
+}
