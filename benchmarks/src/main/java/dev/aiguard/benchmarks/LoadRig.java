@@ -82,6 +82,7 @@ public final class LoadRig {
 	// the pass in progress
 	private volatile Function<ChatRequest, Flux<ChatChunk>> variant = request -> Flux.empty();
 	private volatile boolean stopping;
+	private volatile int expectedTokens;
 	private volatile long windowStart = Long.MAX_VALUE;
 	private volatile long windowEnd = Long.MAX_VALUE;
 	private final AtomicLong open = new AtomicLong();
@@ -101,8 +102,10 @@ public final class LoadRig {
 	/**
 	 * Runs the rig and prints the table and the goal lines.
 	 *
-	 * @param args {@code --k=1000,5000,10000} (concurrencies), {@code --tokens=200} (per answer),
-	 *        {@code --interval-ms=20} (between tokens; a list gives one per K), {@code --first-ms=20}
+	 * @param args {@code --k=1000,5000,10000} (concurrencies); {@code --tokens} (per answer) and
+	 *        {@code --interval-ms} (between tokens), each one value or one per K, by default 200 tokens
+	 *        20 ms apart up to K = 1000 and 50 tokens K/50 ms apart above (about 50 000 tokens a
+	 *        second in all); {@code --first-ms=20}
 	 *        (before the first token), {@code --window-s=10} (measurement), {@code --warmup-s=2},
 	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g}
 	 * @throws Exception when the server cannot be started or a pass cannot be run
@@ -148,12 +151,14 @@ public final class LoadRig {
 			long interval = settings.intervalMs(i);
 			server.pace(settings.firstMs, interval);
 			Map<String, Function<ChatRequest, Flux<ChatChunk>>> variants = variants(k);
-			Slot[] slots = slots(k);
+			int answerTokens = settings.tokens(i);
+			expectedTokens = answerTokens;
+			Slot[] slots = slots(k, answerTokens);
 			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
-				pass(v.getKey(), k, interval, v.getValue(), slots, Duration.ofSeconds(settings.warmupSeconds));
+				pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots, Duration.ofSeconds(settings.warmupSeconds));
 			}
 			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
-				VariantResult r = pass(v.getKey(), k, interval, v.getValue(), slots,
+				VariantResult r = pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots,
 						Duration.ofSeconds(settings.windowSeconds));
 				results.add(r);
 			}
@@ -190,18 +195,18 @@ public final class LoadRig {
 		return chosen;
 	}
 
-	private Slot[] slots(int k) {
+	private Slot[] slots(int k, int answerTokens) {
 		Slot[] slots = new Slot[k];
 		for (int i = 0; i < k; i++) {
 			ChatRequest request = ChatRequest.of(null,
-					List.of(ChatMessage.user(MockAnswers.numbered("s" + i, settings.tokens))));
+					List.of(ChatMessage.user(MockAnswers.numbered("s" + i, answerTokens))));
 			slots[i] = new Slot(request);
 		}
 		return slots;
 	}
 
 	/** One pass of one variant: ramp, window, retained heap, drain. */
-	private VariantResult pass(String name, int k, long intervalMs, Function<ChatRequest, Flux<ChatChunk>> v,
+	private VariantResult pass(String name, int k, int answerTokens, long intervalMs, Function<ChatRequest, Flux<ChatChunk>> v,
 			Slot[] slots, Duration window) throws InterruptedException, IOException {
 		variant = v;
 		stopping = false;
@@ -216,7 +221,7 @@ public final class LoadRig {
 		ttft = new LatencyHistogram();
 
 		long baselineHeap = meters.retainedHeap();
-		long answerNanos = TimeUnit.MILLISECONDS.toNanos(settings.firstMs + (settings.tokens - 1L) * intervalMs);
+		long answerNanos = TimeUnit.MILLISECONDS.toNanos(settings.firstMs + (answerTokens - 1L) * intervalMs);
 		long spacing = Math.max(1, answerNanos / k);
 		for (int i = 0; i < k; i++) {
 			Slot slot = slots[i];
@@ -336,7 +341,7 @@ public final class LoadRig {
 
 		@Override
 		protected void hookOnComplete() {
-			if (received == settings.tokens && terminal) {
+			if (received == expectedTokens && terminal) {
 				completed.increment();
 			}
 			else {
@@ -428,7 +433,7 @@ public final class LoadRig {
 	}
 
 	/** The command line. */
-	record Settings(int[] ks, int tokens, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
+	record Settings(int[] ks, int[] tokensPerK, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
 			List<String> variants, String serverHeap) {
 
 		static Settings parse(String[] args) {
@@ -441,14 +446,19 @@ public final class LoadRig {
 				options.put(arg.substring(2, eq), arg.substring(eq + 1));
 			}
 			int[] ks = ints(options.remove("k"), "1000,5000,10000", "k", 1, 20_000);
-			int tokens = ints(options.remove("tokens"), "200", "tokens", 1, 1000)[0];
+			// by default the whole run streams about 50 000 tokens a second, what two cores can carry:
+			// 20 ms between tokens up to K = 1000, proportionally slower above; 200-token answers up
+			// to K = 1000, 50-token ones above, so a pass stays within seconds
+			String defaultIntervals = Arrays.stream(ks).mapToObj(k -> String.valueOf(Math.max(20, k / 50)))
+				.reduce((a, b) -> a + "," + b).orElseThrow();
+			String defaultTokens = Arrays.stream(ks).mapToObj(k -> k <= 1000 ? "200" : "50")
+				.reduce((a, b) -> a + "," + b).orElseThrow();
+			int[] tokens = ints(options.remove("tokens"), defaultTokens, "tokens", 1, 1000);
 			long first = ints(options.remove("first-ms"), "20", "first-ms", 0, 10_000)[0];
-			long[] intervals = Arrays.stream(ints(options.remove("interval-ms"), "20", "interval-ms", 1, 10_000))
+			long[] intervals = Arrays.stream(ints(options.remove("interval-ms"), defaultIntervals, "interval-ms", 1, 10_000))
 				.asLongStream().toArray();
-			if (intervals.length != 1 && intervals.length != ks.length) {
-				throw new IllegalArgumentException("--interval-ms: one value or one per K (" + ks.length + "), was "
-						+ intervals.length);
-			}
+			perK("interval-ms", intervals.length, ks.length);
+			perK("tokens", tokens.length, ks.length);
 			int window = ints(options.remove("window-s"), "10", "window-s", 1, 300)[0];
 			int warmup = ints(options.remove("warmup-s"), "2", "warmup-s", 1, 300)[0];
 			List<String> variants = List.of(options.getOrDefault("variants",
@@ -464,6 +474,17 @@ public final class LoadRig {
 
 		long intervalMs(int index) {
 			return intervalsMs.length == 1 ? intervalsMs[0] : intervalsMs[index];
+		}
+
+		int tokens(int index) {
+			return tokensPerK.length == 1 ? tokensPerK[0] : tokensPerK[index];
+		}
+
+		/** A per-K setting has one value for all K, or one per K. */
+		private static void perK(String name, int values, int ks) {
+			if (values != 1 && values != ks) {
+				throw new IllegalArgumentException("--" + name + ": one value or one per K (" + ks + "), was " + values);
+			}
 		}
 
 		private static int[] ints(@Nullable String value, String otherwise, String name, int min, int max) {
@@ -486,7 +507,7 @@ public final class LoadRig {
 
 		@Override
 		public String toString() {
-			return "k=" + Arrays.toString(ks) + " tokens=" + tokens + " first-ms=" + firstMs + " interval-ms="
+			return "k=" + Arrays.toString(ks) + " tokens=" + Arrays.toString(tokensPerK) + " first-ms=" + firstMs + " interval-ms="
 					+ Arrays.toString(intervalsMs) + " window-s=" + windowSeconds + " warmup-s=" + warmupSeconds
 					+ " variants=" + variants + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
 					+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + "m";

@@ -54,10 +54,17 @@ final class RigReport {
 	 * {@code alternative-cpu-per-token-ratio} (alternative ÷ guarded), {@code heap-per-stream-bytes}
 	 * (guarded minus unguarded retained heap per open stream), {@code ttft-p99-added-ms} (guarded
 	 * minus unguarded), and {@code streams-held}: the largest K at which the guarded variant had K
-	 * streams open at once and every stream of every variant completed (0 when none).
+	 * streams open at once and every stream of every variant completed (0 when none). A warning
+	 * comment line comes first for each variant that had streams that did not complete.
 	 */
 	static List<String> lines(List<VariantResult> results) {
 		List<String> lines = new ArrayList<>();
+		for (VariantResult r : results) {
+			if (r.failed() > 0) {
+				lines.add("# warning: " + r.variant() + " at K=" + r.k() + " had " + r.failed()
+						+ " streams that did not complete: its figures are not comparable");
+			}
+		}
 		int largest = results.stream().mapToInt(VariantResult::k).max().orElse(0);
 		lines.addAll(linesFor(results, largest, ""));
 		lines.add("streams-held=" + streamsHeld(results));

@@ -59,6 +59,8 @@ class RigReportTest {
 				result(RigReport.GUARDED, 5000, 0, 4999, 1, 1, 1, 1));
 
 		assertThat(RigReport.streamsHeld(failedAtTheTop)).isEqualTo(1000);
+		assertThat(RigReport.lines(failedAtTheTop)).first()
+			.isEqualTo("# warning: alternative at K=5000 had 3 streams that did not complete: its figures are not comparable");
 		assertThat(RigReport.streamsHeld(notAllOpen)).isEqualTo(1000);
 		assertThat(RigReport.streamsHeld(List.of())).isZero();
 	}
