@@ -107,7 +107,8 @@ public final class LoadRig {
 	 *        20 ms apart up to K = 1000 and 50 tokens K/50 ms apart above (about 50 000 tokens a
 	 *        second in all); {@code --first-ms=20}
 	 *        (before the first token), {@code --window-s=10} (measurement), {@code --warmup-s=2},
-	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g}
+	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g},
+	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say)
 	 * @throws Exception when the server cannot be started or a pass cannot be run
 	 */
 	public static void main(String[] args) throws Exception {
@@ -375,8 +376,10 @@ public final class LoadRig {
 
 	private static Process startServer(Settings settings) throws IOException {
 		String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-		ProcessBuilder builder = new ProcessBuilder(java, "-Xmx" + settings.serverHeap, "-XX:+UseParallelGC",
-				"-cp", System.getProperty("java.class.path"), RigServer.class.getName(), "900");
+		List<String> command = new ArrayList<>(List.of(java, "-Xmx" + settings.serverHeap, "-XX:+UseParallelGC"));
+		command.addAll(settings.serverOptions);
+		command.addAll(List.of("-cp", System.getProperty("java.class.path"), RigServer.class.getName(), "900"));
+		ProcessBuilder builder = new ProcessBuilder(command);
 		builder.redirectError(ProcessBuilder.Redirect.INHERIT);
 		return builder.start();
 	}
@@ -391,7 +394,11 @@ public final class LoadRig {
 		ServerControl(Process process) throws IOException {
 			this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
 			this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+			// a JVM option (a profiler) may print lines of its own first
 			String line = out.readLine();
+			for (int skipped = 0; line != null && !line.startsWith("port=") && skipped < 100; skipped++) {
+				line = out.readLine();
+			}
 			if (line == null || !line.startsWith("port=")) {
 				throw new IOException("the rig server did not report its port, said: " + line);
 			}
@@ -434,7 +441,7 @@ public final class LoadRig {
 
 	/** The command line. */
 	record Settings(int[] ks, int[] tokensPerK, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
-			List<String> variants, String serverHeap) {
+			List<String> variants, String serverHeap, List<String> serverOptions) {
 
 		static Settings parse(String[] args) {
 			Map<String, String> options = new LinkedHashMap<>();
@@ -466,10 +473,13 @@ public final class LoadRig {
 			options.remove("variants");
 			String serverHeap = options.getOrDefault("server-heap", "1g");
 			options.remove("server-heap");
+			String serverOptions = options.getOrDefault("server-opts", "").trim();
+			options.remove("server-opts");
 			if (!options.isEmpty()) {
 				throw new IllegalArgumentException("unknown options: " + options.keySet());
 			}
-			return new Settings(ks, tokens, first, intervals, window, warmup, variants, serverHeap);
+			return new Settings(ks, tokens, first, intervals, window, warmup, variants, serverHeap,
+					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")));
 		}
 
 		long intervalMs(int index) {
