@@ -108,7 +108,9 @@ public final class LoadRig {
 	 *        second in all); {@code --first-ms=20}
 	 *        (before the first token), {@code --window-s=10} (measurement), {@code --warmup-s=2},
 	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g},
-	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say)
+	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say),
+	 *        {@code --histogram=true} (print, per measured pass, the classes that hold the retained
+	 *        heap per open stream; the histograms' collections add to the pass's time)
 	 * @throws Exception when the server cannot be started or a pass cannot be run
 	 */
 	public static void main(String[] args) throws Exception {
@@ -156,11 +158,12 @@ public final class LoadRig {
 			expectedTokens = answerTokens;
 			Slot[] slots = slots(k, answerTokens);
 			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
-				pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots, Duration.ofSeconds(settings.warmupSeconds));
+				pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots,
+						Duration.ofSeconds(settings.warmupSeconds), false);
 			}
 			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
 				VariantResult r = pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots,
-						Duration.ofSeconds(settings.windowSeconds));
+						Duration.ofSeconds(settings.windowSeconds), true);
 				results.add(r);
 			}
 		}
@@ -206,9 +209,9 @@ public final class LoadRig {
 		return slots;
 	}
 
-	/** One pass of one variant: ramp, window, retained heap, drain. */
+	/** One pass of one variant: ramp, window, retained heap, drain; a warm-up pass is not {@code measured}. */
 	private VariantResult pass(String name, int k, int answerTokens, long intervalMs, Function<ChatRequest, Flux<ChatChunk>> v,
-			Slot[] slots, Duration window) throws InterruptedException, IOException {
+			Slot[] slots, Duration window, boolean measured) throws InterruptedException, IOException {
 		variant = v;
 		stopping = false;
 		windowStart = Long.MAX_VALUE;
@@ -222,6 +225,8 @@ public final class LoadRig {
 		ttft = new LatencyHistogram();
 
 		long baselineHeap = meters.retainedHeap();
+		@Nullable ClassHistogram baselineClasses = settings.histogram && measured
+				? ClassHistogram.ofThisJvm() : null;
 		long answerNanos = TimeUnit.MILLISECONDS.toNanos(settings.firstMs + (answerTokens - 1L) * intervalMs);
 		long spacing = Math.max(1, answerNanos / k);
 		for (int i = 0; i < k; i++) {
@@ -245,6 +250,11 @@ public final class LoadRig {
 		long openBefore = open.get();
 		long heap = meters.retainedHeap();
 		long openAtHeap = (openBefore + open.get()) / 2;
+		if (baselineClasses != null) {
+			System.out.println("# " + name + " k=" + k + ": retained heap per open stream by class");
+			ClassHistogram.ofThisJvm().growthSince(baselineClasses, Math.max(1, openAtHeap), 25)
+				.forEach(row -> System.out.println("#   " + row));
+		}
 
 		stopping = true;
 		long drainDeadline = System.nanoTime() + answerNanos + DRAIN_SLACK.toNanos();
@@ -441,7 +451,7 @@ public final class LoadRig {
 
 	/** The command line. */
 	record Settings(int[] ks, int[] tokensPerK, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
-			List<String> variants, String serverHeap, List<String> serverOptions) {
+			List<String> variants, String serverHeap, List<String> serverOptions, boolean histogram) {
 
 		static Settings parse(String[] args) {
 			Map<String, String> options = new LinkedHashMap<>();
@@ -475,11 +485,13 @@ public final class LoadRig {
 			options.remove("server-heap");
 			String serverOptions = options.getOrDefault("server-opts", "").trim();
 			options.remove("server-opts");
+			boolean histogram = Boolean.parseBoolean(options.getOrDefault("histogram", "false"));
+			options.remove("histogram");
 			if (!options.isEmpty()) {
 				throw new IllegalArgumentException("unknown options: " + options.keySet());
 			}
 			return new Settings(ks, tokens, first, intervals, window, warmup, variants, serverHeap,
-					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")));
+					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram);
 		}
 
 		long intervalMs(int index) {
