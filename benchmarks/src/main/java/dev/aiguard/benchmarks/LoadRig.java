@@ -41,6 +41,7 @@ import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.SignalType;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 import reactor.util.context.Context;
@@ -83,6 +84,7 @@ public final class LoadRig {
 	private volatile Function<ChatRequest, Flux<ChatChunk>> variant = request -> Flux.empty();
 	private volatile boolean stopping;
 	private volatile int expectedTokens;
+	private volatile long answerNanos;
 	private volatile long windowStart = Long.MAX_VALUE;
 	private volatile long windowEnd = Long.MAX_VALUE;
 	private final AtomicLong open = new AtomicLong();
@@ -227,7 +229,7 @@ public final class LoadRig {
 		long baselineHeap = meters.retainedHeap();
 		@Nullable ClassHistogram baselineClasses = settings.histogram && measured
 				? ClassHistogram.ofThisJvm() : null;
-		long answerNanos = TimeUnit.MILLISECONDS.toNanos(settings.firstMs + (answerTokens - 1L) * intervalMs);
+		answerNanos = TimeUnit.MILLISECONDS.toNanos(settings.firstMs + (answerTokens - 1L) * intervalMs);
 		long spacing = Math.max(1, answerNanos / k);
 		for (int i = 0; i < k; i++) {
 			Slot slot = slots[i];
@@ -316,6 +318,7 @@ public final class LoadRig {
 		private long start;
 		private int received;
 		private boolean terminal;
+		private boolean failedRun;
 
 		Run(Slot slot) {
 			this.slot = slot;
@@ -371,15 +374,25 @@ public final class LoadRig {
 		}
 
 		private void fail(String why) {
+			failedRun = true;
 			failed.increment();
 			failures.computeIfAbsent(why.length() > 160 ? why.substring(0, 160) : why, key -> new LongAdder()).increment();
 		}
 
 		@Override
-		protected void hookFinally(reactor.core.publisher.SignalType type) {
+		protected void hookFinally(SignalType type) {
 			open.decrementAndGet();
-			if (type != reactor.core.publisher.SignalType.CANCEL) {
+			if (type == SignalType.CANCEL) {
+				return;
+			}
+			// an answer that ended early (a fallback, an error) is not followed at once by the next:
+			// a slot asks at most once per answer's duration, so failures cannot turn into a storm
+			long early = start + answerNanos - System.nanoTime();
+			if (!failedRun || early <= 0) {
 				slot.launch();
+			}
+			else {
+				ramp.schedule(slot::launch, early, TimeUnit.NANOSECONDS);
 			}
 		}
 	}
