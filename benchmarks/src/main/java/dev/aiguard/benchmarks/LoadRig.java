@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -93,7 +94,8 @@ public final class LoadRig {
 	private final LongAdder completed = new LongAdder();
 	private final LongAdder failed = new LongAdder();
 	private final Map<String, LongAdder> failures = new ConcurrentHashMap<>();
-	private LatencyHistogram ttft = new LatencyHistogram();
+	/** Where the pass in progress records first-token times: shared by the passes of one variant at one K. */
+	private volatile LatencyHistogram ttft = new LatencyHistogram();
 
 	private LoadRig(Settings settings, OpenAiCompatibleClient client, ServerControl server) {
 		this.settings = settings;
@@ -107,8 +109,9 @@ public final class LoadRig {
 	 * @param args {@code --k=1000,5000,10000} (concurrencies); {@code --tokens} (per answer) and
 	 *        {@code --interval-ms} (between tokens), each one value or one per K, by default 200 tokens
 	 *        20 ms apart up to K = 1000 and 50 tokens K/50 ms apart above (about 50 000 tokens a
-	 *        second in all); {@code --first-ms=20}
-	 *        (before the first token), {@code --window-s=10} (measurement), {@code --warmup-s=2},
+	 *        second in all); {@code --first-ms=20}, {@code --rounds=2} (measured passes per variant,
+	 *        every other round in reverse order; the figures pool them)
+	 *        (before the first token), {@code --window-s=8} (measurement), {@code --warmup-s=2},
 	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g},
 	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say),
 	 *        {@code --histogram=true} (print, per measured pass, the classes that hold the retained
@@ -159,14 +162,28 @@ public final class LoadRig {
 			int answerTokens = settings.tokens(i);
 			expectedTokens = answerTokens;
 			Slot[] slots = slots(k, answerTokens);
-			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
-				pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots,
-						Duration.ofSeconds(settings.warmupSeconds), false);
+			List<String> names = new ArrayList<>(variants.keySet());
+			// warm-up: every variant at the first K (the JIT), the first one at the others (the pool's new connections)
+			for (String name : i == 0 ? names : names.subList(0, 1)) {
+				pass(name, k, answerTokens, interval, variants.get(name), slots,
+						Duration.ofSeconds(settings.warmupSeconds), new LatencyHistogram(), false);
 			}
-			for (Map.Entry<String, Function<ChatRequest, Flux<ChatChunk>>> v : variants.entrySet()) {
-				VariantResult r = pass(v.getKey(), k, answerTokens, interval, v.getValue(), slots,
-						Duration.ofSeconds(settings.windowSeconds), true);
-				results.add(r);
+			Map<String, List<VariantResult>> passes = new LinkedHashMap<>();
+			Map<String, LatencyHistogram> ttfts = new LinkedHashMap<>();
+			for (int round = 0; round < settings.rounds; round++) {
+				// every other round in reverse order, so no variant always runs first or last
+				List<String> order = new ArrayList<>(names);
+				if (round % 2 == 1) {
+					Collections.reverse(order);
+				}
+				for (String name : order) {
+					LatencyHistogram into = ttfts.computeIfAbsent(name, n -> new LatencyHistogram());
+					passes.computeIfAbsent(name, n -> new ArrayList<>()).add(pass(name, k, answerTokens, interval,
+							variants.get(name), slots, Duration.ofSeconds(settings.windowSeconds), into, true));
+				}
+			}
+			for (String name : names) {
+				results.add(VariantResult.pooled(passes.get(name), ttfts.get(name)));
 			}
 		}
 		return results;
@@ -213,7 +230,8 @@ public final class LoadRig {
 
 	/** One pass of one variant: ramp, window, retained heap, drain; a warm-up pass is not {@code measured}. */
 	private VariantResult pass(String name, int k, int answerTokens, long intervalMs, Function<ChatRequest, Flux<ChatChunk>> v,
-			Slot[] slots, Duration window, boolean measured) throws InterruptedException, IOException {
+			Slot[] slots, Duration window, LatencyHistogram ttftInto, boolean measured)
+			throws InterruptedException, IOException {
 		variant = v;
 		stopping = false;
 		windowStart = Long.MAX_VALUE;
@@ -224,7 +242,7 @@ public final class LoadRig {
 		completed.reset();
 		failed.reset();
 		failures.clear();
-		ttft = new LatencyHistogram();
+		ttft = ttftInto;
 
 		long baselineHeap = meters.retainedHeap();
 		@Nullable ClassHistogram baselineClasses = settings.histogram && measured
@@ -464,6 +482,7 @@ public final class LoadRig {
 
 	/** The command line. */
 	record Settings(int[] ks, int[] tokensPerK, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
+			int rounds,
 			List<String> variants, String serverHeap, List<String> serverOptions, boolean histogram) {
 
 		static Settings parse(String[] args) {
@@ -489,8 +508,9 @@ public final class LoadRig {
 				.asLongStream().toArray();
 			perK("interval-ms", intervals.length, ks.length);
 			perK("tokens", tokens.length, ks.length);
-			int window = ints(options.remove("window-s"), "10", "window-s", 1, 300)[0];
+			int window = ints(options.remove("window-s"), "8", "window-s", 1, 300)[0];
 			int warmup = ints(options.remove("warmup-s"), "2", "warmup-s", 1, 300)[0];
+			int rounds = ints(options.remove("rounds"), "2", "rounds", 1, 10)[0];
 			List<String> variants = List.of(options.getOrDefault("variants",
 					RigReport.UNGUARDED + "," + RigReport.GUARDED + "," + RigReport.ALTERNATIVE).split(","));
 			options.remove("variants");
@@ -503,7 +523,7 @@ public final class LoadRig {
 			if (!options.isEmpty()) {
 				throw new IllegalArgumentException("unknown options: " + options.keySet());
 			}
-			return new Settings(ks, tokens, first, intervals, window, warmup, variants, serverHeap,
+			return new Settings(ks, tokens, first, intervals, window, warmup, rounds, variants, serverHeap,
 					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram);
 		}
 
@@ -543,7 +563,7 @@ public final class LoadRig {
 		@Override
 		public String toString() {
 			return "k=" + Arrays.toString(ks) + " tokens=" + Arrays.toString(tokensPerK) + " first-ms=" + firstMs + " interval-ms="
-					+ Arrays.toString(intervalsMs) + " window-s=" + windowSeconds + " warmup-s=" + warmupSeconds
+					+ Arrays.toString(intervalsMs) + " window-s=" + windowSeconds + " warmup-s=" + warmupSeconds + " rounds=" + rounds
 					+ " variants=" + variants + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
 					+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + "m";
 		}

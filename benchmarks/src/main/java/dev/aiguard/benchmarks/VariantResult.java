@@ -1,5 +1,7 @@
 package dev.aiguard.benchmarks;
 
+import java.util.List;
+
 /**
  * What one variant measured at one concurrency.
  *
@@ -23,6 +25,42 @@ package dev.aiguard.benchmarks;
 record VariantResult(String variant, int k, long completed, long failed, long peakOpen, long openAtHeap,
 		long tokens, long cpuNanos, long allocatedBytes, long gcMillis, long windowNanos, long heapBytes,
 		double ttftP50Ms, double ttftP99Ms, long ttftSamples, long serverCpuNanos) {
+
+	/**
+	 * @param passes the measured passes of one variant at one K
+	 * @param ttft the first-token times of all of them
+	 * @return the passes as one: counts and times added up, the most streams open in any, the
+	 *         retained heap per stream averaged over the open streams of all, percentiles of {@code ttft}
+	 */
+	static VariantResult pooled(List<VariantResult> passes, LatencyHistogram ttft) {
+		VariantResult first = passes.get(0);
+		long completed = 0;
+		long failed = 0;
+		long peak = 0;
+		long openAtHeap = 0;
+		long tokens = 0;
+		long cpu = 0;
+		long allocated = 0;
+		long gc = 0;
+		long window = 0;
+		long heap = 0;
+		long serverCpu = 0;
+		for (VariantResult p : passes) {
+			completed += p.completed;
+			failed += p.failed;
+			peak = Math.max(peak, p.peakOpen);
+			openAtHeap += p.openAtHeap;
+			tokens += p.tokens;
+			cpu += p.cpuNanos;
+			allocated += p.allocatedBytes;
+			gc += p.gcMillis;
+			window += p.windowNanos;
+			heap += p.heapBytes;
+			serverCpu += p.serverCpuNanos;
+		}
+		return new VariantResult(first.variant, first.k, completed, failed, peak, openAtHeap, tokens, cpu, allocated, gc,
+				window, heap, ttft.percentileMillis(50), ttft.percentileMillis(99), ttft.count(), serverCpu);
+	}
 
 	/** @return process CPU nanoseconds per delivered token; {@code NaN} without tokens */
 	double cpuNanosPerToken() {
