@@ -37,12 +37,15 @@ import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.github.resilience4j.reactor.bulkhead.operator.BulkheadOperator;
 import io.github.resilience4j.reactor.circuitbreaker.operator.CircuitBreakerOperator;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.SignalType;
+import reactor.core.publisher.Sinks;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 import reactor.util.context.Context;
@@ -70,6 +73,7 @@ import reactor.util.context.Context;
 public final class LoadRig {
 
 	private static final Duration DRAIN_SLACK = Duration.ofSeconds(20);
+	private static final ChatRequest ISOLATED_REQUEST = ChatRequest.of(null, List.of(ChatMessage.user("q")));
 
 	private final Settings settings;
 	private final ProcessMeters meters = new ProcessMeters();
@@ -94,6 +98,8 @@ public final class LoadRig {
 	private final LongAdder completed = new LongAdder();
 	private final LongAdder failed = new LongAdder();
 	private final Map<String, LongAdder> failures = new ConcurrentHashMap<>();
+	/** The guarded variant's meters at the K in progress: printed when its streams did not all complete. */
+	private SimpleMeterRegistry guardMeters = new SimpleMeterRegistry();
 	/** Where the pass in progress records first-token times: shared by the passes of one variant at one K. */
 	private volatile LatencyHistogram ttft = new LatencyHistogram();
 
@@ -124,6 +130,7 @@ public final class LoadRig {
 		Process server = startServer(settings);
 		Runtime.getRuntime().addShutdownHook(new Thread(server::destroyForcibly, "rig-server-stop"));
 		List<VariantResult> results;
+		double isolated;
 		try (ServerControl control = new ServerControl(server)) {
 			int maxK = Arrays.stream(settings.ks).max().orElseThrow();
 			ConnectionProvider pool = ConnectionProvider.builder("load-rig")
@@ -136,7 +143,9 @@ public final class LoadRig {
 				.httpClient(HttpClient.create(pool))
 				.build();
 			System.out.println("# load rig: " + settings + ", server " + control.baseUrl());
-			results = new LoadRig(settings, client, control).run();
+			LoadRig rig = new LoadRig(settings, client, control);
+			results = rig.run();
+			isolated = rig.isolatedGuardHeapPerStream(maxK);
 			pool.disposeLater().block(Duration.ofSeconds(10));
 		}
 		finally {
@@ -149,6 +158,7 @@ public final class LoadRig {
 		System.out.print(RigReport.table(results));
 		System.out.println();
 		RigReport.lines(results).forEach(System.out::println);
+		System.out.println("guard-heap-per-stream-isolated-bytes=" + RigReport.format(isolated, 0));
 		System.out.println("# wall time " + (System.nanoTime() - started) / 1_000_000_000 + " s");
 	}
 
@@ -189,12 +199,42 @@ public final class LoadRig {
 		return results;
 	}
 
+	/**
+	 * The guard's own retained heap per open stream, without the network: {@code k} streams held
+	 * open on in-memory upstreams that have sent one token, guarded (the full policy) and not; the
+	 * difference over {@code k}. The network passes measure the same thing end to end, where the
+	 * client's buffers in flight make the figure move by several hundred bytes per stream.
+	 */
+	private double isolatedGuardHeapPerStream(int k) {
+		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.fullPolicy(
+				new MicrometerGuardMetrics(new SimpleMeterRegistry()), k));
+		Context priority = Priority.P1.asContext();
+		long[] heap = new long[2];
+		for (int guarded = 0; guarded < 2; guarded++) {
+			List<Sinks.Many<ChatChunk>> upstreams = new ArrayList<>(k);
+			List<reactor.core.Disposable> held = new ArrayList<>(k);
+			for (int i = 0; i < k; i++) {
+				Sinks.Many<ChatChunk> upstream = Sinks.many().unicast().onBackpressureBuffer();
+				Flux<ChatChunk> answer = upstream.asFlux();
+				Flux<ChatChunk> stream = guarded == 1
+						? guard.call(ISOLATED_REQUEST, request -> answer).contextWrite(priority) : answer;
+				held.add(stream.subscribe());
+				upstream.tryEmitNext(ChatChunk.token("t "));
+				upstreams.add(upstream);
+			}
+			heap[guarded] = meters.retainedHeap();
+			held.forEach(reactor.core.Disposable::dispose);
+			upstreams.clear();
+		}
+		return (double) (heap[1] - heap[0]) / k;
+	}
+
 	/** The variants at concurrency {@code k}, in the order they run; each gets fresh state. */
 	private Map<String, Function<ChatRequest, Flux<ChatChunk>>> variants(int k) {
 		Map<String, Function<ChatRequest, Flux<ChatChunk>>> all = new LinkedHashMap<>();
 		all.put(RigReport.UNGUARDED, client::stream);
-		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.fullPolicy(
-				new MicrometerGuardMetrics(new SimpleMeterRegistry()), k));
+		guardMeters = new SimpleMeterRegistry();
+		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(guardMeters), k));
 		Context priority = Priority.P1.asContext();
 		all.put(RigReport.GUARDED, request -> guard.call(request, client::stream).contextWrite(priority));
 		CircuitBreaker breaker = CircuitBreaker.of("rig", CircuitBreakerConfig.ofDefaults());
@@ -297,6 +337,15 @@ public final class LoadRig {
 				RigReport.format(result.allocatedBytesPerToken(), 0), RigReport.format(result.heapBytesPerStream(), 0),
 				RigReport.format(result.ttftP99Ms(), 2), result.completed(), result.failed(),
 				failures.isEmpty() ? "" : " " + failures);
+		if (name.equals(RigReport.GUARDED) && !failures.isEmpty()) {
+			// why the guard answered otherwise, from its own meters (counted since this K began)
+			guardMeters.getMeters().forEach(meter -> {
+				double count = meter instanceof Counter c ? c.count() : meter instanceof Timer t ? t.count() : 0;
+				if (count > 0) {
+					System.out.println("#   " + meter.getId().getName() + " " + meter.getId().getTags() + " " + (long) count);
+				}
+			});
+		}
 		return result;
 	}
 
@@ -405,9 +454,11 @@ public final class LoadRig {
 			}
 			// an answer that ended early (a fallback, an error) is not followed at once by the next:
 			// a slot asks at most once per answer's duration, so failures cannot turn into a storm
+			// the next request is sent from the rig's thread, not from inside this completion: by then
+			// the ended stream has given back whatever permit (lane, bulkhead) it held
 			long early = start + answerNanos - System.nanoTime();
 			if (!failedRun || early <= 0) {
-				slot.launch();
+				ramp.execute(slot::launch);
 			}
 			else {
 				ramp.schedule(slot::launch, early, TimeUnit.NANOSECONDS);
