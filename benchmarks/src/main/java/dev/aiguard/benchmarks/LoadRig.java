@@ -113,11 +113,11 @@ public final class LoadRig {
 	 * Runs the rig and prints the table and the goal lines.
 	 *
 	 * @param args {@code --k=1000,5000,10000} (concurrencies); {@code --tokens} (per answer) and
-	 *        {@code --interval-ms} (between tokens), each one value or one per K, by default 200 tokens
-	 *        20 ms apart up to K = 1000 and 50 tokens K/50 ms apart above (about 50 000 tokens a
-	 *        second in all); {@code --first-ms=20}, {@code --rounds=2} (measured passes per variant,
+	 *        {@code --interval-ms} (between tokens), each one value or one per K, by default 100 tokens
+	 *        40 ms apart up to K = 1000 and K/25 ms apart above, in answers of 8 s (about 25 000
+	 *        tokens a second in all); {@code --first-ms=20}, {@code --rounds=2} (measured passes per variant,
 	 *        every other round in reverse order; the figures pool them)
-	 *        (before the first token), {@code --window-s=8} (measurement), {@code --warmup-s=2},
+	 *        (before the first token), {@code --window-s=6} (measurement), {@code --warmup-s=2},
 	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g},
 	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say),
 	 *        {@code --histogram=true} (print, per measured pass, the classes that hold the retained
@@ -546,12 +546,14 @@ public final class LoadRig {
 				options.put(arg.substring(2, eq), arg.substring(eq + 1));
 			}
 			int[] ks = ints(options.remove("k"), "1000,5000,10000", "k", 1, 20_000);
-			// by default the whole run streams about 50 000 tokens a second, what two cores can carry:
-			// 20 ms between tokens up to K = 1000, proportionally slower above; 200-token answers up
-			// to K = 1000, 50-token ones above, so a pass stays within seconds
-			String defaultIntervals = Arrays.stream(ks).mapToObj(k -> String.valueOf(Math.max(20, k / 50)))
+			// by default the whole run streams about 25 000 tokens a second, what leaves the two cores
+			// of the project's machines headroom with the server on the same machine: 40 ms between
+			// tokens up to K = 1000 (100-token answers), proportionally slower above (answers of
+			// 8 s, at least 20 tokens), so a pass stays within seconds
+			String defaultIntervals = Arrays.stream(ks).mapToObj(k -> String.valueOf(defaultIntervalMs(k)))
 				.reduce((a, b) -> a + "," + b).orElseThrow();
-			String defaultTokens = Arrays.stream(ks).mapToObj(k -> k <= 1000 ? "200" : "50")
+			String defaultTokens = Arrays.stream(ks)
+				.mapToObj(k -> String.valueOf(k <= 1000 ? 100 : Math.max(20, 8000 / defaultIntervalMs(k))))
 				.reduce((a, b) -> a + "," + b).orElseThrow();
 			int[] tokens = ints(options.remove("tokens"), defaultTokens, "tokens", 1, 1000);
 			long first = ints(options.remove("first-ms"), "20", "first-ms", 0, 10_000)[0];
@@ -559,7 +561,7 @@ public final class LoadRig {
 				.asLongStream().toArray();
 			perK("interval-ms", intervals.length, ks.length);
 			perK("tokens", tokens.length, ks.length);
-			int window = ints(options.remove("window-s"), "8", "window-s", 1, 300)[0];
+			int window = ints(options.remove("window-s"), "6", "window-s", 1, 300)[0];
 			int warmup = ints(options.remove("warmup-s"), "2", "warmup-s", 1, 300)[0];
 			int rounds = ints(options.remove("rounds"), "2", "rounds", 1, 10)[0];
 			List<String> variants = List.of(options.getOrDefault("variants",
@@ -576,6 +578,10 @@ public final class LoadRig {
 			}
 			return new Settings(ks, tokens, first, intervals, window, warmup, rounds, variants, serverHeap,
 					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram);
+		}
+
+		private static int defaultIntervalMs(int k) {
+			return Math.max(40, k / 25);
 		}
 
 		long intervalMs(int index) {
