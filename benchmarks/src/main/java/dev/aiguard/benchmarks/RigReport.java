@@ -52,8 +52,8 @@ final class RigReport {
 	 * The goal lines for the largest concurrency, then the same per concurrency with a
 	 * {@code .k<K>} suffix: {@code cpu-per-token-ratio} (guarded ÷ unguarded),
 	 * {@code alternative-cpu-per-token-ratio} (alternative ÷ guarded), {@code heap-per-stream-bytes}
-	 * (guarded minus unguarded retained heap per open stream), {@code ttft-p99-added-ms} (guarded
-	 * minus unguarded), and {@code streams-held}: the largest K at which the guarded variant had K
+	 * (guarded minus unguarded retained heap per open stream), {@code ttft-p99-added-ms} and
+	 * {@code ttft-p50-added-ms} (guarded minus unguarded), and {@code streams-held}: the largest K at which the guarded variant had K
 	 * streams open at once and every stream of every variant completed (0 when none). A warning
 	 * comment line comes first for each variant that had streams that did not complete.
 	 */
@@ -93,6 +93,7 @@ final class RigReport {
 			VariantResult g = guarded.get();
 			lines.add("heap-per-stream-bytes" + suffix + "=" + format(g.heapBytesPerStream() - u.heapBytesPerStream(), 0));
 			lines.add("ttft-p99-added-ms" + suffix + "=" + format(g.ttftP99Ms() - u.ttftP99Ms(), 2));
+			lines.add("ttft-p50-added-ms" + suffix + "=" + format(g.ttftP50Ms() - u.ttftP50Ms(), 2));
 		}
 		return lines;
 	}

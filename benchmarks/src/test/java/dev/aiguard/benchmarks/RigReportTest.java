@@ -34,6 +34,7 @@ class RigReportTest {
 				"alternative-cpu-per-token-ratio=1.500",
 				"heap-per-stream-bytes=2000",
 				"ttft-p99-added-ms=0.25",
+				"ttft-p50-added-ms=0.13",
 				"streams-held=5000");
 	}
 
