@@ -22,13 +22,22 @@ final class BenchmarkPolicies {
 	private BenchmarkPolicies() {
 	}
 
-	/** Deadlines, breaker, lanes, retry with a budget, a static fallback, metrics. */
+	/** Deadlines, breaker, lanes of 64 streams, retry with a budget, a static fallback, metrics. */
 	static GuardPolicy fullPolicy(GuardMetrics metrics) {
+		return fullPolicy(metrics, 64);
+	}
+
+	/**
+	 * Deadlines, breaker, lanes, retry with a budget, a static fallback, metrics.
+	 *
+	 * @param laneConcurrency streams each priority lane runs at once
+	 */
+	static GuardPolicy fullPolicy(GuardMetrics metrics, int laneConcurrency) {
 		PriorityLanes lanes = PriorityLanes.builder()
 				.name("bench")
-				.lane(Priority.P0, LaneSpec.of(64))
-				.lane(Priority.P1, LaneSpec.of(64))
-				.lane(Priority.P2, LaneSpec.of(64))
+				.lane(Priority.P0, LaneSpec.of(laneConcurrency))
+				.lane(Priority.P1, LaneSpec.of(laneConcurrency))
+				.lane(Priority.P2, LaneSpec.of(laneConcurrency))
 				.metrics(metrics)
 				.build();
 		CircuitBreaker breaker = CircuitBreaker.builder("bench")

@@ -237,8 +237,6 @@ final class AnthropicEndpoint {
 		boolean stall = stallAfter != null && stallAfter < tokens.size();
 		boolean drop = !stall && dropAfter != null && dropAfter < tokens.size();
 		int cut = stall ? stallAfter : drop ? dropAfter : tokens.size();
-		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
-		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
 
 		ObjectNode message = json.createObjectNode()
 			.put("id", id)
@@ -256,8 +254,7 @@ final class AnthropicEndpoint {
 		Flux<String> opening = Flux.just(event("message_start", start), event("content_block_start", blockStart),
 				event("ping", json.createObjectNode().put("type", "ping")));
 
-		Flux<String> content = Flux.range(0, cut)
-			.concatMap(i -> Mono.delay(i == 0 ? first : interval).thenReturn(delta(tokens.get(i))));
+		Flux<String> content = server.paced(response, cut, profile).map(i -> delta(tokens.get(i)));
 
 		Flux<String> ending;
 		if (stall) {

@@ -11,7 +11,9 @@ import java.util.function.UnaryOperator;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.jspecify.annotations.Nullable;
+import io.netty.util.concurrent.EventExecutor;
 import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.LoopResources;
@@ -89,6 +91,7 @@ public final class MockModelServer implements AutoCloseable {
 	final AtomicLong inBandErrors = new AtomicLong();
 	final AtomicLong loadRefusals = new AtomicLong();
 	final AtomicLong loadSlowed = new AtomicLong();
+	final TokenPacer pacer = new TokenPacer();
 
 	@Nullable
 	private volatile DisposableServer server;
@@ -276,6 +279,23 @@ public final class MockModelServer implements AutoCloseable {
 		loadSlowed.incrementAndGet();
 		return profile.withPace(pressure.firstTokenDelayMs(profile.firstTokenDelayMs(), serving),
 				profile.tokenIntervalMs());
+	}
+
+	/**
+	 * The indexes of an answer's content chunks at the profile's pace: the first after
+	 * {@link FaultProfile#firstTokenDelayMs()} from subscription, each next one
+	 * {@link FaultProfile#tokenIntervalMs()} later, emitted on the event loop of the response's
+	 * connection by its shared tick ({@link TokenPacer}).
+	 */
+	Flux<Integer> paced(HttpServerResponse response, int count, FaultProfile profile) {
+		return Flux.defer(() -> {
+			EventExecutor[] loop = new EventExecutor[1];
+			response.withConnection(connection -> loop[0] = connection.channel().eventLoop());
+			if (loop[0] == null) {
+				return Flux.error(new IllegalStateException("the response has no connection to pace the answer on"));
+			}
+			return pacer.pace(loop[0], count, profile.firstTokenDelayMs(), profile.tokenIntervalMs());
+		});
 	}
 
 	/** @return every request received, oldest first (at most the capture limit: the latest ones) */
