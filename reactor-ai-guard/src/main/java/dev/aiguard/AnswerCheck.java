@@ -1,14 +1,15 @@
 package dev.aiguard;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.chat.ToolCallDelta;
-import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.internal.Callbacks;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.validation.Answer;
 import dev.aiguard.validation.InvalidOutputException;
 import dev.aiguard.validation.OutputValidator;
@@ -17,20 +18,29 @@ import org.jspecify.annotations.Nullable;
 import reactor.util.context.Context;
 
 /**
- * The output validation of one request: per chunk, it feeds the streaming validators and keeps
- * what the end-of-attempt validators read (the text only when one of them reads it; whether the
- * answer is blank and its tool calls always); at the end of an attempt it asks them for a verdict.
- * Lives in an {@link AnswerTap}, on the delivering thread; the verdict is asked once the attempt
- * has ended.
+ * The output validation of one request: per content chunk ({@link #afterContent}), it feeds the
+ * streaming validators and keeps what the end-of-attempt validators read (the text only when one
+ * of them reads it; whether the answer is blank and its tool calls always); at the end of an
+ * attempt it asks them for a verdict. The watch calls it directly when nothing else must see the
+ * chunks, else the {@link AnswerTap} does; either way on the delivering thread, and the verdict is
+ * asked once the attempt has ended.
+ *
+ * <p>Per chunk it reads only what some validator needs: once the answer is known not to be blank
+ * and no validator reads the text nor watches the stream, a chunk costs a type check and one field
+ * comparison (does it carry tool calls?).
  */
-final class AnswerCheck {
+final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 
 	private final OutputValidator[] validators;
-	private final StreamingValidator[] streaming;
-	private final StreamingValidator.Watch[] watches;
+	/** The first streaming validator's watch, or {@code null}: called without a loop, the usual case being one. */
+	private final StreamingValidator.@Nullable Watch firstWatch;
+	/** The watches of the other streaming validators. */
+	private final StreamingValidator.Watch[] otherWatches;
 	@Nullable
 	private final StringBuilder text;
 	private boolean blank;
+	/** Whether a chunk's text is read at all: kept, watched, or still needed to tell a blank answer. */
+	private boolean readsText;
 	/** Tool calls of the attempt by index, assembled from their deltas; {@code null} until the first. */
 	@Nullable
 	private List<ToolCallParts> toolCalls;
@@ -47,17 +57,20 @@ final class AnswerCheck {
 
 	AnswerCheck(List<OutputValidator> validators, List<StreamingValidator> streaming) {
 		this.validators = validators.toArray(new OutputValidator[0]);
-		this.streaming = streaming.toArray(new StreamingValidator[0]);
-		this.watches = new StreamingValidator.Watch[this.streaming.length];
+		StreamingValidator.Watch[] watches = new StreamingValidator.Watch[streaming.size()];
 		for (int i = 0; i < watches.length; i++) {
-			watches[i] = this.streaming[i].newWatch();
+			watches[i] = streaming.get(i).newWatch();
 		}
+		this.firstWatch = watches.length > 0 ? watches[0] : null;
+		this.otherWatches = watches.length > 1 ? Arrays.copyOfRange(watches, 1, watches.length)
+				: new StreamingValidator.Watch[0];
 		boolean keepText = false;
 		for (OutputValidator v : this.validators) {
 			keepText |= v.needsText();
 		}
 		this.text = keepText ? new StringBuilder() : null;
 		this.blank = true;
+		this.readsText = true;
 	}
 
 	/** A realtime attempt starts: what the previous one streamed is forgotten. */
@@ -66,8 +79,12 @@ final class AnswerCheck {
 			text.setLength(0);
 		}
 		blank = true;
+		readsText = true;
 		toolCalls = null;
-		for (StreamingValidator.Watch w : watches) {
+		if (firstWatch != null) {
+			firstWatch.reset();
+		}
+		for (StreamingValidator.Watch w : otherWatches) {
 			w.reset();
 		}
 	}
@@ -83,39 +100,53 @@ final class AnswerCheck {
 	}
 
 	/**
-	 * Notes a chunk on its way to the subscriber. O(1) per chunk besides the streaming validators'
-	 * own work and the text append (only when kept); allocates nothing unless the chunk carries a
-	 * tool-call delta.
+	 * Notes a content chunk that was just delivered. O(1) per chunk besides the streaming
+	 * validators' own work and the text append (only when kept); allocates nothing unless the chunk
+	 * carries a tool-call delta.
 	 *
-	 * @return the error that cuts the stream, or {@code null}
+	 * @throws InvalidOutputException when a streaming validator cuts the stream
 	 */
-	@Nullable
-	InvalidOutputException onChunk(Object chunk, int flags) {
-		if ((flags & ChunkInspector.CONTENT) == 0 || !(chunk instanceof ChatChunk)) {
-			return null;
+	@Override
+	public void afterContent(Object chunk) {
+		if (!(chunk instanceof ChatChunk)) {
+			return;
 		}
 		ChatChunk c = (ChatChunk) chunk;
-		String t = c.text();
-		if (!t.isEmpty()) {
-			if (text != null) {
-				text.append(t);
-			}
-			if (blank && !t.isBlank()) {
-				blank = false;
-			}
-			StreamingValidator.Watch[] ws = watches;
-			for (int i = 0; i < ws.length; i++) {
-				InvalidOutputException cut = ws[i].onText(t);
-				if (cut != null) {
-					return cut;
-				}
+		if (c.hasToolCalls()) {
+			assemble(c.toolCalls());
+		}
+		if (readsText) {
+			String t = c.text();
+			// the cached hash tells most texts from "" without reading their characters
+			if (t.hashCode() != 0 || !t.isEmpty()) {
+				onText(t);
 			}
 		}
-		List<ToolCallDelta> deltas = c.toolCalls();
-		if (!deltas.isEmpty()) {
-			assemble(deltas);
+	}
+
+	private void onText(String t) {
+		if (text != null) {
+			text.append(t);
 		}
-		return null;
+		if (blank && !t.isBlank()) {
+			blank = false;
+			readsText = text != null || firstWatch != null;
+		}
+		StreamingValidator.Watch w = firstWatch;
+		if (w == null) {
+			return;
+		}
+		InvalidOutputException cut = w.onText(t);
+		if (cut == null) {
+			StreamingValidator.Watch[] ws = otherWatches;
+			for (int i = 0; i < ws.length && cut == null; i++) {
+				cut = ws[i].onText(t);
+			}
+		}
+		if (cut != null) {
+			// the watch ends the attempt with what it throws, the chunk counted as delivered
+			throw cut;
+		}
 	}
 
 	private void assemble(List<ToolCallDelta> deltas) {
