@@ -1,7 +1,6 @@
 package dev.aiguard;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import dev.aiguard.chat.ChatChunk;
@@ -32,10 +31,8 @@ import reactor.util.context.Context;
 final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 
 	private final OutputValidator[] validators;
-	/** The first streaming validator's watch, or {@code null}: called without a loop, the usual case being one. */
-	private final StreamingValidator.@Nullable Watch firstWatch;
-	/** The watches of the other streaming validators. */
-	private final StreamingValidator.Watch[] otherWatches;
+	/** The streaming validators' watch (one, or all of them in turn), or {@code null} when there are none. */
+	private final StreamingValidator.@Nullable Watch watch;
 	@Nullable
 	private final StringBuilder text;
 	private boolean blank;
@@ -61,9 +58,7 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 		for (int i = 0; i < watches.length; i++) {
 			watches[i] = streaming.get(i).newWatch();
 		}
-		this.firstWatch = watches.length > 0 ? watches[0] : null;
-		this.otherWatches = watches.length > 1 ? Arrays.copyOfRange(watches, 1, watches.length)
-				: new StreamingValidator.Watch[0];
+		this.watch = watches.length == 0 ? null : watches.length == 1 ? watches[0] : new AllWatches(watches);
 		boolean keepText = false;
 		for (OutputValidator v : this.validators) {
 			keepText |= v.needsText();
@@ -81,11 +76,8 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 		blank = true;
 		readsText = true;
 		toolCalls = null;
-		if (firstWatch != null) {
-			firstWatch.reset();
-		}
-		for (StreamingValidator.Watch w : otherWatches) {
-			w.reset();
+		if (watch != null) {
+			watch.reset();
 		}
 	}
 
@@ -128,24 +120,24 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 		if (text != null) {
 			text.append(t);
 		}
-		if (blank && !t.isBlank()) {
-			blank = false;
-			readsText = text != null || firstWatch != null;
+		if (blank) {
+			noteText(t);
 		}
-		StreamingValidator.Watch w = firstWatch;
-		if (w == null) {
-			return;
-		}
-		InvalidOutputException cut = w.onText(t);
-		if (cut == null) {
-			StreamingValidator.Watch[] ws = otherWatches;
-			for (int i = 0; i < ws.length && cut == null; i++) {
-				cut = ws[i].onText(t);
+		StreamingValidator.Watch w = watch;
+		if (w != null) {
+			InvalidOutputException cut = w.onText(t);
+			if (cut != null) {
+				// the watch ends the attempt with what it throws, the chunk counted as delivered
+				throw cut;
 			}
 		}
-		if (cut != null) {
-			// the watch ends the attempt with what it throws, the chunk counted as delivered
-			throw cut;
+	}
+
+	/** Until the answer has a visible character: is it this chunk? Then the text is read only if kept or watched. */
+	private void noteText(String t) {
+		if (!t.isBlank()) {
+			blank = false;
+			readsText = text != null || watch != null;
 		}
 	}
 
@@ -250,6 +242,35 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 
 		ToolCallParts(int index) {
 			this.index = index;
+		}
+	}
+
+	/** Several streaming validators as one watch: each in turn, the first cut wins. */
+	private static final class AllWatches implements StreamingValidator.Watch {
+
+		private final StreamingValidator.Watch[] watches;
+
+		AllWatches(StreamingValidator.Watch[] watches) {
+			this.watches = watches;
+		}
+
+		@Override
+		public void reset() {
+			for (StreamingValidator.Watch w : watches) {
+				w.reset();
+			}
+		}
+
+		@Override
+		@Nullable
+		public InvalidOutputException onText(String text) {
+			for (StreamingValidator.Watch w : watches) {
+				InvalidOutputException cut = w.onText(text);
+				if (cut != null) {
+					return cut;
+				}
+			}
+			return null;
 		}
 	}
 }

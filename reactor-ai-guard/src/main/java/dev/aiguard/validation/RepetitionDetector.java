@@ -186,6 +186,8 @@ public final class RepetitionDetector implements StreamingValidator {
 		@Override
 		@Nullable
 		public InvalidOutputException onText(String text) {
+			// kept small enough for the JIT to inline into the delivery loop: what happens only while a
+			// repetition is followed or found is in follow()
 			int h = text.hashCode() * 0x9E3779B1;
 			int pos = position;
 			position = pos + 1;
@@ -197,34 +199,39 @@ public final class RepetitionDetector implements StreamingValidator {
 			ring[pos & m] = h;
 			int g = Integer.rotateLeft(gram, 1) ^ h ^ Integer.rotateLeft(dropped, n);
 			gram = g;
-			int count = pos - start + 1;
-			if (count < n) {
-				return null;
+			if (pos - start < n - 1) {
+				return null; // the attempt's first n-gram is not complete yet
 			}
+			long[] table = seen;
 			int slot = (g ^ (g >>> 16)) & slotMask;
-			long entry = seen[slot];
-			seen[slot] = ((long) g << 32) | (pos & 0xFFFF_FFFFL);
+			long entry = table[slot];
+			table[slot] = ((long) g << 32) | (pos & 0xFFFF_FFFFL);
+			if (period != 0 || (int) (entry >>> 32) == g) {
+				return follow(h, g, pos, entry);
+			}
+			return null;
+		}
+
+		/** A run is followed, or this n-gram was seen before: the run grows, starts, or ends. */
+		@Nullable
+		private InvalidOutputException follow(int h, int g, int pos, long entry) {
 			int p = period;
-			if (p > 0) {
-				// within a run the n-gram a period back matched up to the previous chunk: the new chunk decides
-				if (ring[(pos - p) & m] == h) {
-					int r = run + 1;
-					run = r;
-					return r >= cutRun ? cut(p, r) : null;
-				}
+			// within a run the n-gram a period back matched up to the previous chunk: the new chunk decides
+			if (p > 0 && chunks[(pos - p) & chunkMask] == h) {
+				int r = run + 1;
+				run = r;
+				return r >= cutRun ? cut(p, r) : null;
 			}
 			int d = (int) (entry >>> 32) == g ? pos - (int) entry : 0;
-			if (d > 0 && d <= maxPeriod && count - d >= n) {
+			if (d > 0 && d <= maxPeriod && pos - start + 1 - d >= ngram) {
 				period = d;
 				run = 1;
 				// the last run + ngram - 1 + period chunks repeat a unit of `period` chunks
-				cutRun = Math.max(spec.minSpan, d * spec.minRepeats) - (n - 1 + d);
+				cutRun = Math.max(spec.minSpan, d * spec.minRepeats) - (ngram - 1 + d);
 				return 1 >= cutRun ? cut(d, 1) : null;
 			}
-			if (p != 0) {
-				period = 0;
-				run = 0;
-			}
+			period = 0;
+			run = 0;
 			return null;
 		}
 
