@@ -7,8 +7,8 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.chat.ToolCallDelta;
-import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.internal.Callbacks;
+import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.validation.Answer;
 import dev.aiguard.validation.InvalidOutputException;
 import dev.aiguard.validation.OutputValidator;
@@ -17,20 +17,27 @@ import org.jspecify.annotations.Nullable;
 import reactor.util.context.Context;
 
 /**
- * The output validation of one request: per chunk, it feeds the streaming validators and keeps
- * what the end-of-attempt validators read (the text only when one of them reads it; whether the
- * answer is blank and its tool calls always); at the end of an attempt it asks them for a verdict.
- * Lives in an {@link AnswerTap}, on the delivering thread; the verdict is asked once the attempt
- * has ended.
+ * The output validation of one request: per content chunk ({@link #afterContent}), it feeds the
+ * streaming validators and keeps what the end-of-attempt validators read (the text only when one
+ * of them reads it; whether the answer is blank and its tool calls always); at the end of an
+ * attempt it asks them for a verdict. The watch calls it directly when nothing else must see the
+ * chunks, else the {@link AnswerTap} does; either way on the delivering thread, and the verdict is
+ * asked once the attempt has ended.
+ *
+ * <p>Per chunk it reads only what some validator needs: once the answer is known not to be blank
+ * and no validator reads the text nor watches the stream, a chunk costs a type check and one field
+ * comparison (does it carry tool calls?).
  */
-final class AnswerCheck {
+final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 
 	private final OutputValidator[] validators;
-	private final StreamingValidator[] streaming;
-	private final StreamingValidator.Watch[] watches;
+	/** The streaming validators' watch (one, or all of them in turn), or {@code null} when there are none. */
+	private final StreamingValidator.@Nullable Watch watch;
 	@Nullable
 	private final StringBuilder text;
 	private boolean blank;
+	/** Whether a chunk's text is read at all: kept, watched, or still needed to tell a blank answer. */
+	private boolean readsText;
 	/** Tool calls of the attempt by index, assembled from their deltas; {@code null} until the first. */
 	@Nullable
 	private List<ToolCallParts> toolCalls;
@@ -47,17 +54,18 @@ final class AnswerCheck {
 
 	AnswerCheck(List<OutputValidator> validators, List<StreamingValidator> streaming) {
 		this.validators = validators.toArray(new OutputValidator[0]);
-		this.streaming = streaming.toArray(new StreamingValidator[0]);
-		this.watches = new StreamingValidator.Watch[this.streaming.length];
+		StreamingValidator.Watch[] watches = new StreamingValidator.Watch[streaming.size()];
 		for (int i = 0; i < watches.length; i++) {
-			watches[i] = this.streaming[i].newWatch();
+			watches[i] = streaming.get(i).newWatch();
 		}
+		this.watch = watches.length == 0 ? null : watches.length == 1 ? watches[0] : new AllWatches(watches);
 		boolean keepText = false;
 		for (OutputValidator v : this.validators) {
 			keepText |= v.needsText();
 		}
 		this.text = keepText ? new StringBuilder() : null;
 		this.blank = true;
+		this.readsText = true;
 	}
 
 	/** A realtime attempt starts: what the previous one streamed is forgotten. */
@@ -66,9 +74,10 @@ final class AnswerCheck {
 			text.setLength(0);
 		}
 		blank = true;
+		readsText = true;
 		toolCalls = null;
-		for (StreamingValidator.Watch w : watches) {
-			w.reset();
+		if (watch != null) {
+			watch.reset();
 		}
 	}
 
@@ -83,39 +92,53 @@ final class AnswerCheck {
 	}
 
 	/**
-	 * Notes a chunk on its way to the subscriber. O(1) per chunk besides the streaming validators'
-	 * own work and the text append (only when kept); allocates nothing unless the chunk carries a
-	 * tool-call delta.
+	 * Notes a content chunk that was just delivered. O(1) per chunk besides the streaming
+	 * validators' own work and the text append (only when kept); allocates nothing unless the chunk
+	 * carries a tool-call delta.
 	 *
-	 * @return the error that cuts the stream, or {@code null}
+	 * @throws InvalidOutputException when a streaming validator cuts the stream
 	 */
-	@Nullable
-	InvalidOutputException onChunk(Object chunk, int flags) {
-		if ((flags & ChunkInspector.CONTENT) == 0 || !(chunk instanceof ChatChunk)) {
-			return null;
+	@Override
+	public void afterContent(Object chunk) {
+		if (!(chunk instanceof ChatChunk)) {
+			return;
 		}
 		ChatChunk c = (ChatChunk) chunk;
-		String t = c.text();
-		if (!t.isEmpty()) {
-			if (text != null) {
-				text.append(t);
-			}
-			if (blank && !t.isBlank()) {
-				blank = false;
-			}
-			StreamingValidator.Watch[] ws = watches;
-			for (int i = 0; i < ws.length; i++) {
-				InvalidOutputException cut = ws[i].onText(t);
-				if (cut != null) {
-					return cut;
-				}
+		if (c.hasToolCalls()) {
+			assemble(c.toolCalls());
+		}
+		if (readsText) {
+			String t = c.text();
+			// the cached hash tells most texts from "" without reading their characters
+			if (t.hashCode() != 0 || !t.isEmpty()) {
+				onText(t);
 			}
 		}
-		List<ToolCallDelta> deltas = c.toolCalls();
-		if (!deltas.isEmpty()) {
-			assemble(deltas);
+	}
+
+	private void onText(String t) {
+		if (text != null) {
+			text.append(t);
 		}
-		return null;
+		if (blank) {
+			noteText(t);
+		}
+		StreamingValidator.Watch w = watch;
+		if (w != null) {
+			InvalidOutputException cut = w.onText(t);
+			if (cut != null) {
+				// the watch ends the attempt with what it throws, the chunk counted as delivered
+				throw cut;
+			}
+		}
+	}
+
+	/** Until the answer has a visible character: is it this chunk? Then the text is read only if kept or watched. */
+	private void noteText(String t) {
+		if (!t.isBlank()) {
+			blank = false;
+			readsText = text != null || watch != null;
+		}
 	}
 
 	private void assemble(List<ToolCallDelta> deltas) {
@@ -219,6 +242,35 @@ final class AnswerCheck {
 
 		ToolCallParts(int index) {
 			this.index = index;
+		}
+	}
+
+	/** Several streaming validators as one watch: each in turn, the first cut wins. */
+	private static final class AllWatches implements StreamingValidator.Watch {
+
+		private final StreamingValidator.Watch[] watches;
+
+		AllWatches(StreamingValidator.Watch[] watches) {
+			this.watches = watches;
+		}
+
+		@Override
+		public void reset() {
+			for (StreamingValidator.Watch w : watches) {
+				w.reset();
+			}
+		}
+
+		@Override
+		@Nullable
+		public InvalidOutputException onText(String text) {
+			for (StreamingValidator.Watch w : watches) {
+				InvalidOutputException cut = w.onText(text);
+				if (cut != null) {
+					return cut;
+				}
+			}
+			return null;
 		}
 	}
 }

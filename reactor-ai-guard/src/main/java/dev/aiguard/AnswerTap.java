@@ -8,7 +8,6 @@ import dev.aiguard.fallback.recording.AnswerRecorder;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.stall.watch.StallWatch;
-import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -16,10 +15,11 @@ import reactor.util.context.Context;
 
 /**
  * Sits between an attempt and the subscriber when something must see the chunks: it records a
- * realtime answer for the response cache, keeps the transcript a continuation builds on, and
- * feeds the output validation ({@link AnswerCheck}), which may cut the stream or hold the answer
- * back until it passed. One per request, reused across attempts; without any of these the
- * attempt delivers straight to the subscriber.
+ * realtime answer for the response cache, keeps the transcript a continuation builds on, holds
+ * an answer back until it passed validation, and then also feeds the output validation
+ * ({@link AnswerCheck}), which may cut the stream. One per request, reused across attempts;
+ * without any of these the attempt delivers straight to the subscriber, and validation that
+ * neither holds the answer nor keeps its text is fed by the watch itself.
  */
 final class AnswerTap<T> implements CoreSubscriber<T> {
 
@@ -125,16 +125,16 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 				unreadable = true;
 			}
 		}
-		InvalidOutputException cut = validating ? check.onChunk(t, f) : null;
 		if (holding) {
 			held.add(t);
 		}
 		else {
 			actual.onNext(t);
 		}
-		if (cut != null) {
-			// the watch ends the attempt with what its subscriber throws, the chunk counted as delivered
-			throw cut;
+		if (validating && (f & ChunkInspector.CONTENT) != 0) {
+			// a cut is thrown: the watch ends the attempt with what its subscriber throws, the chunk
+			// counted as delivered
+			check.afterContent(t);
 		}
 	}
 

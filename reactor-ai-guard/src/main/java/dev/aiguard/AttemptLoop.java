@@ -328,8 +328,14 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	/** Subscribes {@code source} as the next attempt, watched by {@code spec}, delivering to {@code target}. */
 	final void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next, CoreSubscriber<? super T> target,
 			@Nullable AnswerTap<T> tap) {
+		subscribe(source, spec, next, target, tap, null);
+	}
+
+	/** As above, with {@code check} seeing each content chunk after {@code target} received it. */
+	final void subscribe(Publisher<? extends T> source, StallSpec spec, Stage next, CoreSubscriber<? super T> target,
+			@Nullable AnswerTap<T> tap, StallWatch.@Nullable ContentCheck<Object> check) {
 		stage = next;
-		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock.scheduler(), guard.inspector(), this);
+		StallWatch<T> watch = StallWatch.forAttempt(target, spec, clock.scheduler(), guard.inspector(), this, check);
 		long cap = outputCap;
 		if (cap > 0L && next == Stage.REALTIME) {
 			// the cap is on the whole answer: a continuation may deliver only what is left of it

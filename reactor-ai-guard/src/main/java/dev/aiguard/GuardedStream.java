@@ -88,6 +88,11 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	private boolean continuing;
 	@Nullable
 	private AnswerTap<T> tap;
+	/** The request's output validation, created with its first validated attempt. */
+	@Nullable
+	private AnswerCheck check;
+	/** The current attempt is validated (a realtime attempt of a policy with validators). */
+	private boolean validating;
 	/** The answer's source was announced to GuardSignals (at the first content chunk). */
 	private boolean announced;
 	/** Set while only the static steps are walked because the load sheds the request otherwise. */
@@ -180,7 +185,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		if (continuations > 0) {
 			source = view.continuationSupport().splice(source, tap.transcript());
 		}
-		subscribe(source, settings.stall, Stage.REALTIME, tapFor(Stage.REALTIME), tap);
+		CoreSubscriber<? super T> target = tapFor(Stage.REALTIME);
+		subscribe(source, settings.stall, Stage.REALTIME, target, tap, checkFor(target));
 	}
 
 	private Publisher<? extends T> open(@Nullable ChatRequest sent) {
@@ -446,7 +452,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 
 	/**
 	 * The subscriber chunks go to: the actual one, or a tap when something must see them, or the
-	 * tap's hold when the answer is validated before anything of it is delivered.
+	 * tap's hold when the answer is validated before anything of it is delivered. Starts the
+	 * attempt's validation; {@link #checkFor} says who feeds it.
 	 */
 	private CoreSubscriber<? super T> tapFor(Stage next) {
 		ResponseCache<T> cache = callForm ? view.responseCache() : null;
@@ -454,12 +461,22 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		boolean record = next == Stage.REALTIME && cache != null;
 		boolean transcribe = next == Stage.REALTIME && continuation != null;
 		boolean validate = next == Stage.REALTIME && policy.validates();
-		if (!record && !transcribe && !validate) {
+		validating = validate;
+		if (validate) {
+			if (check == null) {
+				check = new AnswerCheck(policy.validators(), policy.streamingValidators());
+			}
+			check.startAttempt();
+		}
+		boolean hold = validate && check.holds(request);
+		if (!record && !transcribe && !hold) {
+			if (tap != null) {
+				tap.holding = false;
+			}
 			return actual;
 		}
 		if (tap == null) {
-			tap = new AnswerTap<>(actual, cache, continuation,
-					validate ? new AnswerCheck(policy.validators(), policy.streamingValidators()) : null);
+			tap = new AnswerTap<>(actual, cache, continuation, check);
 		}
 		else if (record && continuations == 0) {
 			tap.restartRecording();
@@ -468,13 +485,16 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		tap.transcribing = transcribe;
 		tap.validating = validate;
 		tap.holding = false;
-		if (validate) {
-			tap.check.startAttempt();
-			if (tap.check.holds(request)) {
-				return tap.hold();
-			}
-		}
-		return tap;
+		return hold ? tap.hold() : tap;
+	}
+
+	/**
+	 * @return the check the watch calls for each content chunk of an attempt that delivers to
+	 *         {@code target}: the validation when nothing sits between the watch and the subscriber
+	 *         (a tap feeds it otherwise), else {@code null}
+	 */
+	private StallWatch.@Nullable ContentCheck<Object> checkFor(CoreSubscriber<? super T> target) {
+		return validating && target == actual ? check : null;
 	}
 
 	// ---- the end of an attempt ----
@@ -501,9 +521,9 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		}
 		AnswerTap<T> t = tap;
 		boolean held = t != null && t.holding;
-		if (end == StallWatch.End.COMPLETED && t != null && t.validating && !watch.capped()) {
+		if (end == StallWatch.End.COMPLETED && validating && !watch.capped()) {
 			// the verdict at the end of the attempt: a rejected answer makes it a failed one
-			InvalidOutputException rejected = t.check.verdict(watch.finishReason(), request, actual.currentContext());
+			InvalidOutputException rejected = check.verdict(watch.finishReason(), request, actual.currentContext());
 			if (rejected != null) {
 				end = StallWatch.End.ERROR;
 				error = rejected;
@@ -561,9 +581,9 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		switch (step.action()) {
 			case RETRY:
 				retryReason = error.getClass().getSimpleName();
-				if (error instanceof InvalidOutputException && request != null && tap != null && tap.check != null) {
+				if (error instanceof InvalidOutputException && request != null && check != null) {
 					// a rejected answer may be corrected by what its validator adds to the prompt
-					request = tap.check.retryRequest(request, actual.currentContext());
+					request = check.retryRequest(request, actual.currentContext());
 				}
 				retryAfter(settings.retry.delayBefore(realtimeAttempts, error).toNanos());
 				return;

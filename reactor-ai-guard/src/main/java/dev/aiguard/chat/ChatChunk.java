@@ -20,6 +20,9 @@ import org.jspecify.annotations.Nullable;
  */
 public final class ChatChunk {
 
+	/** The one empty tool-call list of every chunk without tool calls: {@link #hasToolCalls()} compares with it. */
+	private static final List<ToolCallDelta> NO_TOOL_CALLS = List.of();
+
 	private static final ChatChunk KEEP_ALIVE = new ChatChunk("", null, null, null, List.of(), true, false);
 	private static final ChatChunk DONE = new ChatChunk("", null, null, null, List.of(), false, true);
 
@@ -98,7 +101,7 @@ public final class ChatChunk {
 		this.role = role;
 		this.finishReason = finishReason;
 		this.usage = usage;
-		this.toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
+		this.toolCalls = toolCalls == null || toolCalls.isEmpty() ? NO_TOOL_CALLS : List.copyOf(toolCalls);
 		this.heartbeat = heartbeat;
 		this.terminal = terminal;
 		int f = 0;
@@ -171,6 +174,14 @@ public final class ChatChunk {
 	/** @return tool-call deltas, empty when none */
 	public List<ToolCallDelta> toolCalls() {
 		return toolCalls;
+	}
+
+	/**
+	 * @return whether the chunk carries tool-call deltas; one field comparison, without reading the
+	 *         list, for code on the per-token path
+	 */
+	public boolean hasToolCalls() {
+		return toolCalls != NO_TOOL_CALLS;
 	}
 
 	/** @return whether this is a keep-alive and not content */

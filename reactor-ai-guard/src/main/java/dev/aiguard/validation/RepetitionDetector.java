@@ -18,15 +18,13 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Cost per chunk</h2>
  * O(1) and allocation-free: the chunk's text hash (cached by {@code String}), a rolling hash of the
- * last {@link #ngram()} chunks, one lookup in a fixed table of where each n-gram was last seen, and
- * one comparison against the n-gram one period back in a fixed ring. A run is followed by its
- * period: when the n-gram one period back differs, the period becomes the distance to the
- * n-gram's last occurrence. The arrays are allocated once per request.
+ * last {@link #ngram()} chunks, one lookup and one store in a fixed table of where each n-gram was
+ * last seen, and one store in a fixed ring of chunk hashes. A run is followed by its period: while
+ * each chunk equals the one a period back (one more ring read), the run grows; when it does not,
+ * the period becomes the distance to the n-gram's last occurrence. The arrays are allocated once
+ * per request.
  */
 public final class RepetitionDetector implements StreamingValidator {
-
-	/** The base of the rolling hash: odd, so multiplying by it loses no bits modulo 2^32. */
-	private static final int BASE = 0x01000193;
 
 	private static final RepetitionDetector DEFAULTS = new RepetitionDetector("repetition", 4, 64, 5, 64);
 
@@ -124,58 +122,63 @@ public final class RepetitionDetector implements StreamingValidator {
 				+ minRepeats + ", minSpan=" + minSpan + '}';
 	}
 
-	/** The state of one request: three fixed arrays and a few counters. */
+	/**
+	 * The state of one request: two fixed arrays and a few counters. Per chunk it writes one ring
+	 * slot, one table slot and two fields (the position and the rolling hash); the run's fields are
+	 * written only while a repetition is followed. The rolling hash rotates and XORs rather than
+	 * multiplies, so the one value carried from chunk to chunk takes two cycles to update.
+	 */
 	static final class LoopWatch implements Watch {
 
 		private final RepetitionDetector spec;
-		/** The last {@code ngram} chunk hashes, to take the oldest out of the rolling hash. */
+		private final int ngram;
+		private final int maxPeriod;
+		/**
+		 * The chunk hash at each of the last positions (a power of two, more than maxPeriod and at
+		 * least ngram): the oldest chunk of the n-gram leaves the rolling hash from here, and a run
+		 * compares each chunk with the one a period back here.
+		 */
 		private final int[] chunks;
-		/** The n-gram hash at each of the last positions (a power of two above maxPeriod). */
-		private final int[] grams;
-		private final int gramMask;
-		/** Open table, one entry per slot: an n-gram hash and the position it was last seen at. */
-		private final int[] keys;
-		private final int[] seenAt;
+		private final int chunkMask;
+		/** Open table, one entry per slot: an n-gram hash (high half) and the position it was last seen at (low half). */
+		private final long[] seen;
 		private final int slotMask;
-		/** BASE to the power ngram: the weight the oldest chunk would have after this chunk's shift. */
-		private final int oldestWeight;
 
-		/** Chunks seen by this watch, across attempts: positions never repeat, so a reset needs no clearing. */
+		/** Chunks seen by this watch, across attempts: positions never repeat, so the table needs no clearing. */
 		private int position;
-		/** Chunks of the current attempt. */
-		private int count;
-		/** Where the oldest chunk hash of the n-gram sits in {@link #chunks}. */
-		private int oldest;
-		private int hash;
+		/** The position of the current attempt's first chunk. */
+		private int start;
+		/** The rolling hash of the last ngram chunks: chunk k back rotated left by k. */
+		private int gram;
+		/** The unit of the run followed, in chunks; 0 when none. */
 		private int period;
 		/** Consecutive positions whose n-gram equals the one a period back. */
 		private int run;
+		/** The run at which the repetition is long enough to cut. */
+		private int cutRun;
 
 		LoopWatch(RepetitionDetector spec) {
 			this.spec = spec;
-			this.chunks = new int[spec.ngram];
-			int ring = Integer.highestOneBit(spec.maxPeriod) << 1;
-			this.grams = new int[ring];
-			this.gramMask = ring - 1;
+			this.ngram = spec.ngram;
+			this.maxPeriod = spec.maxPeriod;
+			int ring = Integer.highestOneBit(Math.max(spec.maxPeriod, spec.ngram - 1)) << 1;
+			this.chunks = new int[ring];
+			this.chunkMask = ring - 1;
 			int slots = Math.max(64, ring << 1);
-			this.keys = new int[slots];
-			this.seenAt = new int[slots];
+			this.seen = new long[slots];
 			this.slotMask = slots - 1;
-			int w = 1;
-			for (int i = 0; i < spec.ngram; i++) {
-				w *= BASE;
-			}
-			this.oldestWeight = w;
-			java.util.Arrays.fill(seenAt, Integer.MIN_VALUE);
+			// key 0 seen at the lowest position: never within maxPeriod of a real one
+			java.util.Arrays.fill(seen, Integer.MIN_VALUE & 0xFFFF_FFFFL);
 		}
 
 		@Override
 		public void reset() {
 			// entries of the previous attempt lie more than maxPeriod back and can never match again
-			position += spec.maxPeriod + 1;
-			count = 0;
-			oldest = 0;
-			hash = 0;
+			position += maxPeriod + 1;
+			start = position;
+			// a zero leaves the rolling hash unchanged: the first chunks of the attempt have nothing to drop
+			java.util.Arrays.fill(chunks, 0);
+			gram = 0;
 			period = 0;
 			run = 0;
 		}
@@ -183,48 +186,57 @@ public final class RepetitionDetector implements StreamingValidator {
 		@Override
 		@Nullable
 		public InvalidOutputException onText(String text) {
+			// kept small enough for the JIT to inline into the delivery loop: what happens only while a
+			// repetition is followed or found is in follow()
 			int h = text.hashCode() * 0x9E3779B1;
-			int n = spec.ngram;
-			int at = oldest;
-			// the ring of chunk hashes is walked by an index, not a modulo: a division costs more than the rest
-			oldest = at + 1 == n ? 0 : at + 1;
-			int gram = hash * BASE + h;
-			if (count >= n) {
-				gram -= chunks[at] * oldestWeight;
+			int pos = position;
+			position = pos + 1;
+			int[] ring = chunks;
+			int m = chunkMask;
+			int n = ngram;
+			// read before the write: with a ring of exactly ngram slots they are the same slot
+			int dropped = ring[(pos - n) & m];
+			ring[pos & m] = h;
+			int g = Integer.rotateLeft(gram, 1) ^ h ^ Integer.rotateLeft(dropped, n);
+			gram = g;
+			if (pos - start < n - 1) {
+				return null; // the attempt's first n-gram is not complete yet
 			}
-			chunks[at] = h;
-			hash = gram;
-			int pos = position++;
-			if (++count < n) {
-				return null;
-			}
-			grams[pos & gramMask] = gram;
-			int slot = (gram ^ (gram >>> 16)) & slotMask;
-			int p = period;
-			if (p > 0 && grams[(pos - p) & gramMask] == gram && count - p >= n) {
-				run++;
-			}
-			else {
-				int d = keys[slot] == gram ? pos - seenAt[slot] : 0;
-				if (d > 0 && d <= spec.maxPeriod && count - d >= n) {
-					period = d;
-					run = 1;
-				}
-				else {
-					period = 0;
-					run = 0;
-				}
-			}
-			keys[slot] = gram;
-			seenAt[slot] = pos;
-			if (run > 0) {
-				// the last run + ngram - 1 + period chunks repeat a unit of `period` chunks
-				int span = run + n - 1 + period;
-				if (span >= spec.minSpan && span >= period * spec.minRepeats) {
-					return new DegenerateOutputException(spec.name, period, span);
-				}
+			long[] table = seen;
+			int slot = (g ^ (g >>> 16)) & slotMask;
+			long entry = table[slot];
+			table[slot] = ((long) g << 32) | (pos & 0xFFFF_FFFFL);
+			if (period != 0 || (int) (entry >>> 32) == g) {
+				return follow(h, g, pos, entry);
 			}
 			return null;
+		}
+
+		/** A run is followed, or this n-gram was seen before: the run grows, starts, or ends. */
+		@Nullable
+		private InvalidOutputException follow(int h, int g, int pos, long entry) {
+			int p = period;
+			// within a run the n-gram a period back matched up to the previous chunk: the new chunk decides
+			if (p > 0 && chunks[(pos - p) & chunkMask] == h) {
+				int r = run + 1;
+				run = r;
+				return r >= cutRun ? cut(p, r) : null;
+			}
+			int d = (int) (entry >>> 32) == g ? pos - (int) entry : 0;
+			if (d > 0 && d <= maxPeriod && pos - start + 1 - d >= ngram) {
+				period = d;
+				run = 1;
+				// the last run + ngram - 1 + period chunks repeat a unit of `period` chunks
+				cutRun = Math.max(spec.minSpan, d * spec.minRepeats) - (ngram - 1 + d);
+				return 1 >= cutRun ? cut(d, 1) : null;
+			}
+			period = 0;
+			run = 0;
+			return null;
+		}
+
+		private InvalidOutputException cut(int p, int r) {
+			return new DegenerateOutputException(spec.name, p, r + ngram - 1 + p);
 		}
 	}
 }

@@ -33,7 +33,8 @@ import dev.aiguard.stall.Stall;
  *
  * <h2>Cost per chunk</h2>
  * Two ordered stores and one ordered load of this object's own fields, one call to
- * {@link ChunkInspector#flags}, one counter increment and one plain store of the chunk's flags:
+ * {@link ChunkInspector#flags}, one counter increment and one plain store of the chunk's flags
+ * (plus the {@link ContentCheck}, when one is given):
  * no atomic read-modify-write instruction,
  * no timer and no clock read (except once, for the first token). A single re-armed one-shot task
  * per subscription watches all three deadlines: it wakes at the first-token deadline, every
@@ -107,6 +108,19 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 	}
 
+	/**
+	 * Sees each content chunk right after the subscriber received it, still inside its delivery, so
+	 * that a guard can judge an answer while it streams without a subscriber of its own between the
+	 * watch and the user. Runs on the per-token path: it must be O(1), allocation-free and
+	 * non-blocking. What it throws ends the attempt like a throw from the subscriber's
+	 * {@code onNext}: the chunk counts as delivered and the attempt ends with the error.
+	 */
+	public interface ContentCheck<T> {
+
+		/** @param chunk a chunk the inspector called content, just passed on */
+		void afterContent(T chunk);
+	}
+
 	/** The terminal of a standalone watch ({@code Stall.detect}): the end goes straight to the subscriber. */
 	private static final Terminal<Object> TO_SUBSCRIBER = (watch, end, error) -> {
 		switch (end) {
@@ -159,6 +173,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private final TimeSource clock;
 	private final boolean standalone;
 	private final boolean announceFirstContent;
+	/** Judges content chunks as they pass, or {@code null}. */
+	@Nullable
+	private final ContentCheck<? super T> check;
 	/** Where a deadline's cancel of the upstream runs; read only when a deadline ends the stream. */
 	private final StallSpec spec;
 
@@ -245,7 +262,13 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	public StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone) {
+		this(actual, spec, clock, inspector, terminal, standalone, null);
+	}
+
+	private StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
+			Terminal<T> terminal, boolean standalone, @Nullable ContentCheck<? super T> check) {
 		this.actual = actual;
+		this.check = check;
 		this.clock = clock;
 		this.inspector = inspector;
 		this.terminal = terminal;
@@ -261,7 +284,16 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	public static <T> StallWatch<T> forAttempt(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer,
 			ChunkInspector<T> inspector, Terminal<T> terminal) {
-		return new StallWatch<>(actual, spec, timer, inspector, terminal, false);
+		return new StallWatch<>(actual, spec, TimeSource.shared(timer), inspector, terminal, false, null);
+	}
+
+	/**
+	 * As {@link #forAttempt(CoreSubscriber, StallSpec, Scheduler, ChunkInspector, Terminal)}, with
+	 * {@code check} seeing each content chunk after {@code actual} received it.
+	 */
+	public static <T> StallWatch<T> forAttempt(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer,
+			ChunkInspector<T> inspector, Terminal<T> terminal, @Nullable ContentCheck<? super T> check) {
+		return new StallWatch<>(actual, spec, TimeSource.shared(timer), inspector, terminal, false, check);
 	}
 
 	@Override
@@ -365,6 +397,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		lastFlags = f;
 		actual.onNext(t);
+		ContentCheck<? super T> c = check;
+		if (c != null && (f & ChunkInspector.CONTENT) != 0) {
+			c.afterContent(t);
+		}
 	}
 
 	/** The gate is closed: a stall is being confirmed, or the stream has ended. */
