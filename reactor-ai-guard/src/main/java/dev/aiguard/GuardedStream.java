@@ -5,12 +5,12 @@ import java.util.function.Function;
 
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.PreemptedException;
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerGate;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.budget.BudgetGate;
 import dev.aiguard.budget.Take;
-import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.OutputLimits;

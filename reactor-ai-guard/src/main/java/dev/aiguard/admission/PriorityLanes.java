@@ -139,12 +139,8 @@ public final class PriorityLanes implements Disposable {
 	@Nullable
 	public LanePermit tryAcquire(Priority priority) {
 		Objects.requireNonNull(priority, "priority");
-		// the same order as submit's fast path: 'totalQueued' first, then 'available' (see drain)
-		if (disposed != 0 || totalQueued != 0) {
-			return null;
-		}
-		Lane own = lanes[priority.ordinal()];
-		if (!own.tryTake()) {
+		Lane own = takeOwnAtOnce(priority);
+		if (own == null) {
 			return null;
 		}
 		LaneTicket t = LaneTicket.grantedNow(this, own);
@@ -315,11 +311,8 @@ public final class PriorityLanes implements Disposable {
 	 * @return whether the ticket was dealt with; {@code false} leaves it NEW for {@link #submit}
 	 */
 	boolean grantAtOnce(LaneTicket t) {
-		if (disposed != 0 || totalQueued != 0) {
-			return false;
-		}
-		Lane own = lanes[t.priority.ordinal()];
-		if (!own.tryTake()) {
+		Lane own = takeOwnAtOnce(t.priority);
+		if (own == null) {
 			return false;
 		}
 		t.lane = own;
@@ -335,6 +328,20 @@ public final class PriorityLanes implements Disposable {
 		metrics.admissionWaited(name, t.priority, 0L);
 		deliver(t);
 		return true;
+	}
+
+	/**
+	 * @return the priority's own lane with one of its free permits taken, or {@code null} when
+	 *         someone waits, the lanes are disposed or the lane has none free
+	 */
+	@Nullable
+	private Lane takeOwnAtOnce(Priority priority) {
+		// 'totalQueued' first, then 'available': the order the drain loop relies on (see drain)
+		if (disposed != 0 || totalQueued != 0) {
+			return null;
+		}
+		Lane own = lanes[priority.ordinal()];
+		return own.tryTake() ? own : null;
 	}
 
 	/** Called once per ticket when it is first requested. */

@@ -375,22 +375,24 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	@Override
 	public void retryCost(String policy, String model, String tenant, long promptTokens, long completionTokens,
 			String currency, double amount) {
-		for (int k = 0; k < 2; k++) {
-			long n = k == 0 ? promptTokens : completionTokens;
-			if (n > 0L) {
-				Counter.builder("aiguard.retry.tokens")
-						.description("Tokens of attempts whose text did not become the answer")
-						.tags("policy", policy, "model", model, "tenant", tenant, "kind", k == 0 ? "prompt" : "completion")
-						.register(registry)
-						.increment(n);
-			}
-		}
+		retryTokens(policy, model, tenant, "prompt", promptTokens);
+		retryTokens(policy, model, tenant, "completion", completionTokens);
 		Counter.builder("aiguard.retry.cost")
 				.description("Cost of attempts whose text did not become the answer")
 				.baseUnit(currency)
 				.tags("policy", policy, "model", model, "tenant", tenant, "currency", currency)
 				.register(registry)
 				.increment(amount);
+	}
+
+	private void retryTokens(String policy, String model, String tenant, String kind, long tokens) {
+		if (tokens > 0L) {
+			Counter.builder("aiguard.retry.tokens")
+					.description("Tokens of attempts whose text did not become the answer")
+					.tags("policy", policy, "model", model, "tenant", tenant, "kind", kind)
+					.register(registry)
+					.increment(tokens);
+		}
 	}
 
 	@Override
@@ -422,10 +424,10 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 
 	@Override
 	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
-		for (String name : new String[] { "LOCAL", "SHARED", "FALLBACK_OPEN", "FALLBACK_CLOSED" }) {
-			Gauge.builder("aiguard.budget.store.mode", mode, m -> m.get().name().equals(name) ? 1 : 0)
+		for (Enum<?> each : mode.get().getDeclaringClass().getEnumConstants()) {
+			Gauge.builder("aiguard.budget.store.mode", mode, m -> m.get() == each ? 1 : 0)
 					.description("Where the policy's budget buckets are: 1 for the current mode")
-					.tags("policy", policy, "mode", name)
+					.tags("policy", policy, "mode", each.name())
 					.strongReference(true)
 					.register(registry);
 		}

@@ -284,7 +284,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	 */
 	public static <T> StallWatch<T> forAttempt(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer,
 			ChunkInspector<T> inspector, Terminal<T> terminal) {
-		return new StallWatch<>(actual, spec, TimeSource.shared(timer), inspector, terminal, false, null);
+		return forAttempt(actual, spec, timer, inspector, terminal, null);
 	}
 
 	/**
