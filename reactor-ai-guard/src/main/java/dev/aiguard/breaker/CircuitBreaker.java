@@ -518,7 +518,7 @@ public final class CircuitBreaker implements BreakerGate {
 		open(from, s, now, from.streak + 1, reason);
 	}
 
-	private void close(Phase from, Settings s, long now, String reason) {
+	private boolean close(Phase from, Settings s, long now, String reason) {
 		Phase closed = Phase.closed(from.seq + 1, now, now + s.config.minimumDwellNanos, from.streak,
 				from.lastOpenWait, s.config.rampUpNanos);
 		// the window is fresh before the close is published: a call granted by the new CLOSED stay is
@@ -527,7 +527,7 @@ public final class CircuitBreaker implements BreakerGate {
 		// event still shows the window as it was when the breaker closed
 		BreakerSnapshot before = listeners.length != 0 ? windowAt(closed.enteredAt) : null;
 		freshWindow(s, now);
-		transition(from, closed, reason, before);
+		return transition(from, closed, reason, before);
 	}
 
 	private BreakerSnapshot windowAt(long time) {
@@ -600,6 +600,80 @@ public final class CircuitBreaker implements BreakerGate {
 	/** Closes the breaker with an empty window and no re-open streak. */
 	public void transitionToClosed() {
 		operatorTransition(BreakerState.CLOSED);
+	}
+
+	/**
+	 * Opens the breaker as a trip would, but for {@code wait} instead of the configured open wait: calls
+	 * are refused until the wait has passed, then the breaker probes from HALF_OPEN as usual. Meant for a
+	 * verdict reached elsewhere, such as a peer instance that tripped on the same provider
+	 * ({@code reactor-ai-guard-redis} shares breaker state this way). From CLOSED the re-open streak
+	 * continues as after a trip, from HALF_OPEN it grows by one; an OPEN breaker starts a new OPEN stay
+	 * that ends after {@code wait} (reported as an OPEN → OPEN transition), which lines its probing up
+	 * with the peer's. FORCED_OPEN and DISABLED are operator states: they are left alone.
+	 *
+	 * <pre>{@code
+	 * breaker.transitionToOpen(Duration.ofSeconds(30), "peer api-2: failure rate 0.6 >= 0.5");
+	 * }</pre>
+	 *
+	 * @param wait how long the breaker refuses calls before probing; not negative
+	 * @param reason why, reported in the {@link BreakerEvent.StateTransition}
+	 * @return whether the breaker moved to a new OPEN stay ({@code false} in FORCED_OPEN or DISABLED)
+	 * @throws IllegalArgumentException when {@code wait} is negative
+	 */
+	public boolean transitionToOpen(Duration wait, String reason) {
+		Objects.requireNonNull(wait, "wait");
+		Objects.requireNonNull(reason, "reason");
+		if (wait.isNegative()) {
+			throw new IllegalArgumentException("wait must not be negative: " + wait);
+		}
+		long waitNanos = saturatedNanos(wait);
+		for (;;) {
+			Phase p = phase;
+			if (p.state == BreakerState.FORCED_OPEN || p.state == BreakerState.DISABLED) {
+				return false;
+			}
+			long now = clock.nanoTime();
+			int streak = p.state == BreakerState.CLOSED ? tripStreak(p, now)
+					: p.state == BreakerState.HALF_OPEN ? p.streak + 1 : p.streak;
+			if (transition(p, Phase.open(p.seq + 1, now, waitNanos, streak), reason)) {
+				return true;
+			}
+		}
+	}
+
+	/**
+	 * Closes an OPEN or HALF_OPEN breaker as healthy probes would: a fresh window, the configured
+	 * minimum dwell and ramp-up, and the re-open streak kept (a trip soon after continues it). Meant for
+	 * a verdict reached elsewhere, such as a peer instance whose probes succeeded. Unlike the operator's
+	 * {@link #transitionToClosed()}, it leaves CLOSED, FORCED_OPEN and DISABLED breakers alone.
+	 *
+	 * <pre>{@code
+	 * breaker.transitionToClosed("peer api-2: 3 of 3 probes healthy");
+	 * }</pre>
+	 *
+	 * @param reason why, reported in the {@link BreakerEvent.StateTransition}
+	 * @return whether the breaker closed ({@code false} when it was not OPEN or HALF_OPEN)
+	 */
+	public boolean transitionToClosed(String reason) {
+		Objects.requireNonNull(reason, "reason");
+		for (;;) {
+			Phase p = phase;
+			if (p.state != BreakerState.OPEN && p.state != BreakerState.HALF_OPEN) {
+				return false;
+			}
+			if (close(p, settings, clock.nanoTime(), reason)) {
+				return true;
+			}
+		}
+	}
+
+	private static long saturatedNanos(Duration d) {
+		try {
+			return Math.min(d.toNanos(), Long.MAX_VALUE / 4);
+		}
+		catch (ArithmeticException tooLong) {
+			return Long.MAX_VALUE / 4;
+		}
 	}
 
 	private void operatorTransition(BreakerState target) {

@@ -1,0 +1,419 @@
+package dev.aiguard.redis;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import reactor.core.publisher.Mono;
+
+import dev.aiguard.breaker.BreakerEvent;
+import dev.aiguard.breaker.BreakerListener;
+import dev.aiguard.breaker.BreakerState;
+import dev.aiguard.breaker.CircuitBreaker;
+
+/**
+ * Shares breaker verdicts between instances over Redis pub/sub: when the breaker of one instance trips
+ * on a provider outage, the same-named breakers of the others open too, for the same wait, so they do
+ * not each have to fail their own way into it; when the probes close it, the others close as well.
+ * Opt-in, per breaker ({@link #attach}).
+ *
+ * <pre>{@code
+ * RedisBreakerSync sync = RedisBreakerSync.builder(redis)
+ *     .instanceId("api-1")
+ *     .probeQuota(1)                       // one instance probes each outage, the others wait for its verdict
+ *     .metrics(new MicrometerRedisMetrics(meterRegistry))
+ *     .build();
+ * sync.attach(openAiBreaker);
+ * }</pre>
+ *
+ * <h2>What travels</h2>
+ * A local trip (CLOSED or HALF_OPEN to OPEN) starts a new <em>episode</em>: the instance numbers it
+ * ({@code INCR}), takes a probe slot in it, and publishes {@code OPEN} with its remaining open wait.
+ * A local close out of OPEN or HALF_OPEN publishes {@code CLOSED}. A receiving instance applies them
+ * with {@link CircuitBreaker#transitionToOpen(Duration, String)} and
+ * {@link CircuitBreaker#transitionToClosed(String)}; operator states (FORCED_OPEN, DISABLED) are
+ * neither published nor overridden, and OPEN to HALF_OPEN stays local.
+ *
+ * <h2>Probing together</h2>
+ * Each receiver of an {@code OPEN} asks Redis for a probe slot of that episode: the first
+ * {@link Builder#probeQuota(int)} instances (the one that tripped first among them) open for the same
+ * wait and probe from HALF_OPEN when it ends, each with its breaker's own probe count; the others open
+ * for the wait plus {@link Builder#verdictWait(Duration)} and follow the verdict the probers publish
+ * (a close, or a re-open that starts the next episode). Should the probers vanish, the others probe
+ * on their own once their longer wait is over.
+ *
+ * <h2>No echo</h2>
+ * A transition applied from a message is not published again (the listener knows it is applying
+ * one), an instance ignores messages it published itself, and a message of an older episode than the
+ * latest one seen is ignored.
+ *
+ * <p>Messages arrive on a Lettuce thread; applying one is a compare-and-swap on the breaker. While
+ * Redis is down nothing is shared and every breaker decides alone.
+ */
+public final class RedisBreakerSync implements AutoCloseable {
+
+	/** The applying thread: the breaker's listener runs on it, synchronously, and must not echo. */
+	private static final ThreadLocal<Boolean> APPLYING = new ThreadLocal<>();
+
+	/** A breaker under sync: its listener and the latest episode seen. */
+	private final class Attached implements BreakerListener {
+		final CircuitBreaker breaker;
+		final String channel;
+		final AtomicLong epoch = new AtomicLong();
+
+		Attached(CircuitBreaker breaker) {
+			this.breaker = breaker;
+			this.channel = channelPrefix + breaker.name();
+		}
+
+		@Override
+		public void onEvent(BreakerEvent event) {
+			if (!(event instanceof BreakerEvent.StateTransition t) || APPLYING.get() != null) {
+				return;
+			}
+			if (t.to() == BreakerState.OPEN && (t.from() == BreakerState.CLOSED || t.from() == BreakerState.HALF_OPEN)) {
+				publishOpen(this, t.reason());
+			}
+			else if (t.to() == BreakerState.CLOSED
+					&& (t.from() == BreakerState.HALF_OPEN || t.from() == BreakerState.OPEN)) {
+				publish(this, new BreakerMessage(instanceId, epoch.get(), BreakerState.CLOSED, 0, t.reason()));
+			}
+		}
+	}
+
+	private final RedisEndpoint endpoint;
+	private final String instanceId;
+	private final int probeQuota;
+	private final Duration verdictWait;
+	private final RedisMetrics metrics;
+	private final String channelPrefix;
+	private final String keyPrefix;
+	private final long timeoutMillis;
+	private final ConcurrentHashMap<String, Attached> attached = new ConcurrentHashMap<>();
+	private final CompletableFuture<Void> ready = new CompletableFuture<>();
+
+	private volatile StatefulRedisConnection<String, String> commands;
+	private volatile StatefulRedisPubSubConnection<String, String> pubSub;
+	private volatile boolean closed;
+
+	private RedisBreakerSync(Builder b) {
+		this.endpoint = b.endpoint;
+		this.instanceId = b.instanceId;
+		this.probeQuota = b.probeQuota;
+		this.verdictWait = b.verdictWait;
+		this.metrics = b.metrics;
+		this.channelPrefix = endpoint.settings().keyPrefix() + "breaker:";
+		this.keyPrefix = endpoint.settings().keyPrefix() + "breaker:";
+		this.timeoutMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
+	}
+
+	/** @return a builder for a sync through {@code endpoint} */
+	public static Builder builder(RedisEndpoint endpoint) {
+		return new Builder(endpoint);
+	}
+
+	private RedisBreakerSync start() {
+		connect();
+		return this;
+	}
+
+	/** Opens the two connections; when Redis cannot be reached, tries again after the reconnect delay. */
+	private void connect() {
+		if (closed) {
+			return;
+		}
+		CompletableFuture<StatefulRedisConnection<String, String>> c = endpoint.connectStrings();
+		CompletableFuture<StatefulRedisPubSubConnection<String, String>> p = endpoint.connectPubSub();
+		c.thenCombine(p, this::install).thenCompose(f -> f).whenComplete((ok, error) -> {
+			if (error == null) {
+				ready.complete(null);
+				return;
+			}
+			c.thenAccept(StatefulRedisConnection::closeAsync);
+			p.thenAccept(StatefulRedisPubSubConnection::closeAsync);
+			Mono.delay(endpoint.settings().reconnectDelay()).subscribe(x -> connect());
+		});
+	}
+
+	private CompletableFuture<Void> install(StatefulRedisConnection<String, String> cmd,
+			StatefulRedisPubSubConnection<String, String> sub) {
+		if (closed) {
+			cmd.closeAsync();
+			sub.closeAsync();
+			return CompletableFuture.completedFuture(null);
+		}
+		sub.addListener(new RedisPubSubAdapter<>() {
+			@Override
+			public void message(String channel, String message) {
+				received(channel, message);
+			}
+		});
+		commands = cmd;
+		pubSub = sub;
+		// breakers attached before now: attach() saw no connection and left their channels to this
+		String[] channels = attached.values().stream().map(a -> a.channel).toArray(String[]::new);
+		return channels.length == 0 ? CompletableFuture.completedFuture(null)
+				: sub.async().subscribe(channels).toCompletableFuture().thenApply(x -> null);
+	}
+
+	/** @return this instance's id, the origin of what it publishes */
+	public String instanceId() {
+		return instanceId;
+	}
+
+	/**
+	 * Completes once the sync is connected and subscribed to the breakers attached so far. While Redis
+	 * cannot be reached the sync keeps trying, every {@link RedisSettings#reconnectDelay()}, and shares
+	 * nothing meanwhile.
+	 *
+	 * @return a future for start-up and tests
+	 */
+	public CompletableFuture<Void> ready() {
+		return ready.copy();
+	}
+
+	/**
+	 * Shares {@code breaker}'s transitions with the same-named breakers of the other instances.
+	 *
+	 * @return a future completed once this instance listens for the others' transitions of it
+	 * @throws IllegalStateException when a breaker of the same name is attached already
+	 */
+	public CompletableFuture<Void> attach(CircuitBreaker breaker) {
+		Objects.requireNonNull(breaker, "breaker");
+		Attached a = new Attached(breaker);
+		if (attached.putIfAbsent(breaker.name(), a) != null) {
+			throw new IllegalStateException("a breaker named '" + breaker.name() + "' is attached already");
+		}
+		breaker.addListener(a);
+		StatefulRedisPubSubConnection<String, String> sub = pubSub;
+		if (sub == null) {
+			return ready();
+		}
+		return sub.async().subscribe(a.channel).toCompletableFuture().thenApply(x -> null);
+	}
+
+	/**
+	 * Stops sharing {@code breaker}'s transitions.
+	 *
+	 * @return whether it was attached
+	 */
+	public boolean detach(CircuitBreaker breaker) {
+		Attached a = attached.get(breaker.name());
+		if (a == null || a.breaker != breaker || !attached.remove(breaker.name(), a)) {
+			return false;
+		}
+		breaker.removeListener(a);
+		StatefulRedisPubSubConnection<String, String> sub = pubSub;
+		if (sub != null) {
+			sub.async().unsubscribe(a.channel);
+		}
+		return true;
+	}
+
+	// ---------------------------------------------------------------- publishing
+
+	/** A local trip: number the episode, take a probe slot in it, tell the others. */
+	private void publishOpen(Attached a, String reason) {
+		StatefulRedisConnection<String, String> c = commands;
+		if (c == null || closed) {
+			return;
+		}
+		long waitMillis = a.breaker.untilProbe().map(Duration::toMillis).orElse(0L);
+		deadline(c.async().incr(keyPrefix + a.breaker.name() + ":epoch").toCompletableFuture())
+				.thenCompose(epoch -> {
+					raise(a.epoch, epoch);
+					return claim(c, a, epoch, waitMillis).thenApply(slot -> epoch);
+				})
+				.thenAccept(epoch -> publish(a, new BreakerMessage(instanceId, epoch, BreakerState.OPEN, waitMillis,
+						reason)));
+	}
+
+	private void publish(Attached a, BreakerMessage message) {
+		StatefulRedisConnection<String, String> c = commands;
+		if (c == null || closed) {
+			return;
+		}
+		deadline(c.async().publish(a.channel, message.encode()).toCompletableFuture()).thenAccept(
+				receivers -> safely(() -> metrics.breakerTransitionPublished(a.breaker.name(), message.state())));
+	}
+
+	/** @return the probe slot this instance got in the episode (1 = first), kept a little past its verdict */
+	private CompletableFuture<Long> claim(StatefulRedisConnection<String, String> c, Attached a, long epoch,
+			long waitMillis) {
+		String key = keyPrefix + a.breaker.name() + ":probes:" + epoch;
+		long ttl = waitMillis + verdictWaitFor(a.breaker).toMillis() + 60_000;
+		return deadline(c.async().incr(key).toCompletableFuture()).thenCompose(
+				slot -> deadline(c.async().pexpire(key, ttl).toCompletableFuture()).handle((x, e) -> slot));
+	}
+
+	private Duration verdictWaitFor(CircuitBreaker breaker) {
+		return verdictWait != null ? verdictWait : breaker.config().maxTimeInHalfOpen();
+	}
+
+	// ---------------------------------------------------------------- receiving
+
+	private void received(String channel, String text) {
+		if (!channel.startsWith(channelPrefix)) {
+			return;
+		}
+		Attached a = attached.get(channel.substring(channelPrefix.length()));
+		BreakerMessage m = BreakerMessage.decode(text);
+		if (a == null || m == null || m.origin().equals(instanceId) || closed) {
+			return;
+		}
+		if (m.state() == BreakerState.OPEN) {
+			if (m.epoch() < a.epoch.get()) {
+				return; // an older episode than one this instance has seen
+			}
+			raise(a.epoch, m.epoch());
+			StatefulRedisConnection<String, String> c = commands;
+			CompletableFuture<Long> slot = c == null ? CompletableFuture.completedFuture(1L)
+					: claim(c, a, m.epoch(), m.waitMillis());
+			slot.handle((n, error) -> {
+				// without an answer from Redis, probe like a prober: better than waiting for a verdict that may not come
+				boolean probes = error != null || n <= probeQuota;
+				Duration wait = Duration.ofMillis(m.waitMillis());
+				String why = "peer " + m.origin() + ": " + m.reason();
+				if (!probes) {
+					wait = wait.plus(verdictWaitFor(a.breaker));
+					why = why + " (probe slots taken by peers: waiting for their verdict)";
+				}
+				apply(a, BreakerState.OPEN, wait, why);
+				return null;
+			});
+		}
+		else if (m.epoch() >= a.epoch.get()) {
+			apply(a, BreakerState.CLOSED, Duration.ZERO, "peer " + m.origin() + ": " + m.reason());
+		}
+	}
+
+	private void apply(Attached a, BreakerState to, Duration wait, String reason) {
+		if (closed) {
+			return;
+		}
+		boolean moved;
+		APPLYING.set(Boolean.TRUE);
+		try {
+			moved = to == BreakerState.OPEN ? a.breaker.transitionToOpen(wait, reason)
+					: a.breaker.transitionToClosed(reason);
+		}
+		finally {
+			APPLYING.remove();
+		}
+		if (moved) {
+			safely(() -> metrics.breakerTransitionReceived(a.breaker.name(), to));
+		}
+	}
+
+	// ---------------------------------------------------------------- helpers
+
+	private <T> CompletableFuture<T> deadline(CompletableFuture<T> future) {
+		return future.orTimeout(timeoutMillis, TimeUnit.MILLISECONDS);
+	}
+
+	private static void raise(AtomicLong value, long to) {
+		value.accumulateAndGet(to, Math::max);
+	}
+
+	private static void safely(Runnable callback) {
+		try {
+			callback.run();
+		}
+		catch (Throwable t) {
+			// a throwing metrics implementation must not break the sync
+		}
+	}
+
+	/** Detaches every breaker and closes the sync's connections (not the {@link RedisEndpoint}). */
+	@Override
+	public void close() {
+		closed = true;
+		attached.values().forEach(a -> a.breaker.removeListener(a));
+		attached.clear();
+		StatefulRedisPubSubConnection<String, String> sub = pubSub;
+		if (sub != null) {
+			sub.closeAsync();
+		}
+		StatefulRedisConnection<String, String> c = commands;
+		if (c != null) {
+			c.closeAsync();
+		}
+	}
+
+	@Override
+	public String toString() {
+		return "RedisBreakerSync{" + instanceId + ", " + attached.keySet() + "}";
+	}
+
+	/** Builds a {@link RedisBreakerSync}; each setter checks its value. */
+	public static final class Builder {
+
+		private final RedisEndpoint endpoint;
+		private String instanceId = UUID.randomUUID().toString();
+		private int probeQuota = 1;
+		private Duration verdictWait;
+		private RedisMetrics metrics = RedisMetrics.NOOP;
+
+		private Builder(RedisEndpoint endpoint) {
+			this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+		}
+
+		/** @param id this instance's id, unique among the instances, without '|' (default: a random UUID) */
+		public Builder instanceId(String id) {
+			Objects.requireNonNull(id, "instanceId");
+			if (id.isBlank() || id.indexOf('|') >= 0) {
+				throw new IllegalArgumentException("instanceId must be non-blank without '|', was '" + id + "'");
+			}
+			this.instanceId = id;
+			return this;
+		}
+
+		/** @param quota how many instances probe each outage, {@code >= 1} (default 1) */
+		public Builder probeQuota(int quota) {
+			if (quota < 1) {
+				throw new IllegalArgumentException("probeQuota must be >= 1, was " + quota);
+			}
+			this.probeQuota = quota;
+			return this;
+		}
+
+		/**
+		 * @param wait how much longer than the probers an instance without a probe slot stays open,
+		 * waiting for their verdict, {@code > 0} (default: the breaker's
+		 * {@code BreakerConfig.maxTimeInHalfOpen()})
+		 */
+		public Builder verdictWait(Duration wait) {
+			Objects.requireNonNull(wait, "verdictWait");
+			if (wait.isNegative() || wait.isZero()) {
+				throw new IllegalArgumentException("verdictWait must be > 0, was " + wait);
+			}
+			this.verdictWait = wait;
+			return this;
+		}
+
+		/** @param metrics where the published and received transitions are counted */
+		public Builder metrics(RedisMetrics metrics) {
+			this.metrics = Objects.requireNonNull(metrics, "metrics");
+			return this;
+		}
+
+		/**
+		 * Builds the sync and starts connecting, asynchronously ({@link RedisBreakerSync#ready()}).
+		 *
+		 * @throws IllegalStateException when the endpoint is closed
+		 */
+		public RedisBreakerSync build() {
+			if (endpoint.isClosed()) {
+				throw new IllegalStateException("endpoint " + endpoint + " is closed");
+			}
+			return new RedisBreakerSync(this).start();
+		}
+	}
+}

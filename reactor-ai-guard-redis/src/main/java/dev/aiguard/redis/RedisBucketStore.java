@@ -1,0 +1,583 @@
+package dev.aiguard.redis;
+
+import java.net.SocketAddress;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+import io.github.bucket4j.BucketConfiguration;
+import io.github.bucket4j.ConsumptionProbe;
+import io.github.bucket4j.TokensInheritanceStrategy;
+import io.github.bucket4j.distributed.AsyncBucketProxy;
+import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
+import io.github.bucket4j.distributed.proxy.AsyncProxyManager;
+import io.github.bucket4j.distributed.proxy.optimization.Optimizations;
+import io.github.bucket4j.redis.lettuce.Bucket4jLettuce;
+import io.lettuce.core.RedisChannelHandler;
+import io.lettuce.core.RedisConnectionStateListener;
+import io.lettuce.core.api.StatefulRedisConnection;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+import dev.aiguard.budget.Bucket4jSpecs;
+import dev.aiguard.budget.BucketSpec;
+import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.LocalBucketStore;
+import dev.aiguard.budget.Take;
+
+/**
+ * A {@link BucketStore} whose buckets live in Redis, so every instance of a service draws on the same
+ * tenant and provider budgets. Each bucket is a Bucket4j bucket behind Bucket4j's Lettuce
+ * {@link AsyncProxyManager} (compare-and-swap scripts; nothing blocks a thread). Keys are
+ * {@code <prefix>budget:<spec name>:<id>} and expire once the bucket would have refilled.
+ *
+ * <pre>{@code
+ * RedisEndpoint redis = RedisEndpoint.create(RedisSettings.of("redis://redis:6379"));
+ * RedisBucketStore store = RedisBucketStore.builder(redis)
+ *     .name("budgets")
+ *     .instances(3)                                 // the local fallback holds 1/3 of each budget
+ *     .fallback(RedisBucketStore.Fallback.OPEN)     // or CLOSED: refuse while Redis is down
+ *     .listener(change -> log.warn("{}", change))
+ *     .build();
+ * }</pre>
+ *
+ * <h2>When Redis is down</h2>
+ * An operation that fails — Redis has not answered it within {@link RedisSettings#commandTimeout()}
+ * (all its round trips together), the connection was lost, or the client refuses commands while
+ * disconnected — moves the store to its fallback mode at
+ * once, and that same request is answered by the fallback (it is never answered twice). A lost
+ * connection moves it there as soon as Lettuce notices, before any request fails. In
+ * {@link Mode#FALLBACK_OPEN} each budget is a local in-process bucket holding {@code 1/instances} of
+ * the shared one, so the instances together stay near the shared budget; in
+ * {@link Mode#FALLBACK_CLOSED} every {@link #tryTake} fails with
+ * {@link SharedStoreUnavailableException}. Every {@link RedisSettings#probeInterval()} the store asks
+ * Redis whether it is back, and returns to {@link Mode#SHARED} when it answers. A restarted Redis that
+ * kept no data hands out full buckets again. Each change is told to the {@link StoreModeListener}s and
+ * to {@link RedisMetrics}.
+ */
+public final class RedisBucketStore implements BucketStore, AutoCloseable {
+
+	/** What a store does while Redis cannot be reached. */
+	public enum Fallback {
+		/** Admit from a local bucket holding {@code 1/instances} of each shared budget. */
+		OPEN,
+		/** Refuse every {@link BucketStore#tryTake}. */
+		CLOSED
+	}
+
+	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Mode> MODE = AtomicReferenceFieldUpdater
+			.newUpdater(RedisBucketStore.class, Mode.class, "mode");
+
+	/** A Redis bucket and the spec it was built for. */
+	private record Remote(BucketSpec spec, AsyncBucketProxy bucket) {
+	}
+
+	private final RedisEndpoint endpoint;
+	private final String name;
+	private final int instances;
+	private final Mode fallbackMode;
+	private final String keyPrefix;
+	private final List<StoreModeListener> listeners;
+	private final RedisMetrics metrics;
+	private final Scheduler scheduler;
+	private final LocalBucketStore local;
+	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
+	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
+	private final ConcurrentHashMap<BucketSpec, Long> versions = new ConcurrentHashMap<>();
+	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
+	private final long deadlineMillis;
+	private final AtomicBoolean probeInFlight = new AtomicBoolean();
+	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
+
+	private volatile Mode mode;
+	private volatile String fallbackReason = "not connected yet";
+	private volatile StatefulRedisConnection<String, byte[]> connection;
+	private volatile AsyncProxyManager<String> proxies;
+	private volatile Disposable probing;
+	private volatile boolean closed;
+
+	private RedisBucketStore(Builder b) {
+		this.endpoint = b.endpoint;
+		this.name = b.name;
+		this.instances = b.instances;
+		this.fallbackMode = b.fallback == Fallback.OPEN ? Mode.FALLBACK_OPEN : Mode.FALLBACK_CLOSED;
+		this.keyPrefix = endpoint.settings().keyPrefix() + "budget:";
+		this.listeners = List.copyOf(b.listeners);
+		this.metrics = b.metrics;
+		this.scheduler = b.scheduler;
+		this.local = b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock);
+		this.mode = fallbackMode;
+		this.deadlineMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
+	}
+
+	/** @return a builder for a store on {@code endpoint} */
+	public static Builder builder(RedisEndpoint endpoint) {
+		return new Builder(endpoint);
+	}
+
+	private RedisBucketStore start() {
+		safely(() -> metrics.storeRegistered(name, this::mode));
+		endpoint.client().addListener(connectionWatch);
+		startProbing();
+		probe();
+		return this;
+	}
+
+	// ---------------------------------------------------------------- reading
+
+	@Override
+	public Mode mode() {
+		return mode;
+	}
+
+	/** @return the store's name (the metrics' {@code store} tag) */
+	public String name() {
+		return name;
+	}
+
+	/** @return the number of instances sharing the budgets; the local fallback holds 1/this of each */
+	public int instances() {
+		return instances;
+	}
+
+	/** @return the mode this store falls back to while Redis is down */
+	public Mode fallbackMode() {
+		return fallbackMode;
+	}
+
+	/**
+	 * Completes the first time the store reaches {@link Mode#SHARED} (right after connecting when Redis
+	 * is up). Until then it answers from its fallback.
+	 *
+	 * <pre>{@code
+	 * store.shared().get(2, TimeUnit.SECONDS);   // at start-up, off any Reactor thread
+	 * }</pre>
+	 *
+	 * @return a future completed when the store is first shared
+	 */
+	public CompletableFuture<Void> shared() {
+		return firstShared.copy();
+	}
+
+	/**
+	 * @return the spec the local fallback uses for {@code spec}: the same name, period and refill, and
+	 *         {@code capacity / instances} units (at least one)
+	 */
+	public BucketSpec localShare(BucketSpec spec) {
+		BucketSpec share = shares.get(spec);
+		return share != null ? share : shares.computeIfAbsent(spec, this::share);
+	}
+
+	private BucketSpec share(BucketSpec spec) {
+		BucketSpec s = BucketSpec.of(spec.name(), Math.max(1, spec.capacity() / instances), spec.period());
+		return spec.refill() == BucketSpec.Refill.INTERVALLY ? s.intervally() : s;
+	}
+
+	// ---------------------------------------------------------------- operations
+
+	@Override
+	public CompletableFuture<Take> tryTake(BucketSpec spec, String id, long units) {
+		Objects.requireNonNull(spec, "spec");
+		Objects.requireNonNull(id, "id");
+		if (units < 1) {
+			return CompletableFuture.failedFuture(new IllegalArgumentException("units must be >= 1, was " + units));
+		}
+		AsyncBucketProxy bucket = sharedBucket(spec, id);
+		if (bucket == null) {
+			return fallbackTake(spec, id, units);
+		}
+		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units)).handle((probe, error) -> {
+			if (error == null) {
+				return CompletableFuture.completedFuture(take(probe));
+			}
+			lost(error);
+			return fallbackTake(spec, id, units);
+		}).thenCompose(f -> f);
+	}
+
+	private static Take take(ConsumptionProbe probe) {
+		return probe.isConsumed() ? Take.ofTaken(probe.getRemainingTokens())
+				: Take.ofRefused(probe.getNanosToWaitForRefill());
+	}
+
+	private CompletableFuture<Take> fallbackTake(BucketSpec spec, String id, long units) {
+		if (fallbackMode == Mode.FALLBACK_CLOSED) {
+			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
+		}
+		return local.tryTake(localShare(spec), id, units);
+	}
+
+	@Override
+	public CompletableFuture<Void> takeRegardless(BucketSpec spec, String id, long units) {
+		return update(spec, id, units, b -> b.consumeIgnoringRateLimits(units).thenApply(x -> null),
+				() -> local.takeRegardless(localShare(spec), id, units));
+	}
+
+	@Override
+	public CompletableFuture<Void> giveBack(BucketSpec spec, String id, long units) {
+		return update(spec, id, units, b -> b.addTokens(units),
+				() -> local.giveBack(localShare(spec), id, units));
+	}
+
+	@Override
+	public CompletableFuture<Void> pause(BucketSpec spec, String id, Duration duration) {
+		Objects.requireNonNull(duration, "duration");
+		if (duration.isNegative() || duration.isZero()) {
+			return CompletableFuture.completedFuture(null);
+		}
+		// the local share is paused as well: should Redis go down now, the fallback honours the pause too
+		local.pause(localShare(spec), id, duration);
+		long refill = spec.refilledIn(duration);
+		// hold -refill afterwards (a longer pause already in place is kept): empty by the pause's end
+		return update(spec, id, 1, b -> b.getAvailableTokens().thenCompose(available -> {
+			long units = available + refill;
+			return units > 0 ? b.consumeIgnoringRateLimits(units).thenApply(x -> (Void) null)
+					: CompletableFuture.<Void>completedFuture(null);
+		}), () -> {
+		});
+	}
+
+	@Override
+	public CompletableFuture<Long> available(BucketSpec spec, String id) {
+		Objects.requireNonNull(spec, "spec");
+		Objects.requireNonNull(id, "id");
+		AsyncBucketProxy bucket = sharedBucket(spec, id);
+		if (bucket == null) {
+			return fallbackAvailable(spec, id);
+		}
+		return guarded(bucket::getAvailableTokens).handle((units, error) -> {
+			if (error == null) {
+				return CompletableFuture.completedFuture(units);
+			}
+			lost(error);
+			return fallbackAvailable(spec, id);
+		}).thenCompose(f -> f);
+	}
+
+	private CompletableFuture<Long> fallbackAvailable(BucketSpec spec, String id) {
+		return fallbackMode == Mode.FALLBACK_CLOSED ? CompletableFuture.completedFuture(0L)
+				: local.available(localShare(spec), id);
+	}
+
+	/** A write to a shared bucket, or to the local share while in FALLBACK_OPEN (nothing while closed). */
+	private CompletableFuture<Void> update(BucketSpec spec, String id, long units,
+			Function<AsyncBucketProxy, CompletableFuture<Void>> remote, Runnable fallback) {
+		Objects.requireNonNull(spec, "spec");
+		Objects.requireNonNull(id, "id");
+		if (units < 0) {
+			return CompletableFuture.failedFuture(new IllegalArgumentException("units must be >= 0, was " + units));
+		}
+		if (units == 0) {
+			return CompletableFuture.completedFuture(null);
+		}
+		AsyncBucketProxy bucket = sharedBucket(spec, id);
+		if (bucket == null) {
+			return runFallback(fallback);
+		}
+		return guarded(() -> remote.apply(bucket)).handle((ok, error) -> {
+			if (error == null) {
+				return CompletableFuture.<Void>completedFuture(null);
+			}
+			lost(error);
+			return runFallback(fallback);
+		}).thenCompose(f -> f);
+	}
+
+	private CompletableFuture<Void> runFallback(Runnable fallback) {
+		if (fallbackMode == Mode.FALLBACK_OPEN) {
+			try {
+				fallback.run();
+			}
+			catch (RuntimeException e) {
+				return CompletableFuture.failedFuture(e);
+			}
+		}
+		return CompletableFuture.completedFuture(null);
+	}
+
+	/**
+	 * The call's future, failed instead of thrown when Bucket4j throws before returning one, and failed
+	 * when the whole operation (a compare-and-swap may take several round trips, and Lettuce re-sends a
+	 * command that was in flight when the connection broke) has not answered within the command timeout.
+	 */
+	private <T> CompletableFuture<T> guarded(Supplier<CompletableFuture<T>> call) {
+		CompletableFuture<T> future;
+		try {
+			future = call.get();
+		}
+		catch (RuntimeException e) {
+			return CompletableFuture.failedFuture(e);
+		}
+		// a copy, so the deadline never completes Bucket4j's own future
+		return future.copy().orTimeout(deadlineMillis, TimeUnit.MILLISECONDS);
+	}
+
+	/** @return the shared bucket, or {@code null} while the store is not {@link Mode#SHARED} */
+	private AsyncBucketProxy sharedBucket(BucketSpec spec, String id) {
+		AsyncProxyManager<String> pm = proxies;
+		if (mode != Mode.SHARED || pm == null) {
+			return null;
+		}
+		String key = keyPrefix + spec.name() + ':' + id;
+		Remote remote = remotes.get(key);
+		if (remote == null || !remote.spec.equals(spec)) {
+			remote = remotes.compute(key, (k, old) -> old != null && old.spec.equals(spec) ? old
+					: new Remote(spec, newBucket(pm, k, spec)));
+		}
+		return remote.bucket;
+	}
+
+	private AsyncBucketProxy newBucket(AsyncProxyManager<String> pm, String key, BucketSpec spec) {
+		BucketConfiguration configuration = Bucket4jSpecs.configuration(spec);
+		// the version is when this instance first met the spec: a newer spec (a redeploy) replaces the
+		// limits stored in Redis, keeping the fill in proportion, and an instance still on an older spec
+		// does not move them back
+		long version = versions.computeIfAbsent(spec, s -> System.currentTimeMillis());
+		return pm.builder()
+				// requests for one key that arrive while a command for it is in flight go to Redis as one
+				// batch: without it, concurrent compare-and-swaps on a hot key retry each other
+				.withOptimization(Optimizations.batching())
+				.withImplicitConfigurationReplacement(version, TokensInheritanceStrategy.PROPORTIONALLY)
+				.build(key, () -> CompletableFuture.completedFuture(configuration));
+	}
+
+	// ---------------------------------------------------------------- modes
+
+	/** A command failed or the connection was lost: from SHARED to the fallback mode. */
+	private void lost(Throwable error) {
+		Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+		String reason = cause instanceof TimeoutException
+				? "no answer within the command timeout of " + endpoint.settings().commandTimeout()
+				: cause.getClass().getSimpleName() + ": " + cause.getMessage();
+		lost(reason);
+	}
+
+	private void lost(String reason) {
+		if (closed) {
+			return;
+		}
+		if (MODE.compareAndSet(this, Mode.SHARED, fallbackMode)) {
+			fallbackReason = reason;
+			changed(Mode.SHARED, fallbackMode, reason);
+			startProbing();
+		}
+	}
+
+	/** Redis answered: back to SHARED. */
+	private void regained() {
+		if (closed) {
+			return;
+		}
+		if (MODE.compareAndSet(this, fallbackMode, Mode.SHARED)) {
+			stopProbing();
+			changed(fallbackMode, Mode.SHARED, firstShared.isDone() ? "redis answered again" : "connected to redis");
+			firstShared.complete(null);
+		}
+	}
+
+	private void changed(Mode from, Mode to, String reason) {
+		safely(() -> metrics.storeModeChanged(name, from, to));
+		if (!listeners.isEmpty()) {
+			StoreModeChange change = new StoreModeChange(name, from, to, reason, Instant.now());
+			for (StoreModeListener l : listeners) {
+				safely(() -> l.onModeChange(change));
+			}
+		}
+	}
+
+	private synchronized void startProbing() {
+		if (probing == null && !closed) {
+			Duration every = endpoint.settings().probeInterval();
+			probing = Flux.interval(every, every, scheduler).subscribe(tick -> probe());
+		}
+	}
+
+	private synchronized void stopProbing() {
+		Disposable p = probing;
+		probing = null;
+		if (p != null) {
+			p.dispose();
+		}
+	}
+
+	/** Connects when there is no connection yet, else pings; one probe at a time. */
+	private void probe() {
+		if (closed || mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
+			return;
+		}
+		StatefulRedisConnection<String, byte[]> c = connection;
+		CompletableFuture<?> attempt;
+		if (c == null) {
+			attempt = endpoint.connect().thenAccept(this::install);
+		}
+		else {
+			attempt = c.async().ping().toCompletableFuture();
+		}
+		attempt.whenComplete((ok, error) -> {
+			probeInFlight.set(false);
+			if (error == null) {
+				regained();
+			}
+			else if (fallbackReason.startsWith("not connected")) {
+				fallbackReason = "not connected yet: " + error.getMessage();
+			}
+		});
+	}
+
+	private void install(StatefulRedisConnection<String, byte[]> c) {
+		if (closed) {
+			c.closeAsync();
+			return;
+		}
+		this.proxies = Bucket4jLettuce.casBasedBuilder(c.async())
+				.expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
+				.build()
+				.asAsync();
+		this.connection = c;
+	}
+
+	/** Lettuce tells of a lost or re-established connection before any command fails. */
+	private final class ConnectionWatch implements RedisConnectionStateListener {
+
+		@Override
+		public void onRedisDisconnected(RedisChannelHandler<?, ?> handler) {
+			if (handler == connection) {
+				lost("connection to redis lost");
+			}
+		}
+
+		@Override
+		public void onRedisConnected(RedisChannelHandler<?, ?> handler, SocketAddress address) {
+			if (handler == connection) {
+				probe();
+			}
+		}
+	}
+
+	private static void safely(Runnable callback) {
+		try {
+			callback.run();
+		}
+		catch (Throwable t) {
+			// a throwing listener or metrics implementation must not break the store
+		}
+	}
+
+	/**
+	 * Stops probing and closes the store's connection (not the {@link RedisEndpoint}). Afterwards the
+	 * store stays in its fallback mode.
+	 */
+	@Override
+	public void close() {
+		closed = true;
+		stopProbing();
+		endpoint.client().removeListener(connectionWatch);
+		MODE.set(this, fallbackMode);
+		StatefulRedisConnection<String, byte[]> c = connection;
+		if (c != null) {
+			c.closeAsync();
+		}
+	}
+
+	@Override
+	public String toString() {
+		return "RedisBucketStore{" + name + ", " + mode + ", instances=" + instances + "}";
+	}
+
+	/** Builds a {@link RedisBucketStore}; each setter checks its value. */
+	public static final class Builder {
+
+		private final RedisEndpoint endpoint;
+		private String name = "budgets";
+		private int instances = 1;
+		private Fallback fallback = Fallback.OPEN;
+		private final List<StoreModeListener> listeners = new ArrayList<>();
+		private RedisMetrics metrics = RedisMetrics.NOOP;
+		private Scheduler scheduler = Schedulers.parallel();
+		private LongSupplier localClock;
+
+		private Builder(RedisEndpoint endpoint) {
+			this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+		}
+
+		/** @param name the store's name, for metrics and events; non-blank */
+		public Builder name(String name) {
+			Objects.requireNonNull(name, "name");
+			if (name.isBlank()) {
+				throw new IllegalArgumentException("name must not be blank, was '" + name + "'");
+			}
+			this.name = name;
+			return this;
+		}
+
+		/**
+		 * @param instances how many instances share the budgets, {@code >= 1}; the local fallback of each
+		 * holds {@code 1/instances} of every budget
+		 */
+		public Builder instances(int instances) {
+			if (instances < 1) {
+				throw new IllegalArgumentException("instances must be >= 1, was " + instances);
+			}
+			this.instances = instances;
+			return this;
+		}
+
+		/** @param fallback what to do while Redis is down (default {@link Fallback#OPEN}) */
+		public Builder fallback(Fallback fallback) {
+			this.fallback = Objects.requireNonNull(fallback, "fallback");
+			return this;
+		}
+
+		/** @param listener told of each mode change; must not block */
+		public Builder listener(StoreModeListener listener) {
+			listeners.add(Objects.requireNonNull(listener, "listener"));
+			return this;
+		}
+
+		/** @param metrics where the mode gauge and the fallback counter go */
+		public Builder metrics(RedisMetrics metrics) {
+			this.metrics = Objects.requireNonNull(metrics, "metrics");
+			return this;
+		}
+
+		/** @param scheduler runs the probe timer while Redis is down (default {@link Schedulers#parallel()}) */
+		public Builder scheduler(Scheduler scheduler) {
+			this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+			return this;
+		}
+
+		/** @param nanoClock the clock of the local fallback buckets (default {@code System.nanoTime()}) */
+		public Builder localClock(LongSupplier nanoClock) {
+			this.localClock = Objects.requireNonNull(nanoClock, "localClock");
+			return this;
+		}
+
+		/**
+		 * Builds the store and starts connecting, asynchronously: it answers from its fallback until
+		 * Redis is reached ({@link RedisBucketStore#shared()}).
+		 *
+		 * @return the store
+		 * @throws IllegalStateException when the endpoint is closed
+		 */
+		public RedisBucketStore build() {
+			if (endpoint.isClosed()) {
+				throw new IllegalStateException("endpoint " + endpoint + " is closed");
+			}
+			return new RedisBucketStore(this).start();
+		}
+	}
+}
