@@ -122,6 +122,10 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	@Nullable
 	private AdmissionRejectedException budgetRefusal;
 	private long providerAnswer;
+	/** 1 while the provider key's units are reserved for the next attempt, which waits for its turn. */
+	volatile int providerReserved;
+	static final AtomicIntegerFieldUpdater<GuardedStream> PROVIDER_RESERVED =
+			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "providerReserved");
 	/** A provider answer that arrived later is waiting to be read by {@link #nextAttempt()}. */
 	private boolean providerAnswerReady;
 
@@ -155,6 +159,11 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			}
 			catch (BreakerOpenException refused) {
 				observeBreaker(false);
+				if (budget != null && budget.limitsProvider()) {
+					// nothing goes to the provider: what this attempt took from the key goes back
+					budget.releaseProvider(providerTokensTaken);
+					providerTokensTaken = 0L;
+				}
 				breakerRefused(refused);
 				return;
 			}
@@ -319,12 +328,18 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	}
 
 	/**
-	 * Takes the attempt's request and prompt tokens from the provider key's buckets.
+	 * Takes the attempt's request and prompt tokens from the provider key's buckets, or reserves them
+	 * and waits for its turn.
 	 *
 	 * @return true to send the attempt now; false when it waits (on the policy's timer, then
 	 *         {@link #nextAttempt()} again), was refused, or the store answers later
 	 */
 	private boolean providerCleared() {
+		if (PROVIDER_RESERVED.compareAndSet(this, 1, 0)) {
+			// its turn came: the units were reserved before the wait
+			throttledSince = -1L;
+			return true;
+		}
 		long packed;
 		int prompt;
 		try {
@@ -334,31 +349,39 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			endWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
 			return false;
 		}
-		if (providerAnswerReady) {
-			providerAnswerReady = false;
-			packed = providerAnswer;
-		}
-		else {
-			budgetHandshake = 0;
-			budget.takeProvider(prompt, this);
-			if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 1)) {
-				return false; // providerAnswered calls nextAttempt() again
-			}
-			packed = providerAnswer;
-		}
-		if (Take.isTaken(packed)) {
-			providerTokensTaken = budget.spec().provider().tokensPerMinute() > 0 ? BudgetGate.providerUnits(prompt) : 0L;
-			throttledSince = -1L;
-			return true;
-		}
-		long wait = Take.nanosToWait(packed);
 		long now = clock.nanos();
 		if (throttledSince < 0L) {
 			throttledSince = now;
 		}
 		long allowed = maxThrottleNanos();
 		long waited = now - throttledSince;
+		if (providerAnswerReady) {
+			providerAnswerReady = false;
+			packed = providerAnswer;
+		}
+		else {
+			budgetHandshake = 0;
+			budget.takeProvider(prompt, allowed - waited, this);
+			if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 1)) {
+				return false; // providerAnswered calls nextAttempt() again
+			}
+			packed = providerAnswer;
+		}
+		if (packed >= 0L) {
+			providerTokensTaken = budget.spec().provider().tokensPerMinute() > 0 ? BudgetGate.providerUnits(prompt) : 0L;
+			if (packed == 0L) {
+				throttledSince = -1L;
+				return true;
+			}
+			// reserved: the units are this request's once its turn comes; given back if it ends first
+			budget.throttled(priority, packed);
+			providerReserved = 1;
+			waitThenAttempt(packed);
+			return false;
+		}
+		long wait = Take.nanosToWait(packed);
 		if (wait != Long.MAX_VALUE && waited + wait <= allowed) {
+			// a store that does not queue: ask again once the buckets have room
 			budget.throttled(priority, wait);
 			waitThenAttempt(wait);
 			return false;
@@ -373,6 +396,17 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			breakerRefused(refused);
 		}
 		return false;
+	}
+
+	@Override
+	void close(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
+		BudgetGate gate = budget;
+		if (gate != null && PROVIDER_RESERVED.compareAndSet(this, 1, 0)) {
+			// the request ended while it waited for its turn: its reservation goes back to the key
+			gate.releaseProvider(providerTokensTaken);
+			providerTokensTaken = 0L;
+		}
+		super.close(outcome, error, finishReason);
 	}
 
 	/** The longest a request waits for its provider key: its lane's queue wait, else the budget's. */

@@ -323,6 +323,58 @@ class GuardBudgetTest {
 	}
 
 	@Test
+	void throttledRequestsAreSentInTheOrderTheyReservedTheirTurn() {
+		AiGuard<ChatChunk> guard = AiGuard.of(policy(BudgetSpec.defaults().maxWait(Duration.ofMinutes(5))
+				.provider("openai-main", ProviderLimits.unlimited().requestsPerMinute(1))).build());
+		StepVerifier.create(guard.call(ask("hi"), this::answer)).expectNextCount(4).verifyComplete();
+		List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+		List<reactor.core.Disposable> waiting = new java.util.ArrayList<>();
+		for (String who : List.of("a", "b", "c")) {
+			waiting.add(guard.call(ask(who), r -> {
+				sent.add(r.messages().get(0).content());
+				return answer(r);
+			}).subscribe());
+		}
+		vts.advanceTimeBy(Duration.ofSeconds(59));
+		assertThat(sent).isEmpty();
+		vts.advanceTimeBy(Duration.ofSeconds(1));
+		assertThat(sent).containsExactly("a");
+		vts.advanceTimeBy(Duration.ofSeconds(60));
+		assertThat(sent).containsExactly("a", "b");
+		vts.advanceTimeBy(Duration.ofSeconds(60));
+		assertThat(sent).containsExactly("a", "b", "c");
+		assertThat(registry.get("aiguard.budget.throttled").tags("provider", "openai-main").timer().count()).isEqualTo(3);
+		waiting.forEach(reactor.core.Disposable::dispose);
+	}
+
+	@Test
+	void aRequestThatEndsWhileItWaitsForItsTurnGivesItBack() {
+		AiGuard<ChatChunk> guard = AiGuard.of(policy(BudgetSpec.defaults().maxWait(Duration.ofMinutes(5))
+				.provider("openai-main", ProviderLimits.unlimited().requestsPerMinute(1).tokensPerMinute(1_000))).build());
+		StepVerifier.create(guard.call(ask("hi"), this::answer)).expectNextCount(4).verifyComplete();
+		BucketStore store = guard.policy().bucketStore();
+		BucketSpec requests = BucketSpec.of("provider.requests", 1, Duration.ofMinutes(1));
+		BucketSpec tokens = BucketSpec.of("provider.tokens", 1_000, Duration.ofMinutes(1));
+		long tokensBefore = store.available(tokens, "openai-main").join();
+		reactor.core.Disposable cancelled = guard.call(ask("first in line"), this::answer).subscribe();
+		assertThat(store.available(requests, "openai-main").join()).isEqualTo(-1L);
+		assertThat(store.available(tokens, "openai-main").join()).isLessThan(tokensBefore);
+		cancelled.dispose();
+		assertThat(reports.last().outcome()).isEqualTo(Outcome.CANCELLED);
+		assertThat(store.available(requests, "openai-main").join()).isZero();
+		assertThat(store.available(tokens, "openai-main").join()).isEqualTo(tokensBefore);
+		// the next request is sent when the cancelled one would have been
+		StepVerifier.create(guard.call(ask("hi"), this::answer))
+				.expectSubscription()
+				.then(() -> vts.advanceTimeBy(Duration.ofSeconds(59)))
+				.then(() -> assertThat(calls).hasValue(1))
+				.then(() -> vts.advanceTimeBy(Duration.ofSeconds(1)))
+				.expectNextCount(4)
+				.verifyComplete();
+		assertThat(calls).hasValue(2);
+	}
+
+	@Test
 	void aWaitLongerThanAllowedIsRefusedAtOnceWithTheWait() {
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(BudgetSpec.defaults().maxWait(Duration.ofSeconds(10))
 				.provider("openai-main", ProviderLimits.unlimited().requestsPerMinute(1))).build());

@@ -6,9 +6,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Delayed;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -62,7 +67,9 @@ import dev.aiguard.budget.Take;
  * once, and that same request is answered by the fallback (it is never answered twice). A lost
  * connection moves it there as soon as Lettuce notices, before any request fails. In
  * {@link Mode#FALLBACK_OPEN} each budget is a local in-process bucket holding {@code 1/instances} of
- * the shared one, so the instances together stay near the shared budget; in
+ * the shared one, so the instances together stay near the shared budget; a bucket this instance used
+ * while shared starts its fallback from this instance's part of what Redis last said was left, not
+ * full; in
  * {@link Mode#FALLBACK_CLOSED} every {@link #tryTake} fails with
  * {@link SharedStoreUnavailableException}. Every {@link RedisSettings#probeInterval()} the store asks
  * Redis whether it is back, and returns to {@link Mode#SHARED} when it answers. A restarted Redis that
@@ -98,6 +105,10 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<BucketSpec, Long> versions = new ConcurrentHashMap<>();
+	/** Spec name and id: what the shared bucket had left at the last take, and the fallback it was applied in. */
+	private final ConcurrentHashMap<String, long[]> lastShared = new ConcurrentHashMap<>();
+	/** Counts the falls from SHARED to the fallback. */
+	private volatile long fallbacks;
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
 	private final long deadlineMillis;
 	private final AtomicBoolean probeInFlight = new AtomicBoolean();
@@ -202,6 +213,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units)).handle((probe, error) -> {
 			if (error == null) {
+				sawShared(spec, id, probe.getRemainingTokens());
 				return CompletableFuture.completedFuture(take(probe));
 			}
 			lost(error);
@@ -218,7 +230,199 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (fallbackMode == Mode.FALLBACK_CLOSED) {
 			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
 		}
-		return local.tryTake(localShare(spec), id, units);
+		return local.tryTake(alignedShare(spec, id), id, units);
+	}
+
+	/** Remembers what a shared bucket had left, for the local share should Redis go down. */
+	private void sawShared(BucketSpec spec, String id, long remaining) {
+		String key = spec.name() + ':' + id;
+		long[] seen = lastShared.get(key);
+		if (seen == null) {
+			seen = lastShared.computeIfAbsent(key, k -> new long[] {Long.MAX_VALUE, -1L});
+		}
+		seen[0] = remaining;
+	}
+
+	/**
+	 * The local share of {@code spec}, lowered, once per fallback, to this instance's part of what the
+	 * shared bucket last had left: a fallback never hands out a full bucket the shared one had spent.
+	 */
+	private BucketSpec alignedShare(BucketSpec spec, String id) {
+		BucketSpec share = localShare(spec);
+		long[] seen = lastShared.get(spec.name() + ':' + id);
+		long now = fallbacks;
+		if (seen != null && seen[1] != now) {
+			synchronized (seen) {
+				if (seen[1] != now) {
+					seen[1] = now;
+					long target = Math.max(0L, seen[0]) / instances;
+					BucketStore.Immediate sync = local.immediate();
+					long held = sync.available(share, id);
+					if (held > target) {
+						sync.takeRegardless(share, id, held - target);
+					}
+				}
+			}
+		}
+		return share;
+	}
+
+	/**
+	 * Reserves in Redis with Bucket4j's reserve-and-calculate-time-to-sleep command, one
+	 * compare-and-swap: the instances' requests queue in the order Redis saw them. While Redis is down
+	 * the local share reserves the same way (fail-open) or the reservation fails (fail-closed).
+	 */
+	@Override
+	public CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
+		Objects.requireNonNull(spec, "spec");
+		Objects.requireNonNull(id, "id");
+		if (units < 1) {
+			return CompletableFuture.failedFuture(new IllegalArgumentException("units must be >= 1, was " + units));
+		}
+		if (maxWaitNanos < 0) {
+			return CompletableFuture.failedFuture(
+					new IllegalArgumentException("maxWaitNanos must be >= 0, was " + maxWaitNanos));
+		}
+		if (units > spec.capacity()) {
+			return CompletableFuture.completedFuture(Take.ofRefused(Long.MAX_VALUE));
+		}
+		if (maxWaitNanos == 0) {
+			return tryTake(spec, id, units).thenApply(t -> t.taken() ? Take.ofReserved(0L) : t);
+		}
+		AsyncBucketProxy bucket = sharedBucket(spec, id);
+		if (bucket == null) {
+			return fallbackReserve(spec, id, units, maxWaitNanos);
+		}
+		WaitHeard heard = new WaitHeard();
+		return guarded(() -> bucket.asScheduler().tryConsume(units, maxWaitNanos, heard).thenCompose(reserved -> reserved
+				? CompletableFuture.completedFuture(reservedShared(spec, id, heard.nanos))
+				: bucket.estimateAbilityToConsume(units).thenApply(e -> Take.ofRefused(e.getNanosToWaitForRefill()))))
+				.handle((take, error) -> {
+					if (error == null) {
+						return CompletableFuture.completedFuture(take);
+					}
+					lost(error);
+					return fallbackReserve(spec, id, units, maxWaitNanos);
+				}).thenCompose(f -> f);
+	}
+
+	private Take reservedShared(BucketSpec spec, String id, long nanos) {
+		if (nanos > 0L) {
+			sawShared(spec, id, 0L); // queueing: the shared bucket is in debt
+		}
+		return Take.ofReserved(nanos);
+	}
+
+	private CompletableFuture<Take> fallbackReserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
+		if (fallbackMode == Mode.FALLBACK_CLOSED) {
+			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
+		}
+		return local.reserve(alignedShare(spec, id), id, units, maxWaitNanos);
+	}
+
+	/**
+	 * The "scheduler" handed to Bucket4j's reservation: Bucket4j reserves atomically in Redis and then
+	 * schedules the completion after the wait; this one hears the wait and completes at once (the
+	 * guard waits on its own timer).
+	 */
+	private static final class WaitHeard extends AbstractExecutorService implements ScheduledExecutorService {
+		volatile long nanos;
+
+		@Override
+		public ScheduledFuture<?> schedule(Runnable command, long delay, TimeUnit unit) {
+			nanos = unit.toNanos(delay);
+			command.run();
+			return new Done<>(null);
+		}
+
+		@Override
+		public <V> ScheduledFuture<V> schedule(Callable<V> callable, long delay, TimeUnit unit) {
+			nanos = unit.toNanos(delay);
+			try {
+				return new Done<>(callable.call());
+			}
+			catch (Exception e) {
+				throw new CompletionException(e);
+			}
+		}
+
+		@Override
+		public ScheduledFuture<?> scheduleAtFixedRate(Runnable command, long initialDelay, long period, TimeUnit unit) {
+			throw new UnsupportedOperationException("a reservation schedules once");
+		}
+
+		@Override
+		public ScheduledFuture<?> scheduleWithFixedDelay(Runnable command, long initialDelay, long delay, TimeUnit unit) {
+			throw new UnsupportedOperationException("a reservation schedules once");
+		}
+
+		@Override
+		public void execute(Runnable command) {
+			command.run();
+		}
+
+		@Override
+		public void shutdown() {
+		}
+
+		@Override
+		public List<Runnable> shutdownNow() {
+			return List.of();
+		}
+
+		@Override
+		public boolean isShutdown() {
+			return false;
+		}
+
+		@Override
+		public boolean isTerminated() {
+			return false;
+		}
+
+		@Override
+		public boolean awaitTermination(long timeout, TimeUnit unit) {
+			return false;
+		}
+	}
+
+	/** An already completed scheduled task. */
+	private record Done<V>(V value) implements ScheduledFuture<V> {
+
+		@Override
+		public long getDelay(TimeUnit unit) {
+			return 0L;
+		}
+
+		@Override
+		public int compareTo(Delayed other) {
+			return Long.compare(0L, other.getDelay(TimeUnit.NANOSECONDS));
+		}
+
+		@Override
+		public boolean cancel(boolean mayInterruptIfRunning) {
+			return false;
+		}
+
+		@Override
+		public boolean isCancelled() {
+			return false;
+		}
+
+		@Override
+		public boolean isDone() {
+			return true;
+		}
+
+		@Override
+		public V get() {
+			return value;
+		}
+
+		@Override
+		public V get(long timeout, TimeUnit unit) {
+			return value;
+		}
 	}
 
 	@Override
@@ -270,7 +474,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	private CompletableFuture<Long> fallbackAvailable(BucketSpec spec, String id) {
 		return fallbackMode == Mode.FALLBACK_CLOSED ? CompletableFuture.completedFuture(0L)
-				: local.available(localShare(spec), id);
+				: local.available(alignedShare(spec, id), id);
 	}
 
 	/** A write to a shared bucket, or to the local share while in FALLBACK_OPEN (nothing while closed). */
@@ -371,6 +575,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return;
 		}
 		if (MODE.compareAndSet(this, Mode.SHARED, fallbackMode)) {
+			fallbacks++;
 			fallbackReason = reason;
 			changed(Mode.SHARED, fallbackMode, reason);
 			startProbing();

@@ -36,6 +36,7 @@ class RedisBucketStoreFaultTest {
 	/** The most an answer may take when the command timeout is {@link Instances#COMMAND_TIMEOUT}. */
 	private static final Duration SHORT_BOUND = Instances.COMMAND_TIMEOUT.plusMillis(350);
 	private static final BucketSpec TEN_PER_HOUR = BucketSpec.of("provider.requests", 10, Duration.ofHours(1));
+	private static final BucketSpec PLENTY_OF_ROOM = BucketSpec.of("tenant.tokens", 1_000, Duration.ofHours(1));
 	private static final BucketSpec PLENTY = BucketSpec.of("tenant.requests", 1_000_000, Duration.ofMinutes(1));
 
 	private final Instances instances = new Instances(KILL_TIMEOUT);
@@ -110,12 +111,15 @@ class RedisBucketStoreFaultTest {
 		assertThat(gauge("budgets", Mode.FALLBACK_OPEN)).isEqualTo(1);
 		assertThat(gauge("budgets", Mode.SHARED)).isZero();
 		assertThat(fallbacks(Mode.FALLBACK_OPEN)).isGreaterThanOrEqualTo(fallbacksBefore + 1);
-		// the local share of 10 per hour over 2 instances: 5, however much the shared bucket had left
+		// the local share of 10 per hour over 2 instances holds at most 5, and starts from this
+		// instance's part of what the shared bucket had left: 8 / 2
 		int admitted = 0;
 		for (int i = 0; i < 8; i++) {
 			admitted += await(store.tryTake(TEN_PER_HOUR, "openai", 1)).taken() ? 1 : 0;
 		}
-		assertThat(admitted).isEqualTo(5);
+		assertThat(admitted).isEqualTo(4);
+		assertThat(await(store.tryTake(PLENTY_OF_ROOM, "fresh", 1))).as("a bucket never used while shared starts full")
+				.isEqualTo(Take.ofTaken(PLENTY_OF_ROOM.capacity() / 2 - 1));
 
 		int answeredBeforeRestart = answers.size();
 		redis.restart();

@@ -80,7 +80,7 @@ class SharedBudgetAcceptanceTest {
 			RedisEndpoint endpoint = RedisEndpoint.create(RedisSettings.builder(redis.uri())
 					.commandTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofSeconds(2)).build());
 			open.add(endpoint);
-			store = RedisBucketStore.builder(endpoint).name(name).instances(STACKS)
+			store = RedisBucketStore.builder(endpoint).name(name).instances(STACKS).listener(c -> System.out.println("[DEBUG] " + c))
 					.metrics(new MicrometerRedisMetrics(registry)).build();
 			open.add(0, store);
 			store.shared().get(5, TimeUnit.SECONDS);

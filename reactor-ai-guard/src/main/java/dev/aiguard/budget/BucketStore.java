@@ -58,6 +58,25 @@ public interface BucketStore {
 	CompletableFuture<Take> tryTake(BucketSpec spec, String id, long units);
 
 	/**
+	 * Reserves {@code units} for use after a wait, when that wait is at most {@code maxWaitNanos}:
+	 * the bucket goes into debt by what it lacks, so requests that reserve queue in the order they
+	 * reserved, across every instance sharing the bucket, and none is woken only to find the units
+	 * taken by another. When the wait would be longer nothing is reserved.
+	 *
+	 * <p>The default answers from {@link #tryTake}: the units when the bucket holds them, else
+	 * nothing and the wait (the caller asks again after it, without a place in a queue).
+	 *
+	 * @param units {@code >= 1}
+	 * @param maxWaitNanos {@code >= 0}, the longest the caller would wait
+	 * @return reserved ({@link Take#taken()}) with the wait before the units may be used, or not
+	 *         reserved with the wait until the bucket would hold them; never completed with
+	 *         {@code null}
+	 */
+	default CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
+		return tryTake(spec, id, units).thenApply(t -> t.taken() ? Take.ofReserved(0L) : t);
+	}
+
+	/**
 	 * Takes {@code units} whether the bucket holds them or not; what it lacks becomes a debt that
 	 * later refills pay first. For usage known only afterwards (the tokens an answer used) and for
 	 * corrections from a provider's rate-limit headers.
@@ -110,6 +129,16 @@ public interface BucketStore {
 		 * {@link Take#remaining(long)} and {@link Take#nanosToWait(long)}
 		 */
 		long tryTake(BucketSpec spec, String id, long units);
+
+		/**
+		 * @return the reservation packed in a long (see {@link Take#packReservation()}); the default
+		 *         answers from {@link #tryTake}, without queueing
+		 * @see BucketStore#reserve
+		 */
+		default long reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
+			long taken = tryTake(spec, id, units);
+			return Take.isTaken(taken) ? 0L : taken;
+		}
 
 		/** @see BucketStore#takeRegardless */
 		void takeRegardless(BucketSpec spec, String id, long units);

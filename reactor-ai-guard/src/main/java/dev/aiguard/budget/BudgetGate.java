@@ -70,9 +70,10 @@ public final class BudgetGate {
 	public interface ProviderTurn {
 
 		/**
-		 * @param packed a {@link Take} packed in a long: taken (the attempt may be sent), or refused with
-		 *        the wait until the key's buckets have room ({@code Long.MAX_VALUE} when they never
-		 *        will for this request)
+		 * @param packed a reservation packed in a long ({@link Take#packReservation()}): {@code >= 0}
+		 *        the units are the request's and the attempt may be sent after that many nanoseconds;
+		 *        negative refused, with the wait until the key's buckets have room
+		 *        ({@code Long.MAX_VALUE} when they never will for this request)
 		 */
 		void providerAnswered(long packed);
 	}
@@ -501,56 +502,123 @@ public final class BudgetGate {
 	}
 
 	/**
-	 * Takes one request and the prompt's tokens from the provider key's buckets, or nothing and the
-	 * wait until they have room. Answers on the calling thread with a store that answers at once.
+	 * Takes one request and the prompt's tokens from the provider key's buckets. When they lack room,
+	 * reserves both for later, in line behind the requests that reserved before (across every instance
+	 * sharing the store), provided the wait is at most {@code maxWaitNanos}; otherwise takes nothing.
+	 * Answers on the calling thread with a store that answers at once.
+	 *
+	 * @param to hears the outcome packed as a reservation ({@link Take#packReservation()}): reserved
+	 *        with the wait before the attempt may be sent ({@code 0}: now), or refused with the wait
+	 *        until the key's buckets would have room
 	 */
-	public void takeProvider(long promptTokens, ProviderTurn to) {
+	public void takeProvider(long promptTokens, long maxWaitNanos, ProviderTurn to) {
 		String key = spec.providerKey();
 		long units = providerUnits(promptTokens);
+		long maxWait = Math.max(0L, maxWaitNanos);
 		BucketStore.Immediate sync = now;
 		if (sync != null) {
-			long r = providerRequests == null ? 0L : sync.tryTake(providerRequests, key, 1L);
-			if (!Take.isTaken(r)) {
+			long r = providerRequests == null ? 0L : reserveNow(sync, providerRequests, key, 1L, maxWait);
+			if (r < 0L) {
 				to.providerAnswered(r);
 				return;
 			}
-			long t = providerTokens == null ? 0L : sync.tryTake(providerTokens, key, units);
-			if (!Take.isTaken(t)) {
+			long t = providerTokens == null ? 0L : reserveNow(sync, providerTokens, key, units, maxWait);
+			if (t < 0L) {
 				giveBack(sync, providerRequests, key, 1L);
+				to.providerAnswered(t);
+				return;
 			}
-			to.providerAnswered(t);
+			to.providerAnswered(Math.max(r, t));
 			return;
 		}
-		CompletableFuture<Take> requests = providerRequests == null ? CompletableFuture.completedFuture(Take.ofTaken(0L))
-				: store.tryTake(providerRequests, key, 1L);
-		requests.whenComplete((r, error) -> {
+		reserveLater(providerRequests, key, 1L, maxWait).whenComplete((r, error) -> {
 			if (error != null || r == null) {
 				to.providerAnswered(Take.packRefused(Long.MAX_VALUE));
 				return;
 			}
 			if (!r.taken()) {
-				to.providerAnswered(r.pack());
+				to.providerAnswered(r.packReservation());
 				return;
 			}
-			if (providerRequests != null) {
-				saw(providerRequests, key, r.remaining());
-			}
-			CompletableFuture<Take> tokens = providerTokens == null ? CompletableFuture.completedFuture(Take.ofTaken(0L))
-					: store.tryTake(providerTokens, key, units);
-			tokens.whenComplete((t, error2) -> {
+			reserveLater(providerTokens, key, units, maxWait).whenComplete((t, error2) -> {
 				if (error2 != null || t == null || !t.taken()) {
 					if (providerRequests != null) {
 						store.giveBack(providerRequests, key, 1L);
 					}
-					to.providerAnswered(t == null ? Take.packRefused(Long.MAX_VALUE) : t.pack());
+					to.providerAnswered(t == null ? Take.packRefused(Long.MAX_VALUE) : t.packReservation());
 					return;
 				}
-				if (providerTokens != null) {
-					saw(providerTokens, key, t.remaining());
-				}
-				to.providerAnswered(t.pack());
+				to.providerAnswered(Math.max(r.nanosToWait(), t.nanosToWait()));
 			});
 		});
+	}
+
+	/**
+	 * The bucket's units now when it holds them (remembering what is left for the gauge), else a
+	 * reservation.
+	 *
+	 * @return the reservation, packed ({@link Take#packReservation()})
+	 */
+	private long reserveNow(BucketStore.Immediate sync, BucketSpec bucket, String key, long units, long maxWait) {
+		long taken = sync.tryTake(bucket, key, units);
+		if (Take.isTaken(taken)) {
+			saw(bucket, key, Take.remaining(taken));
+			return 0L;
+		}
+		long reserved = sync.reserve(bucket, key, units, maxWait);
+		if (reserved >= 0L) {
+			saw(bucket, key, 0L);
+		}
+		return reserved;
+	}
+
+	/** {@link #reserveNow} through the futures; a missing bucket is reserved at once. */
+	private CompletableFuture<Take> reserveLater(@Nullable BucketSpec bucket, String key, long units, long maxWait) {
+		if (bucket == null) {
+			return CompletableFuture.completedFuture(Take.ofReserved(0L));
+		}
+		CompletableFuture<Take> first;
+		try {
+			first = store.tryTake(bucket, key, units);
+		}
+		catch (RuntimeException e) {
+			return CompletableFuture.failedFuture(e);
+		}
+		return first.thenCompose(taken -> {
+			if (taken.taken()) {
+				saw(bucket, key, taken.remaining());
+				return CompletableFuture.completedFuture(Take.ofReserved(0L));
+			}
+			return store.reserve(bucket, key, units, maxWait).thenApply(reserved -> {
+				if (reserved.taken()) {
+					saw(bucket, key, 0L);
+				}
+				return reserved;
+			});
+		});
+	}
+
+	/**
+	 * Puts back a reservation that was not used: the request ended while it waited for its turn.
+	 *
+	 * @param tokens the tokens reserved with it ({@link #providerUnits})
+	 */
+	public void releaseProvider(long tokens) {
+		String key = spec.providerKey();
+		BucketStore.Immediate sync = now;
+		if (sync != null) {
+			giveBack(sync, providerRequests, key, 1L);
+			if (tokens > 0L) {
+				giveBack(sync, providerTokens, key, tokens);
+			}
+			return;
+		}
+		if (providerRequests != null) {
+			store.giveBack(providerRequests, key, 1L);
+		}
+		if (providerTokens != null && tokens > 0L) {
+			store.giveBack(providerTokens, key, tokens);
+		}
 	}
 
 	/** A request waits {@code waitNanos} for the provider key's buckets. */

@@ -11,6 +11,7 @@ import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.ConsumptionProbe;
 import io.github.bucket4j.TimeMeter;
 import io.github.bucket4j.TokensInheritanceStrategy;
+import io.github.bucket4j.UninterruptibleBlockingStrategy;
 import io.github.bucket4j.local.LocalBucket;
 import io.github.bucket4j.local.SynchronizationStrategy;
 
@@ -126,8 +127,46 @@ public final class LocalBucketStore implements BucketStore {
 		return builder.build();
 	}
 
+	/**
+	 * Hears the wait of a reservation instead of parking for it: Bucket4j's blocking
+	 * {@code tryConsume} reserves atomically and then asks its strategy to sleep; the guard waits on
+	 * its own timer instead. One per thread, so a reservation allocates nothing.
+	 */
+	private static final class WaitHeard implements UninterruptibleBlockingStrategy {
+		long nanos;
+
+		@Override
+		public void parkUninterruptibly(long nanosToPark) {
+			nanos = nanosToPark;
+		}
+	}
+
+	private static final ThreadLocal<WaitHeard> WAIT_HEARD = ThreadLocal.withInitial(WaitHeard::new);
+
 	/** The synchronous operations, on the calling thread. */
 	private final class Now implements Immediate {
+
+		@Override
+		public long reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
+			checkUnits(units, 1);
+			if (maxWaitNanos < 0) {
+				throw new IllegalArgumentException("maxWaitNanos must be >= 0, was " + maxWaitNanos);
+			}
+			if (units > spec.capacity()) {
+				return Take.packRefused(Long.MAX_VALUE); // more than the bucket ever holds: never
+			}
+			if (maxWaitNanos == 0) {
+				long taken = tryTake(spec, id, units);
+				return Take.isTaken(taken) ? 0L : taken;
+			}
+			Bucket bucket = bucket(spec, id);
+			WaitHeard heard = WAIT_HEARD.get();
+			heard.nanos = 0L;
+			if (bucket.asBlocking().tryConsumeUninterruptibly(units, maxWaitNanos, heard)) {
+				return heard.nanos;
+			}
+			return Take.packRefused(bucket.estimateAbilityToConsume(units).getNanosToWaitForRefill());
+		}
 
 		@Override
 		public long tryTake(BucketSpec spec, String id, long units) {
@@ -173,6 +212,16 @@ public final class LocalBucketStore implements BucketStore {
 	public CompletableFuture<Take> tryTake(BucketSpec spec, String id, long units) {
 		try {
 			return CompletableFuture.completedFuture(Take.unpack(now.tryTake(spec, id, units)));
+		}
+		catch (RuntimeException e) {
+			return CompletableFuture.failedFuture(e);
+		}
+	}
+
+	@Override
+	public CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
+		try {
+			return CompletableFuture.completedFuture(Take.unpackReservation(now.reserve(spec, id, units, maxWaitNanos)));
 		}
 		catch (RuntimeException e) {
 			return CompletableFuture.failedFuture(e);

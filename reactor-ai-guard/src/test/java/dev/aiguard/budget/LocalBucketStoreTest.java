@@ -40,6 +40,93 @@ class LocalBucketStoreTest {
 	}
 
 	@Test
+	void reservationsQueueBehindOneAnotherAndTheBucketGoesIntoDebt() {
+		now.tryTake(perMinute, "acme", 6);
+		// one every 10 s: the first reservation waits 10 s, the next 20 s, in the order they came
+		long first = now.reserve(perMinute, "acme", 1, Duration.ofMinutes(1).toNanos());
+		long second = now.reserve(perMinute, "acme", 1, Duration.ofMinutes(1).toNanos());
+		assertThat(Take.unpackReservation(first)).isEqualTo(Take.ofReserved(Duration.ofSeconds(10).toNanos()));
+		assertThat(Take.unpackReservation(second)).isEqualTo(Take.ofReserved(Duration.ofSeconds(20).toNanos()));
+		assertThat(now.available(perMinute, "acme")).isEqualTo(-2);
+		// a newcomer cannot jump the queue
+		assertThat(Take.isTaken(now.tryTake(perMinute, "acme", 1))).isFalse();
+		time.advanceTimeBy(Duration.ofSeconds(20));
+		assertThat(now.available(perMinute, "acme")).isZero();
+	}
+
+	@Test
+	void aReservationLongerThanAllowedTakesNothingAndSaysTheWait() {
+		now.tryTake(perMinute, "acme", 6);
+		long refused = now.reserve(perMinute, "acme", 2, Duration.ofSeconds(15).toNanos());
+		assertThat(Take.unpackReservation(refused)).isEqualTo(Take.ofRefused(Duration.ofSeconds(20).toNanos()));
+		assertThat(now.available(perMinute, "acme")).isZero();
+		assertThat(Take.unpackReservation(now.reserve(perMinute, "acme", 7, Long.MAX_VALUE)).nanosToWait())
+				.isEqualTo(Long.MAX_VALUE);
+	}
+
+	@Test
+	void aReservationWithRoomOrWithoutWaitingIsImmediate() {
+		assertThat(now.reserve(perMinute, "acme", 6, 0L)).isZero();
+		long refused = now.reserve(perMinute, "acme", 1, 0L);
+		assertThat(Take.unpackReservation(refused)).isEqualTo(Take.ofRefused(Duration.ofSeconds(10).toNanos()));
+		assertThat(store.reserve(perMinute, "globex", 1, 5L).join()).isEqualTo(Take.ofReserved(0L));
+		assertThatThrownBy(() -> now.reserve(perMinute, "acme", 1, -1L)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("maxWaitNanos");
+		assertThat(store.reserve(perMinute, "acme", 0, 1L)).isCompletedExceptionally();
+	}
+
+	@Test
+	void aStoreWithoutQueueingReservesFromTryTake() {
+		BucketStore plain = new BucketStore() {
+			@Override
+			public Mode mode() {
+				return Mode.SHARED;
+			}
+
+			@Override
+			public java.util.concurrent.CompletableFuture<Take> tryTake(BucketSpec spec, String id, long units) {
+				return store.tryTake(spec, id, units);
+			}
+
+			@Override
+			public java.util.concurrent.CompletableFuture<Void> takeRegardless(BucketSpec spec, String id, long units) {
+				return store.takeRegardless(spec, id, units);
+			}
+
+			@Override
+			public java.util.concurrent.CompletableFuture<Void> giveBack(BucketSpec spec, String id, long units) {
+				return store.giveBack(spec, id, units);
+			}
+
+			@Override
+			public java.util.concurrent.CompletableFuture<Void> pause(BucketSpec spec, String id, Duration duration) {
+				return store.pause(spec, id, duration);
+			}
+
+			@Override
+			public java.util.concurrent.CompletableFuture<Long> available(BucketSpec spec, String id) {
+				return store.available(spec, id);
+			}
+		};
+		assertThat(plain.reserve(perMinute, "acme", 6, Long.MAX_VALUE).join()).isEqualTo(Take.ofReserved(0L));
+		assertThat(plain.reserve(perMinute, "acme", 1, Long.MAX_VALUE).join())
+				.isEqualTo(Take.ofRefused(Duration.ofSeconds(10).toNanos()));
+		assertThat(now.available(perMinute, "acme")).isZero();
+	}
+
+	@Test
+	void racingReservationsEachGetTheirOwnTurn() {
+		now.tryTake(perMinute, "acme", 6);
+		long[] waits = new long[4];
+		AtomicInteger next = new AtomicInteger();
+		Runnable reserve = () -> waits[next.getAndIncrement()] = now.reserve(perMinute, "acme", 1, Long.MAX_VALUE);
+		RaceTestUtils.race(reserve, reserve, reserve, reserve);
+		assertThat(waits).containsExactlyInAnyOrder(Duration.ofSeconds(10).toNanos(), Duration.ofSeconds(20).toNanos(),
+				Duration.ofSeconds(30).toNanos(), Duration.ofSeconds(40).toNanos());
+		assertThat(now.available(perMinute, "acme")).isEqualTo(-4);
+	}
+
+	@Test
 	void idsHaveTheirOwnBuckets() {
 		now.tryTake(perMinute, "acme", 6);
 		assertThat(now.available(perMinute, "acme")).isZero();

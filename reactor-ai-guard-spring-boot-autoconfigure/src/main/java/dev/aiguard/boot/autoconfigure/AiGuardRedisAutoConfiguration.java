@@ -9,9 +9,13 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
+import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 
 import dev.aiguard.budget.BucketStore;
 import dev.aiguard.redis.MicrometerRedisMetrics;
@@ -22,14 +26,15 @@ import dev.aiguard.redis.RedisSettings;
 
 /**
  * The budgets' {@link BucketStore} in Redis ({@code reactor-ai-guard-redis}) when
- * {@code aiguard.budgets.redis.url} is set and the module and Lettuce are on the class path. Runs
+ * {@code aiguard.budgets.redis.url} is set to a non-blank value (so {@code url=${REDIS_URL:}} leaves
+ * the budgets in process when the variable is unset) and the module and Lettuce are on the class path. Runs
  * before {@link AiGuardAutoConfiguration}, whose in-process store then steps aside; an application's
  * own {@code BucketStore} bean wins over both. A wrong value fails startup naming its property.
  */
 @AutoConfiguration(before = AiGuardAutoConfiguration.class)
 @ConditionalOnClass(name = { "dev.aiguard.redis.RedisBucketStore", "io.lettuce.core.RedisClient",
 		"io.github.bucket4j.redis.lettuce.Bucket4jLettuce" })
-@ConditionalOnProperty(prefix = AiGuardRedisProperties.PREFIX, name = "url")
+@Conditional(AiGuardRedisAutoConfiguration.UrlSet.class)
 @EnableConfigurationProperties(AiGuardRedisProperties.class)
 public class AiGuardRedisAutoConfiguration {
 
@@ -81,6 +86,17 @@ public class AiGuardRedisAutoConfiguration {
 		}
 		catch (RuntimeException e) {
 			throw new InvalidGuardPropertyException(property, value, e.getMessage(), e);
+		}
+	}
+
+	/** Matches when {@code aiguard.budgets.redis.url} has text: an empty value means "not shared". */
+	static final class UrlSet extends SpringBootCondition {
+
+		@Override
+		public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
+			String url = context.getEnvironment().getProperty(AT + ".url");
+			return url != null && !url.isBlank() ? ConditionOutcome.match(AT + ".url is set")
+					: ConditionOutcome.noMatch(AT + ".url is not set or blank");
 		}
 	}
 }

@@ -46,6 +46,18 @@ class AiGuardRedisAutoConfigurationTest {
 	}
 
 	@Test
+	void aBlankUrlLeavesTheBucketsInProcess() {
+		runner.withPropertyValues("aiguard.policies.chat.budget=true", "aiguard.budgets.tenant.requests-per-minute=5",
+				AT + ".url=", AT + ".instances=3")
+			.run(context -> {
+				assertThat(context).hasNotFailed().doesNotHaveBean(RedisEndpoint.class);
+				assertThat(context.getBean(BucketStore.class)).isInstanceOf(LocalBucketStore.class);
+			});
+		runner.withPropertyValues(AT + ".url=   ")
+			.run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(RedisBucketStore.class));
+	}
+
+	@Test
 	void aUrlPutsEveryPolicysBucketsInRedis() throws IOException {
 		runner.withPropertyValues("aiguard.policies.chat.budget=true", "aiguard.budgets.tenant.requests-per-minute=5",
 				AT + ".url=" + nowhere(), AT + ".instances=3", AT + ".fallback=closed", AT + ".name=shared-budgets",
