@@ -550,13 +550,23 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		// the version is when this instance first met the spec: a newer spec (a redeploy) replaces the
 		// limits stored in Redis, keeping the fill in proportion, and an instance still on an older spec
 		// does not move them back
-		long version = versions.computeIfAbsent(spec, s -> System.currentTimeMillis());
+		long version = versions.computeIfAbsent(spec, s -> nextVersion());
 		return pm.builder()
 				// requests for one key that arrive while a command for it is in flight go to Redis as one
 				// batch: without it, concurrent compare-and-swaps on a hot key retry each other
 				.withOptimization(Optimizations.batching())
 				.withImplicitConfigurationReplacement(version, TokensInheritanceStrategy.PROPORTIONALLY)
 				.build(key, () -> CompletableFuture.completedFuture(configuration));
+	}
+
+	/** Last version handed out in this JVM: versions only grow, even for two specs met in one microsecond. */
+	private static final java.util.concurrent.atomic.AtomicLong LAST_VERSION = new java.util.concurrent.atomic.AtomicLong();
+
+	/** @return the wall clock in microseconds, above every version handed out before in this JVM */
+	private static long nextVersion() {
+		Instant now = Instant.now();
+		long micros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000L;
+		return LAST_VERSION.updateAndGet(last -> Math.max(last + 1, micros));
 	}
 
 	// ---------------------------------------------------------------- modes

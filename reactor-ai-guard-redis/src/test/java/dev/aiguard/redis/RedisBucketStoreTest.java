@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -47,6 +48,32 @@ class RedisBucketStoreTest {
 		assertThat(Duration.ofNanos(refused.nanosToWait())).isBetween(Duration.ofSeconds(10), Duration.ofSeconds(12));
 		assertThat(await(b.tryTake(FIVE_PER_MINUTE, "other-tenant", 1))).as("another id, another bucket")
 				.isEqualTo(Take.ofTaken(4));
+	}
+
+	@Test
+	void reservationsFromTwoInstancesQueueInOneLine(RedisServer redis) throws Exception {
+		RedisBucketStore a = instances.store(redis, b -> b.name("a"));
+		RedisBucketStore b = instances.store(redis, x -> x.name("b"));
+		long minute = Duration.ofMinutes(1).toNanos();
+		assertThat(await(a.reserve(FIVE_PER_MINUTE, "acme", 5, minute))).isEqualTo(Take.ofReserved(0L));
+		// one every 12 s: a's reservation is first in line, b's second, a's next third
+		Take first = await(a.reserve(FIVE_PER_MINUTE, "acme", 1, minute));
+		Take second = await(b.reserve(FIVE_PER_MINUTE, "acme", 1, minute));
+		Take third = await(a.reserve(FIVE_PER_MINUTE, "acme", 1, minute));
+		assertThat(List.of(first, second, third)).allSatisfy(t -> assertThat(t.taken()).isTrue());
+		assertThat(Duration.ofNanos(first.nanosToWait())).isBetween(Duration.ofSeconds(11), Duration.ofSeconds(12));
+		assertThat(second.nanosToWait() - first.nanosToWait()).isBetween(Duration.ofMillis(11_900).toNanos(),
+				Duration.ofMillis(12_100).toNanos());
+		assertThat(third.nanosToWait() - second.nanosToWait()).isBetween(Duration.ofMillis(11_900).toNanos(),
+				Duration.ofMillis(12_100).toNanos());
+		assertThat(await(b.available(FIVE_PER_MINUTE, "acme"))).as("in debt by the queue").isBetween(-3L, -2L);
+
+		Take tooLong = await(b.reserve(FIVE_PER_MINUTE, "acme", 1, Duration.ofSeconds(30).toNanos()));
+		assertThat(tooLong.taken()).isFalse();
+		assertThat(Duration.ofNanos(tooLong.nanosToWait())).isBetween(Duration.ofSeconds(47), Duration.ofSeconds(48));
+		assertThat(await(a.available(FIVE_PER_MINUTE, "acme"))).as("a refusal reserves nothing").isBetween(-3L, -2L);
+		assertThat(await(a.reserve(FIVE_PER_MINUTE, "acme", 6, minute)).nanosToWait()).as("more than the capacity: never")
+				.isEqualTo(Long.MAX_VALUE);
 	}
 
 	@Test

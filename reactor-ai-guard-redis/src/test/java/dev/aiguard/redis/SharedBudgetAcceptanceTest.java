@@ -57,6 +57,8 @@ class SharedBudgetAcceptanceTest {
 	private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 	/** When each admission happened, all stacks together. */
 	private final ConcurrentLinkedQueue<Long> admissions = new ConcurrentLinkedQueue<>();
+	/** Every store's mode changes, for the failure message should one fall back. */
+	private final ConcurrentLinkedQueue<StoreModeChange> changes = new ConcurrentLinkedQueue<>();
 
 	@AfterEach
 	void close() throws Exception {
@@ -80,7 +82,7 @@ class SharedBudgetAcceptanceTest {
 			RedisEndpoint endpoint = RedisEndpoint.create(RedisSettings.builder(redis.uri())
 					.commandTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofSeconds(2)).build());
 			open.add(endpoint);
-			store = RedisBucketStore.builder(endpoint).name(name).instances(STACKS).listener(c -> System.out.println("[DEBUG] " + c))
+			store = RedisBucketStore.builder(endpoint).name(name).instances(STACKS).listener(changes::add)
 					.metrics(new MicrometerRedisMetrics(registry)).build();
 			open.add(0, store);
 			store.shared().get(5, TimeUnit.SECONDS);
@@ -154,7 +156,7 @@ class SharedBudgetAcceptanceTest {
 				.forEach(d -> perHalfSecond[(int) d]++);
 		System.out.println("[SharedBudgetAcceptanceTest] admitted per 0.5 s: " + Arrays.toString(perHalfSecond));
 
-		assertThat(stacks).as("every store stayed shared: %s", figures)
+		assertThat(stacks).as("every store stayed shared: %s; mode changes %s", figures, changes)
 				.allSatisfy(s -> assertThat(s.store.mode()).isEqualTo(Mode.SHARED));
 		assertThat(registry.find("aiguard.redis.store.fallbacks").counters()).as("no fallback during the run")
 				.isEmpty();
