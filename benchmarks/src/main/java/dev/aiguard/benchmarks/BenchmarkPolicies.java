@@ -1,5 +1,6 @@
 package dev.aiguard.benchmarks;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 
 import dev.aiguard.GuardPolicy;
@@ -8,6 +9,10 @@ import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.budget.BudgetSpec;
+import dev.aiguard.budget.PriceTable;
+import dev.aiguard.budget.ProviderLimits;
+import dev.aiguard.budget.TenantLimits;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
@@ -57,6 +62,24 @@ final class BenchmarkPolicies {
 						.step(Fallback.staticText("The assistant is busy; please try again in a minute."))
 						.build())
 				.metrics(metrics)
+				.build();
+	}
+
+	/**
+	 * {@link #fullPolicy(GuardMetrics, int)} with budgets as a gateway runs them: the prompt counted,
+	 * an output cap, prices, a tenant budget and a provider key's limits — set high enough that the
+	 * load rig's traffic is never throttled, so every request pays for the checks and nothing else.
+	 */
+	static GuardPolicy budgetedPolicy(GuardMetrics metrics, int laneConcurrency) {
+		return fullPolicy(metrics, laneConcurrency).toBuilder()
+				.budget(BudgetSpec.defaults()
+						.outputCap(100_000)
+						.defaultModel("mock")
+						.prices(PriceTable.in("USD").model("mock", new BigDecimal("0.15"), new BigDecimal("0.60")))
+						.tenants(TenantLimits.unlimited().requestsPerMinute(100_000_000L).tokensPerMinute(1_000_000_000L)
+								.costPerDay(new BigDecimal("1000000")))
+						.provider("rig", ProviderLimits.unlimited().requestsPerMinute(100_000_000L)
+								.tokensPerMinute(1_000_000_000L)))
 				.build();
 	}
 

@@ -53,7 +53,7 @@ import reactor.util.context.Context;
 /**
  * End-to-end load rig: K concurrent streamed answers from the mock model server, in a JVM of its
  * own ({@link RigServer}), over loopback, read by {@link OpenAiCompatibleClient} through one shared
- * Reactor Netty pool, unguarded, guarded by the library's full policy, and guarded by the usual
+ * Reactor Netty pool, unguarded, guarded by the library's full policy with budgets, and guarded by the usual
  * alternative ({@code Flux.timeout} + resilience4j circuit breaker and bulkhead). Every variant
  * gets the same traffic in the same run; the rig reports this JVM's CPU time and allocation per
  * delivered token, retained heap per open stream, time to first token and GC time, then the goal
@@ -201,12 +201,12 @@ public final class LoadRig {
 
 	/**
 	 * The guard's own retained heap per open stream, without the network: {@code k} streams held
-	 * open on in-memory upstreams that have sent one token, guarded (the full policy) and not; the
+	 * open on in-memory upstreams that have sent one token, guarded (the full policy with budgets) and not; the
 	 * difference over {@code k}. The network passes measure the same thing end to end, where the
 	 * client's buffers in flight make the figure move by several hundred bytes per stream.
 	 */
 	private double isolatedGuardHeapPerStream(int k) {
-		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.fullPolicy(
+		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.budgetedPolicy(
 				new MicrometerGuardMetrics(new SimpleMeterRegistry()), k));
 		Context priority = Priority.P1.asContext();
 		long[] heap = new long[2];
@@ -234,7 +234,7 @@ public final class LoadRig {
 		Map<String, Function<ChatRequest, Flux<ChatChunk>>> all = new LinkedHashMap<>();
 		all.put(RigReport.UNGUARDED, client::stream);
 		guardMeters = new SimpleMeterRegistry();
-		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.fullPolicy(new MicrometerGuardMetrics(guardMeters), k));
+		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.budgetedPolicy(new MicrometerGuardMetrics(guardMeters), k));
 		Context priority = Priority.P1.asContext();
 		all.put(RigReport.GUARDED, request -> guard.call(request, client::stream).contextWrite(priority));
 		CircuitBreaker breaker = CircuitBreaker.of("rig", CircuitBreakerConfig.ofDefaults());
