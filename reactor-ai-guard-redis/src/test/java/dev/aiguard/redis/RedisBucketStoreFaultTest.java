@@ -118,6 +118,10 @@ class RedisBucketStoreFaultTest {
 			admitted += await(store.tryTake(TEN_PER_HOUR, "openai", 1)).taken() ? 1 : 0;
 		}
 		assertThat(admitted).isEqualTo(4);
+		// the empty share queues a reservation on its own refill: 5 per hour over 2 instances, one every 12 min
+		Take queued = await(store.reserve(TEN_PER_HOUR, "openai", 1, Duration.ofHours(1).toNanos()));
+		assertThat(queued.taken()).isTrue();
+		assertThat(Duration.ofNanos(queued.nanosToWait())).isBetween(Duration.ofMinutes(11), Duration.ofMinutes(12));
 		assertThat(await(store.tryTake(PLENTY_OF_ROOM, "fresh", 1))).as("a bucket never used while shared starts full")
 				.isEqualTo(Take.ofTaken(PLENTY_OF_ROOM.capacity() / 2 - 1));
 
@@ -167,6 +171,9 @@ class RedisBucketStoreFaultTest {
 				.withCauseInstanceOf(SharedStoreUnavailableException.class)
 				.withMessageContaining("'strict' cannot reach Redis and fails closed");
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(ANSWER_BOUND);
+		assertThat(store.reserve(TEN_PER_HOUR, "openai", 1, Duration.ofHours(1).toNanos())).as("a reservation too")
+				.failsWithin(ANSWER_BOUND).withThrowableThat()
+				.withCauseInstanceOf(SharedStoreUnavailableException.class);
 		assertThat(await(store.available(TEN_PER_HOUR, "openai"))).isZero();
 
 		redis.restart();
