@@ -46,7 +46,7 @@ import dev.aiguard.metrics.GuardMetrics;
  * CLOSED lets calls through and trips to OPEN when its {@link TripPolicy} reports a pressure of 1 or
  * more (after {@link BreakerConfig#minimumDwell()} when it was just re-closed). OPEN refuses calls
  * until its wait has passed; the next {@link #tryAcquire()} then moves it to HALF_OPEN — lazily, no
- * timer. HALF_OPEN lets probes through (a count or a share of traffic); it closes once
+ * timer — and holds that stay's first probe. HALF_OPEN lets probes through (a count or a share of traffic); it closes once
  * {@link BreakerConfig#successesToClose()} probes were healthy and the probes' pressure is below
  * {@code 1 - hysteresis} (and the dwell has passed) — with counted probes, only once that holds even if
  * every outstanding probe failed — and re-opens when the probes' pressure reaches 1,
@@ -227,7 +227,12 @@ public final class CircuitBreaker implements BreakerGate {
 						}
 						return reject(p, now, true);
 					}
-					transition(p, Phase.halfOpen(p, now, settings.config), "open wait elapsed");
+					BreakerConfig c = settings.config;
+					Phase h = Phase.halfOpen(p, now, c);
+					BreakerPermit first = claimOnEntry(h, c, rank);
+					if (transition(p, h, "open wait elapsed") && first != null) {
+						return first; // the call that ends the wait is the stay's first probe
+					}
 					break; // read the new phase
 				}
 				case HALF_OPEN: {
@@ -272,6 +277,29 @@ public final class CircuitBreaker implements BreakerGate {
 	private static boolean shareAdmits(Phase p, double share) {
 		long k = Phase.OFFERED.getAndIncrement(p);
 		return Math.ceil((k + 1) * share) > Math.ceil(k * share);
+	}
+
+	/**
+	 * Claims the first probe of a HALF_OPEN stay before the stay is published, so the call whose
+	 * transition wins holds that probe: a failed probe settled by another thread right after the
+	 * transition cannot leave the call that opened the stay with a refusal.
+	 *
+	 * @return the first probe's permit, or {@code null} when this call may not take it (a lower
+	 *         priority inside {@code p0ProbeWindow}, or no probe configured)
+	 */
+	private BreakerPermit claimOnEntry(Phase h, BreakerConfig c, int rank) {
+		if (rank > 0 && c.p0ProbeWindowNanos > 0) {
+			return null;
+		}
+		if (c.halfOpenProbes() > 0) {
+			h.granted = 1;
+			return new Permit(this, h, Permit.PROBE_SLOT);
+		}
+		if (c.halfOpenProbeRatio() > 0) {
+			h.offered = 1; // the first offered call is always within the share
+			return new Permit(this, h, Permit.PROBE);
+		}
+		return null;
 	}
 
 	private BreakerPermit acquireProbe(Phase p, long now, int rank) {

@@ -327,9 +327,9 @@ class PriorityLanesLincheckTest {
 	 * A permit given back on the fast path while the drain loop admits a newcomer of the same
 	 * lane: the request already waiting must get it, the newcomer queues behind it.
 	 *
-	 * <p>Fails today: {@code arrive} takes the freed permit for the newcomer ({@code takeFree}
-	 * looks at {@code available}, not at the waiters) before {@code dispatch} offers it to the
-	 * queue, so the newcomer jumps the waiter.
+	 * <p>Guards {@code arrive} looking at the waiters before it takes a free permit: were it to
+	 * look at {@code available} alone, the newcomer would take the permit before {@code dispatch}
+	 * offers it to the queue and jump the waiter.
 	 */
 	@Test
 	void aFreedPermitGoesToTheWaiterNotToARacingArrival() {

@@ -170,10 +170,8 @@ class CircuitBreakerLincheckTest {
 	/**
 	 * One probe fails while the other succeeds: the breaker must re-open, never close.
 	 *
-	 * <p>Fails today: a probe's result is counted in four separate counters (calls, failures, slow,
-	 * healthy) and {@code decideHalfOpen} reads them one by one, so the success can decide between
-	 * the failure's {@code probeCalls} and {@code probeFailures} increments, see two calls and no
-	 * failure, and close the breaker.
+	 * <p>Guards the single-CAS probe tally: were calls and failures counted separately, the success
+	 * could decide between the failure's two increments, see two calls and no failure, and close.
 	 */
 	@Test
 	void racingProbeResultsNeverCloseOnAFailedProbe() {
@@ -193,9 +191,9 @@ class CircuitBreakerLincheckTest {
 	 * The probe that closes the breaker races a call of the new CLOSED stay: that call must be
 	 * judged against a fresh window, not against the failures that tripped the breaker before.
 	 *
-	 * <p>Fails today: {@code close} publishes the CLOSED phase, then resets the window. A call
-	 * granted in between is recorded into the old window, its failure re-trips the breaker on the
-	 * old failures (OPEN again right after closing), and the reset then erases the call.
+	 * <p>Guards the order inside {@code close}: the window is reset before the CLOSED phase is
+	 * published. The other way round, a call granted in between would be recorded into the old
+	 * window, re-trip the breaker on the old failures, and then be erased by the reset.
 	 */
 	@Test
 	void aCallRightAfterClosingIsJudgedOnAFreshWindow() {
@@ -208,6 +206,26 @@ class CircuitBreakerLincheckTest {
 						List.of(List.of(actor(c, "record", 1, 0)),
 								List.of(actor(c, "acquire", 2), actor(c, "record", 2, 1))),
 						List.of(actor(c, "state"), actor(c, "snapshot"))))
+				.sequentialSpecification(TrippedSpec.class)
+				.check(c);
+	}
+
+	/**
+	 * The call whose acquire ends the open wait races a probe that fails at once: it must hold a
+	 * probe of the HALF_OPEN stay it opened, never be refused by the re-open that stay has already
+	 * seen (the other thread saw HALF_OPEN, so some acquire moved the breaker there, and only this one
+	 * could have).
+	 */
+	@Test
+	void theCallThatEndsTheOpenWaitHoldsTheFirstProbe() {
+		Class<?> c = TrippedBreaker.class;
+		new ModelCheckingOptions()
+				.iterations(0)
+				.invocationsPerIteration(500)
+				.addCustomScenario(Scenarios.of(List.of(),
+						List.of(List.of(actor(c, "acquire", 1)),
+								List.of(actor(c, "state"), actor(c, "acquire", 2), actor(c, "record", 2, 1))),
+						List.of(actor(c, "snapshot"))))
 				.sequentialSpecification(TrippedSpec.class)
 				.check(c);
 	}

@@ -125,9 +125,9 @@ class RetryBudgetLincheckTest {
 	}
 
 	/**
-	 * Fails today: {@code available()} reads the head, then the deposits, without re-checking the
-	 * head, so a grant and a request that land between those reads make it report a value the
-	 * budget never had. Here: one request earned nothing beyond the floor of 1; a retry (leaving 0)
+	 * Guards {@code available()} re-checking the head after reading the deposits: without it, a
+	 * grant and a request that land between those reads would make it report a value the budget
+	 * never had. Here: one request earned nothing beyond the floor of 1; a retry (leaving 0)
 	 * and a second request (leaving 1) race {@code available()}, which can answer 2.
 	 */
 	@Test
