@@ -38,6 +38,13 @@ class RealUpstreamTest {
 
 	static final JsonMapper JSON = JsonMapper.builder().build();
 
+	/**
+	 * The longest an answer may take. The failing answer runs three attempts with back-off and
+	 * then the ladder against a server that always fails: a few seconds normally, several times
+	 * that on a CI machine running other builds. A stream that never ends still fails the test.
+	 */
+	static final Duration WAIT = Duration.ofSeconds(60);
+
 	static final MockModelServer provider = MockModelServer.builder().random(() -> 0.0).build();
 
 	@DynamicPropertySource
@@ -61,7 +68,7 @@ class RealUpstreamTest {
 	@BeforeEach
 	void client() {
 		provider.resetFaults();
-		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(Duration.ofSeconds(20))
+		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT)
 			.build();
 	}
 
@@ -111,7 +118,7 @@ class RealUpstreamTest {
 			.exchange().expectStatus().isOk()
 			.returnResult(new ParameterizedTypeReference<ServerSentEvent<String>>() {
 			})
-			.getResponseBody().collectList().block(Duration.ofSeconds(20));
+			.getResponseBody().collectList().block(WAIT);
 	}
 
 	private static String text(List<ServerSentEvent<String>> events) {
