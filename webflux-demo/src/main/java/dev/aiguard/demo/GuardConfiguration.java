@@ -2,6 +2,7 @@ package dev.aiguard.demo;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.EnumSet;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -13,11 +14,13 @@ import dev.aiguard.boot.autoconfigure.AiGuardProperties;
 import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.core.Tenant;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
 import dev.aiguard.load.LoadGovernor;
@@ -107,7 +110,8 @@ class GuardConfiguration {
 	 * The ladder below the model, for the starter's policy {@code chat}: with the mock, a sibling
 	 * model of the breaker tree first ({@code Fallback.siblings}: {@code mock-small} when
 	 * {@code mock-large} cannot answer, on its own path); then the response cache, canned answers
-	 * on known topics, then a fixed message. Properties can name only the last rung; the policy's
+	 * on known topics, then a fixed message. Every trigger enters it but a client error and a budget's
+ * refusal, which the chat answers with 429. Properties can name only the last rung; the policy's
 	 * breaker path, which the sibling step needs, comes from the builder the starter filled in.
 	 */
 	@Bean
@@ -130,6 +134,8 @@ class GuardConfiguration {
 				.step(new DemoFaq().step())
 				.step(Fallback.staticText(f.staticText()))
 				.timeout(f.timeout())
+				// a budget's refusal is the caller's to hear (429 with Retry-After), not the ladder's to hide
+				.triggers(EnumSet.complementOf(EnumSet.of(FallbackTrigger.CLIENT_ERROR, FallbackTrigger.BUDGET)))
 				.build());
 		};
 	}
@@ -193,7 +199,8 @@ class GuardConfiguration {
 		GuardPolicy policy = chatPolicy(registry);
 		LoadGovernor governor = registry.load().orElse(null);
 		ChatHandler chat = new ChatHandler(libraryGuard.guard(), upstream, springAi, defaultClient, json,
-				(int) properties.chat().maxBodySize().toBytes(), governor);
+				(int) properties.chat().maxBodySize().toBytes(), governor,
+				Tenant.of(guardProperties.getBudgets().getDefaultTenant()));
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
 		PolicyHandler livePolicy = new PolicyHandler(libraryGuard, json);
 		// the same for the map types of the policy view
