@@ -25,6 +25,8 @@ import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
 import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.springai.AiGuardAdvisor;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
@@ -191,7 +193,8 @@ class GuardConfiguration {
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuardRegistry registry,
 			ModelUpstream upstream, SpringAiClient springAi, JsonMapper json,
-			GuardStats stats, AiGuardProperties guardProperties, GuardControl<ChatChunk> libraryGuard) {
+			GuardStats stats, AiGuardProperties guardProperties, GuardControl<ChatChunk> libraryGuard,
+			ObjectProvider<MeterRegistry> meters) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
@@ -210,7 +213,8 @@ class GuardConfiguration {
 				Clock.systemUTC(),
 				Objects.requireNonNull(policy.lanes(), "aiguard.policies.chat.lanes is not true"), stats, upstream,
 				defaultClient, governor, governor == null ? null : guardProperties.getLoad().getCapacity(),
-				registry.breakerTree().orElse(null));
+				registry.breakerTree().orElse(null),
+				new BudgetStatus(libraryGuard::policy, meters.getIfAvailable(SimpleMeterRegistry::new), upstream.mock()));
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)
