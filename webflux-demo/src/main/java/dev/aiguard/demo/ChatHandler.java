@@ -99,8 +99,9 @@ final class ChatHandler {
 
 	/**
 	 * Starts the answer, and holds the response's status back until the guard has let the request
-	 * in: the first chunk of an answer (a model's role announcement comes before its first token),
-	 * a fallback source chosen, the end of the answer, or {@link #ADMISSION_HOLD} passed. A budget
+	 * in: its first attempt sent (the library client), the first chunk of an answer (a model's role
+	 * announcement comes before its first token), a fallback source chosen, the end of the answer,
+	 * or {@link #ADMISSION_HOLD} passed. A budget
 	 * that refused the request before that gets a 429 with {@code Retry-After} instead of a stream;
 	 * every other answer is the contract's event stream, its events kept until the response is written.
 	 */
@@ -156,7 +157,7 @@ final class ChatHandler {
 		GuardSignals signals = GuardSignals.create();
 		SiblingModels.AnsweringModel sibling = new SiblingModels.AnsweringModel();
 		TokensSent sent = new TokensSent();
-		Flux<ServerSentEvent<String>> tokens = guarded(input)
+		Flux<ServerSentEvent<String>> tokens = guarded(input, admission)
 			.doOnNext(text -> admission.stream())
 			.filter(text -> !text.isEmpty())
 			.map(text -> {
@@ -204,10 +205,13 @@ final class ChatHandler {
 	 * The answer's text deltas. Either way the guard owns the request (the call form, which the
 	 * advisor uses too), so it can retry, shrink it, and hand it to the fallbacks.
 	 */
-	private Flux<String> guarded(ChatInput input) {
+	private Flux<String> guarded(ChatInput input, Admission admission) {
 		return switch (input.client()) {
-			case LIBRARY -> guard.call(ChatRequest.of(upstream.model(), input.messages()), upstream::stream)
-				.map(ChatChunk::text);
+			// an attempt sent means the budgets, the lanes and the breaker let the request in
+			case LIBRARY -> guard.call(ChatRequest.of(upstream.model(), input.messages()), request -> {
+				admission.stream();
+				return upstream.stream(request);
+			}).map(ChatChunk::text);
 			case SPRING_AI -> springAi.stream(input.messages(), input.priority(), input.tenant());
 		};
 	}
