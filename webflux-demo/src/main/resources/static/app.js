@@ -104,6 +104,7 @@
   async function send(prompt) {
     const priority = $('priority').value;
     const client = $('client').value;
+    const tenant = $('tenant').value.trim() || undefined;
     history.push({ role: 'user', content: prompt });
     bubble('user', prompt);
     const el = bubble('assistant', '');
@@ -120,13 +121,15 @@
       const response = await fetch('/api/chat', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'Accept': 'text/event-stream' },
-        body: JSON.stringify({ messages: history, priority, client }),
+        body: JSON.stringify({ messages: history, priority, client, tenant }),
         signal: controller.signal,
       });
       if (!response.ok) {
         const err = await response.json().catch(() => ({ error: 'http_' + response.status, message: response.statusText }));
         history.pop();
-        addMeta(el, [badge('refused: ' + err.error, 'outcome-error', { 'data-error': err.error }), note(err.message)]);
+        const wait = response.headers.get('Retry-After');
+        addMeta(el, [badge('refused: ' + err.error, 'outcome-error', { 'data-error': err.error }),
+          note(err.message + (wait ? ' · retry in ' + wait + ' s' : ''))]);
         ended = true;
         return;
       }
@@ -211,7 +214,8 @@
   const SLOW_FIRST_TOKEN_MS = 6000;
   const LOAD_PRESSURE_CAPACITY = 4;
   const FAULT_SWITCHES = ['fault-slow', 'fault-stall', 'fault-drop', 'fault-omit', 'fault-errors', 'fault-context',
-    'fault-load', 'fault-empty', 'fault-filter', 'fault-loop', 'fault-primary-down', 'fault-models-down'];
+    'fault-load', 'fault-empty', 'fault-filter', 'fault-loop', 'fault-primary-down', 'fault-models-down',
+    'fault-rate-limit'];
   // the chat's model and every model of its provider, read from /api/guard's breaker tree
   const models = { primary: 'mock-large', all: ['mock-large', 'mock-small'] };
   let changesSent = 0;        // numbered from 1, in the order the user made them
@@ -233,6 +237,7 @@
       case 'fault-loop': return { loopingAnswer: on(id) };
       case 'fault-primary-down': return { failingModels: on(id) ? [models.primary] : null };
       case 'fault-models-down': return { failingModels: on(id) ? models.all.slice() : null };
+      case 'fault-rate-limit': return { providerRateLimit: on(id) };
       case 'fault-errors': case 'fault-error-status': case 'fault-error-rate': {
         const status = Number($('fault-error-status').value);
         return {
@@ -262,6 +267,7 @@
     const everyModel = down.length > 0 && models.all.every((m) => down.includes(m));
     $('fault-models-down').checked = everyModel;
     $('fault-primary-down').checked = !everyModel && down.includes(models.primary);
+    $('fault-rate-limit').checked = p.providerRateLimit === true;
     const active = FAULT_SWITCHES.filter((id) => $(id).checked).length;
     $('fault-status').textContent = active ? active + ' fault(s) active — applies to new requests' : 'the model behaves';
   }
@@ -572,6 +578,53 @@
     $('counters').innerHTML = html;
   }
 
+  /**
+   * The budgets: one row per tenant seen and per provider key, a bar per limit (what is left of its
+   * capacity; red when in debt), the store's mode, throttled waits, refusals and the mock's 429s.
+   */
+  function renderBudgets(b) {
+    const card = $('budgets-card');
+    card.hidden = !b;
+    if (!b) return;
+    const mode = $('budget-mode');
+    mode.textContent = b.storeMode || '—';
+    mode.dataset.mode = b.storeMode || '';
+    const rows = [];
+    for (const t of b.tenants) rows.push({ kind: 'tenant', name: t.id, limits: t.limits });
+    for (const p of b.providers) rows.push({ kind: 'key', name: p.key, limits: p.limits });
+    const box = $('budgets');
+    box.replaceChildren();
+    for (const row of rows) {
+      for (const l of row.limits) {
+        if (!l.capacity) continue;
+        const line = document.createElement('div');
+        line.className = 'budget';
+        line.dataset.budget = row.kind + ':' + row.name + ':' + l.limit;
+        const left = Math.max(0, Math.min(100, (l.remaining / l.capacity) * 100));
+        const label = document.createElement('span');
+        label.className = 'budget-name';
+        label.textContent = row.kind + ' ' + row.name + ' · ' + l.limit;
+        const bar = document.createElement('div');
+        bar.className = 'meter budget-bar';
+        const fill = document.createElement('div');
+        fill.className = 'meter-fill';
+        fill.style.width = left + '%';
+        fill.style.background = l.remaining < 0 ? 'var(--bad)' : left < 20 ? 'var(--warn)' : 'var(--ok)';
+        bar.appendChild(fill);
+        const nums = document.createElement('span');
+        nums.className = 'budget-nums';
+        nums.textContent = l.remaining + ' / ' + l.capacity + ' per ' + l.per;
+        line.append(label, bar, nums);
+        box.appendChild(line);
+      }
+    }
+    if (!box.children.length) box.textContent = 'no budget used yet';
+    $('budget-throttled').textContent = b.throttled + (b.throttled ? ' (' + seconds(b.throttledMs) + ' in all)' : '');
+    $('budget-429s').textContent = b.provider429s == null ? '—' : b.provider429s;
+    $('budget-tenant-refusals').textContent = b.refusals.tenant;
+    $('budget-provider-refusals').textContent = b.refusals.provider;
+  }
+
   /** One node's counts: calls in its window, the share that failed, and the calls it refused. */
   function treeCounts(node) {
     return node.level.toLowerCase() + ', ' + node.calls + ' call' + (node.calls === 1 ? '' : 's')
@@ -642,6 +695,7 @@
       renderTree(s.breakerTree, s.breaker.name);
       renderLanes(s.lanes);
       renderLoad(s.load);
+      renderBudgets(s.budgets);
       renderChart(s.recent);
       renderCounters(s.counters, s.mock);
       const last = s.recent[s.recent.length - 1];

@@ -727,7 +727,9 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	void notAdmitted(Throwable rejection) {
 		lastError = rejection;
 		lastOutcome = Outcome.REJECTED;
-		fallbackOrFail(FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
+		boolean budget = rejection instanceof AdmissionRejectedException
+				&& ((AdmissionRejectedException) rejection).reason() == AdmissionRejectedException.Reason.BUDGET;
+		fallbackOrFail(budget ? FallbackTrigger.BUDGET : FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
 	}
 
 	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {

@@ -270,16 +270,44 @@ class GuardBudgetTest {
 	}
 
 	@Test
-	void aRefusedTenantTakesTheFallbackLadderWhenItIsEnteredByRejected() {
+	void aRefusedTenantTakesTheFallbackLadderWhenItIsEnteredByBudget() {
+		java.util.List<dev.aiguard.fallback.FallbackTrigger> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
 		AiGuard<ChatChunk> guard = AiGuard.of(policy(BudgetSpec.defaults()
 				.tenants(TenantLimits.unlimited().requestsPerMinute(1)))
 				.fallback(dev.aiguard.fallback.FallbackChain.<ChatChunk>builder()
+						.step(dev.aiguard.fallback.Fallback.<ChatChunk>lightweight(r -> {
+							seen.add(r.trigger());
+							return Flux.empty();
+						}))
 						.step(dev.aiguard.fallback.Fallback.staticText("over budget")).build())
 				.build());
 		StepVerifier.create(guard.call(ask("hi"), this::answer)).expectNextCount(4).verifyComplete();
 		StepVerifier.create(guard.call(ask("hi"), this::answer).filter(ChatChunk::hasContent).map(ChatChunk::text)
 				.reduce("", String::concat))
 				.expectNext("over budget").verifyComplete();
+		assertThat(calls).hasValue(1);
+		assertThat(seen).containsExactly(dev.aiguard.fallback.FallbackTrigger.BUDGET);
+	}
+
+	@Test
+	void aLadderEnteredByRejectedButNotByBudgetLeavesTheRefusalToTheCaller() {
+		AiGuard<ChatChunk> guard = AiGuard.of(policy(BudgetSpec.defaults()
+				.tenants(TenantLimits.unlimited().requestsPerMinute(1)))
+				.fallback(dev.aiguard.fallback.FallbackChain.<ChatChunk>builder()
+						.step(dev.aiguard.fallback.Fallback.staticText("busy"))
+						.triggers(java.util.EnumSet.complementOf(java.util.EnumSet.of(
+								dev.aiguard.fallback.FallbackTrigger.BUDGET, dev.aiguard.fallback.FallbackTrigger.CLIENT_ERROR)))
+						.build())
+				.build());
+		StepVerifier.create(guard.call(ask("hi"), this::answer).contextWrite(tenant("acme"))).expectNextCount(4)
+				.verifyComplete();
+		StepVerifier.create(guard.call(ask("hi"), this::answer).contextWrite(tenant("acme")))
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(AdmissionRejectedException.class);
+					assertThat(((AdmissionRejectedException) e).reason()).isEqualTo(AdmissionRejectedException.Reason.BUDGET);
+					assertThat(((AdmissionRejectedException) e).retryAfter()).isPresent();
+				})
+				.verify(Duration.ofSeconds(1));
 		assertThat(calls).hasValue(1);
 	}
 

@@ -21,6 +21,14 @@ public enum FallbackTrigger {
 	BREAKER_OPEN,
 	/** Admission refused the request: lane queue full, queue wait timed out, lanes disposed. */
 	REJECTED,
+	/**
+	 * A budget refused the request before anything was sent: its tenant is over a budget, or its
+	 * provider key would have the first attempt wait longer than allowed
+	 * ({@code AdmissionRejectedException} with reason {@code BUDGET}). Leave it out of a chain's
+	 * triggers to hand the refusal, with its {@code retryAfter}, to the caller (an HTTP 429) instead
+	 * of answering it from a cheaper source.
+	 */
+	BUDGET,
 	/** Every retry failed before the first token (or the retry budget was spent). */
 	RETRIES_EXHAUSTED,
 	/** The first-token deadline passed before any content arrived. */

@@ -80,7 +80,7 @@ class FallbackChainTest {
 	void clientErrorsDoNotEnterTheLadderByDefault() {
 		FallbackChain<String> chain = FallbackChain.<String>builder().step(STATIC).build();
 		assertThat(chain.triggers()).containsExactlyInAnyOrder(FallbackTrigger.BREAKER_OPEN, FallbackTrigger.REJECTED,
-				FallbackTrigger.RETRIES_EXHAUSTED, FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN, FallbackTrigger.INVALID_OUTPUT,
+				FallbackTrigger.BUDGET, FallbackTrigger.RETRIES_EXHAUSTED, FallbackTrigger.STALLED_BEFORE_FIRST_TOKEN, FallbackTrigger.INVALID_OUTPUT,
 				FallbackTrigger.LOAD);
 		assertThat(chain.isEnteredBy(FallbackTrigger.CLIENT_ERROR)).isFalse();
 		assertThat(chain.isEnteredBy(FallbackTrigger.BREAKER_OPEN)).isTrue();

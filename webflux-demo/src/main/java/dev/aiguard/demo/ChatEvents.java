@@ -4,6 +4,7 @@ import java.util.Locale;
 
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Tenant;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.provider.ContextLengthExceededException;
@@ -39,11 +40,12 @@ final class ChatEvents {
 		this.json = json;
 	}
 
-	ServerSentEvent<String> meta(String requestId, Priority priority, AnswerClient client) {
+	ServerSentEvent<String> meta(String requestId, Priority priority, AnswerClient client, Tenant tenant) {
 		return event("meta", json.createObjectNode()
 			.put("requestId", requestId)
 			.put("priority", priority.name())
-			.put("client", client.id()));
+			.put("client", client.id())
+			.put("tenant", tenant.id()));
 	}
 
 	ServerSentEvent<String> token(String text) {
@@ -93,6 +95,10 @@ final class ChatEvents {
 		if (e instanceof BreakerOpenException) {
 			return "breaker_open";
 		}
+		if (budgetRefusal(e) != null) {
+			// a budget said no after the answer had started: the provider key's wait was too long
+			return "budget";
+		}
 		if (e instanceof AdmissionRejectedException) {
 			return "rejected";
 		}
@@ -132,6 +138,14 @@ final class ChatEvents {
 			return "invalid_output";
 		}
 		return "internal";
+	}
+
+	/** @return the budget's refusal behind {@code error}, or {@code null} when it is something else */
+	@Nullable
+	static AdmissionRejectedException budgetRefusal(Throwable error) {
+		Throwable e = rootOf(error);
+		return e instanceof AdmissionRejectedException a && a.reason() == AdmissionRejectedException.Reason.BUDGET ? a
+				: null;
 	}
 
 	private static Throwable rootOf(Throwable error) {

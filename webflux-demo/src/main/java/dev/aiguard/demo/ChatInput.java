@@ -3,9 +3,11 @@ package dev.aiguard.demo;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Pattern;
 
 import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatMessage;
+import dev.aiguard.core.Tenant;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
@@ -13,23 +15,29 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * A checked {@code POST /api/chat} body:
- * {@code {"messages":[{"role","content"}...],"priority","client"}}.
+ * {@code {"messages":[{"role","content"}...],"priority","client","tenant"}}.
  *
  * @param messages the conversation, never empty
  * @param priority from the body, else the {@code X-Priority} header, else P1
  * @param client from the body, else the {@code client} query parameter, else {@code aiguard.chat.client}
+ * @param tenant from the body, else the {@code X-Tenant} header, else {@code aiguard.budgets.default-tenant}
  */
-record ChatInput(List<ChatMessage> messages, Priority priority, AnswerClient client) {
+record ChatInput(List<ChatMessage> messages, Priority priority, AnswerClient client, Tenant tenant) {
+
+	/** A tenant id the demo accepts: 1 to 64 letters, digits, '.', '_' or '-' (it becomes a metric tag). */
+	static final Pattern TENANT_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
 
 	/**
 	 * @param body the request body
 	 * @param priorityHeader the {@code X-Priority} header, or {@code null}
 	 * @param clientParam the {@code client} query parameter, or {@code null}
 	 * @param defaultClient the client of a request that names none
+	 * @param tenantHeader the {@code X-Tenant} header, or {@code null}
+	 * @param defaultTenant the tenant of a request that names none
 	 * @throws BadRequestException saying what is wrong, for a 400
 	 */
 	static ChatInput parse(JsonMapper json, String body, @Nullable String priorityHeader, @Nullable String clientParam,
-			AnswerClient defaultClient) {
+			AnswerClient defaultClient, @Nullable String tenantHeader, Tenant defaultTenant) {
 		if (body.isBlank()) {
 			throw BadRequestException.of("malformed_json", "the request body is empty; expected a JSON object");
 		}
@@ -58,7 +66,34 @@ record ChatInput(List<ChatMessage> messages, Priority priority, AnswerClient cli
 			messages.add(message(array.get(i), i));
 		}
 		return new ChatInput(List.copyOf(messages), priority(root.get("priority"), priorityHeader),
-				client(root.get("client"), clientParam, defaultClient));
+				client(root.get("client"), clientParam, defaultClient),
+				tenant(root.get("tenant"), tenantHeader, defaultTenant));
+	}
+
+	private static Tenant tenant(@Nullable JsonNode fromBody, @Nullable String fromHeader, Tenant fallback) {
+		String text;
+		String where;
+		if (fromBody != null && !fromBody.isNull()) {
+			if (!fromBody.isString()) {
+				throw BadRequestException.of("invalid_tenant", "tenant must be a string of 1 to 64 letters, digits, "
+						+ "'.', '_' or '-'");
+			}
+			text = fromBody.stringValue();
+			where = "tenant";
+		}
+		else if (fromHeader != null) {
+			text = fromHeader;
+			where = "X-Tenant";
+		}
+		else {
+			return fallback;
+		}
+		if (!TENANT_ID.matcher(text).matches()) {
+			String shown = text.length() > 64 ? text.substring(0, 64) + "..." : text;
+			throw BadRequestException.of("invalid_tenant", where + " '" + shown.replaceAll("\\p{Cntrl}", "?")
+					+ "' is not 1 to 64 letters, digits, '.', '_' or '-'");
+		}
+		return Tenant.of(text);
 	}
 
 	private static ChatMessage message(JsonNode node, int index) {

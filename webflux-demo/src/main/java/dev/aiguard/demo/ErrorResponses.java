@@ -5,11 +5,15 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.core.Tenant;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
-/** The demo's JSON error body: {@code {"error": code, "message": sentence}}, and a shed request's 503. */
+/**
+ * The demo's JSON error body: {@code {"error": code, "message": sentence}}, a shed request's 503 and
+ * a budget's 429.
+ */
 final class ErrorResponses {
 
 	private ErrorResponses() {
@@ -33,6 +37,24 @@ final class ErrorResponses {
 			.header("Retry-After", Long.toString(Math.max(1, (retryMs + 999) / 1000)))
 			.contentType(MediaType.APPLICATION_JSON)
 			.bodyValue(body);
+	}
+
+	/**
+	 * A request a budget refused before its answer started: 429 with {@code Retry-After} (whole
+	 * seconds, rounded up, at least 1) and {@code retryAfterMs} when the budget says when it has room,
+	 * without them when it cannot (the request alone is larger than the whole budget).
+	 */
+	static Mono<ServerResponse> budget(AdmissionRejectedException e, Tenant tenant) {
+		Map<String, Object> body = new LinkedHashMap<>();
+		body.put("error", "budget");
+		body.put("tenant", tenant.id());
+		body.put("message", e.getMessage());
+		ServerResponse.BodyBuilder response = ServerResponse.status(429).contentType(MediaType.APPLICATION_JSON);
+		e.retryAfter().map(Duration::toMillis).ifPresent(ms -> {
+			body.put("retryAfterMs", ms);
+			response.header("Retry-After", Long.toString(Math.max(1, (ms + 999) / 1000)));
+		});
+		return response.bodyValue(body);
 	}
 
 	static Mono<ServerResponse> of(int status, String code, String message) {

@@ -1,5 +1,6 @@
 package dev.aiguard.demo;
 
+import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -7,6 +8,7 @@ import java.util.Set;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.LoadPressure;
 import dev.aiguard.test.mock.MockModelServer;
+import dev.aiguard.test.mock.ProviderRateLimit;
 import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
@@ -31,7 +33,14 @@ final class FaultHandler {
 	/** The contract's fields, in the contract's order. */
 	static final List<String> FIELDS = List.of("firstTokenDelayMs", "tokenIntervalMs", "stallAfterTokens",
 			"dropAfterTokens", "errorRate", "errorStatus", "retryAfterSeconds", "contextLimitTokens", "omitTerminal",
-			"loadPressureCapacity", "emptyAnswer", "finishReason", "loopingAnswer", "failingModels");
+			"loadPressureCapacity", "emptyAnswer", "finishReason", "loopingAnswer", "failingModels", "providerRateLimit");
+
+	/**
+	 * The provider rate limit the switch turns on: 2 requests and 20 000 tokens per 4 s window, so a
+	 * few questions in a row meet it. The guard reads the mock's {@code x-ratelimit-*} headers and
+	 * waits for the window's reset instead of meeting its 429.
+	 */
+	static final ProviderRateLimit PROVIDER_RATE_LIMIT = new ProviderRateLimit(2, 20_000, Duration.ofSeconds(4));
 
 	/**
 	 * How the mock suffers past {@code loadPressureCapacity} concurrent requests: each capacity's
@@ -149,7 +158,8 @@ final class FaultHandler {
 				.withEmptyAnswer(bool(f, "emptyAnswer", base.emptyAnswer(), defaults.emptyAnswer()))
 				.withFinishReason(text(f, "finishReason", base.finishReason(), defaults.finishReason()))
 				.withLoopingAnswer(bool(f, "loopingAnswer", base.loopingAnswer(), defaults.loopingAnswer()))
-				.withFailingModels(names(f, "failingModels", base.failingModels(), defaults.failingModels()));
+				.withFailingModels(names(f, "failingModels", base.failingModels(), defaults.failingModels()))
+				.withProviderRateLimit(providerRateLimit(f, base.providerRateLimit(), defaults.providerRateLimit()));
 		}
 		catch (IllegalArgumentException e) {
 			throw BadRequestException.of("invalid_fault", e.getMessage());
@@ -191,6 +201,19 @@ final class FaultHandler {
 			throw new IllegalArgumentException("loadPressureCapacity must be between 1 and 1000, was " + capacity);
 		}
 		return pressure(capacity);
+	}
+
+	/** @return {@link #PROVIDER_RATE_LIMIT} for {@code true}, none for {@code false}; {@code absent} / {@code reset} as usual */
+	@Nullable
+	private static ProviderRateLimit providerRateLimit(ObjectNode f, @Nullable ProviderRateLimit absent,
+			@Nullable ProviderRateLimit reset) {
+		if (!f.has("providerRateLimit")) {
+			return absent;
+		}
+		if (f.get("providerRateLimit").isNull()) {
+			return reset;
+		}
+		return bool(f, "providerRateLimit", false, false) ? PROVIDER_RATE_LIMIT : null;
 	}
 
 	private static double number(ObjectNode f, String name, double absent, double reset) {
@@ -259,7 +282,7 @@ final class FaultHandler {
 	}
 
 	ObjectNode toJson(FaultProfile p) {
-		return json.createObjectNode()
+		ObjectNode node = json.createObjectNode()
 			.put("firstTokenDelayMs", p.firstTokenDelayMs())
 			.put("tokenIntervalMs", p.tokenIntervalMs())
 			.put("stallAfterTokens", p.stallAfterTokens())
@@ -275,6 +298,7 @@ final class FaultHandler {
 			.put("loopingAnswer", p.loopingAnswer())
 			.set("failingModels", p.failingModels().stream()
 				.collect(json::createArrayNode, (array, model) -> array.add(model), (a, b) -> a.addAll(b)));
+		return node.put("providerRateLimit", p.providerRateLimit() != null);
 	}
 
 	private Mono<ServerResponse> ok(FaultProfile profile) {

@@ -2,6 +2,7 @@ package dev.aiguard.demo;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.EnumSet;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -13,15 +14,19 @@ import dev.aiguard.boot.autoconfigure.AiGuardProperties;
 import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.breaker.BreakerPath;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.core.Tenant;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.fallback.ResponseCacheSpec;
 import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.springai.AiGuardAdvisor;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
@@ -107,7 +112,8 @@ class GuardConfiguration {
 	 * The ladder below the model, for the starter's policy {@code chat}: with the mock, a sibling
 	 * model of the breaker tree first ({@code Fallback.siblings}: {@code mock-small} when
 	 * {@code mock-large} cannot answer, on its own path); then the response cache, canned answers
-	 * on known topics, then a fixed message. Properties can name only the last rung; the policy's
+	 * on known topics, then a fixed message. Every trigger enters it but a client error and a budget's
+ * refusal, which the chat answers with 429. Properties can name only the last rung; the policy's
 	 * breaker path, which the sibling step needs, comes from the builder the starter filled in.
 	 */
 	@Bean
@@ -130,6 +136,8 @@ class GuardConfiguration {
 				.step(new DemoFaq().step())
 				.step(Fallback.staticText(f.staticText()))
 				.timeout(f.timeout())
+				// a budget's refusal is the caller's to hear (429 with Retry-After), not the ladder's to hide
+				.triggers(EnumSet.complementOf(EnumSet.of(FallbackTrigger.CLIENT_ERROR, FallbackTrigger.BUDGET)))
 				.build());
 		};
 	}
@@ -185,7 +193,8 @@ class GuardConfiguration {
 	@Bean
 	RouterFunction<ServerResponse> demoRoutes(DemoProperties properties, AiGuardRegistry registry,
 			ModelUpstream upstream, SpringAiClient springAi, JsonMapper json,
-			GuardStats stats, AiGuardProperties guardProperties, GuardControl<ChatChunk> libraryGuard) {
+			GuardStats stats, AiGuardProperties guardProperties, GuardControl<ChatChunk> libraryGuard,
+			ObjectProvider<MeterRegistry> meters) {
 		// Jackson builds and caches its tree (de)serializers under a lock on first use: requests racing
 		// to be first would park an event loop on it, so the handlers' one JSON type is made here
 		json.writeValueAsString(json.readTree("{\"warm\":[1,0.5,true,null,\"x\"]}"));
@@ -193,7 +202,8 @@ class GuardConfiguration {
 		GuardPolicy policy = chatPolicy(registry);
 		LoadGovernor governor = registry.load().orElse(null);
 		ChatHandler chat = new ChatHandler(libraryGuard.guard(), upstream, springAi, defaultClient, json,
-				(int) properties.chat().maxBodySize().toBytes(), governor);
+				(int) properties.chat().maxBodySize().toBytes(), governor,
+				Tenant.of(guardProperties.getBudgets().getDefaultTenant()));
 		FaultHandler faults = new FaultHandler(upstream.mock(), json);
 		PolicyHandler livePolicy = new PolicyHandler(libraryGuard, json);
 		// the same for the map types of the policy view
@@ -203,7 +213,8 @@ class GuardConfiguration {
 				Clock.systemUTC(),
 				Objects.requireNonNull(policy.lanes(), "aiguard.policies.chat.lanes is not true"), stats, upstream,
 				defaultClient, governor, governor == null ? null : guardProperties.getLoad().getCapacity(),
-				registry.breakerTree().orElse(null));
+				registry.breakerTree().orElse(null),
+				new BudgetStatus(libraryGuard::policy, meters.getIfAvailable(SimpleMeterRegistry::new), upstream.mock()));
 		return RouterFunctions.route()
 			.POST("/api/chat", chat::chat)
 			.GET("/api/faults", faults::get)

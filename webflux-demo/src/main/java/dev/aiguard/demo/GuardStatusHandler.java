@@ -26,7 +26,8 @@ import reactor.core.publisher.Mono;
  * {@code GET /api/guard}: a JSON snapshot for the live panel — the chat policy's endpoint breaker
  * (state, rates and waits: when an OPEN breaker lets the next request probe), the breaker tree it
  * sits in (each level's state and counts), per-lane occupancy, the load governor's level,
- * score and forecast, answer counters, the last
+ * score and forecast, the budgets (per tenant and provider key: what is left, the store's mode,
+ * throttled waits, refusals, the mock's 429s), answer counters, the last
  * requests, and where the mock listens and what it has seen.
  */
 final class GuardStatusHandler {
@@ -45,17 +46,20 @@ final class GuardStatusHandler {
 	private final Double capacity;
 	@Nullable
 	private final BreakerTree tree;
+	private final BudgetStatus budgets;
 
 	/**
 	 * @param wallClock for the epoch time of {@code openUntil}
 	 * @param governor the policy's load governor, or {@code null}
 	 * @param capacity its capacity in requests per second ({@code aiguard.load.capacity}), or {@code null}
 	 * @param tree the breaker tree ({@code aiguard.breaker-tree}), or {@code null}
+	 * @param budgets the chat policy's budgets, for the {@code budgets} section
 	 */
 	GuardStatusHandler(CircuitBreaker breaker, Clock wallClock, PriorityLanes lanes, GuardStats stats,
 			ModelUpstream upstream, AnswerClient defaultClient, @Nullable LoadGovernor governor,
-			@Nullable Double capacity, @Nullable BreakerTree tree) {
+			@Nullable Double capacity, @Nullable BreakerTree tree, BudgetStatus budgets) {
 		this.tree = tree;
+		this.budgets = budgets;
 		this.breaker = breaker;
 		this.wallClock = wallClock;
 		this.lanes = lanes;
@@ -81,6 +85,7 @@ final class GuardStatusHandler {
 		body.put("breakerTree", tree == null ? null : node(tree.snapshot()));
 		body.put("lanes", lanes());
 		body.put("load", load());
+		body.put("budgets", budgets.snapshot());
 		Map<String, Object> counters = new LinkedHashMap<>();
 		counters.put("requests", stats.requests());
 		counters.put("attempts", stats.attempts());

@@ -7,6 +7,7 @@ import java.util.Objects;
 
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Tenant;
 import dev.aiguard.springai.AiGuardAdvisor;
 import org.jspecify.annotations.Nullable;
 import org.springframework.ai.chat.client.ChatClient;
@@ -69,11 +70,11 @@ final class SpringAiClient {
 	 *         that carry none: the role, the finish reason, the usage); the advisor's guard answers
 	 *         from the fallbacks when the model cannot
 	 */
-	Flux<String> stream(List<ChatMessage> messages, Priority priority) {
+	Flux<String> stream(List<ChatMessage> messages, Priority priority, Tenant tenant) {
 		return chat()
 			.flatMapMany(chat -> chat
 				.prompt(new Prompt(toSpringAi(messages)))
-				.advisors(a -> a.param(AiGuardAdvisor.PRIORITY, priority))
+				.advisors(a -> a.param(AiGuardAdvisor.PRIORITY, priority).param(AiGuardAdvisor.TENANT, tenant))
 				.stream()
 				.chatClientResponse())
 			.map(SpringAiClient::text);

@@ -24,10 +24,11 @@ class ChatEndpointTest extends DemoTestSupport {
 
 		assertThat(events.get(0).event()).isEqualTo("meta");
 		JsonNode meta = data(events.get(0));
-		assertThat(meta.propertyNames()).containsExactly("requestId", "priority", "client");
+		assertThat(meta.propertyNames()).containsExactly("requestId", "priority", "client", "tenant");
 		assertThat(meta.get("requestId").stringValue()).isNotBlank();
 		assertThat(meta.get("priority").stringValue()).isEqualTo("P1");
 		assertThat(meta.get("client").stringValue()).as("aiguard.chat.client's default").isEqualTo("library");
+		assertThat(meta.get("tenant").stringValue()).as("aiguard.budgets.default-tenant").isEqualTo("default");
 
 		List<String> expected = MockAnswers.tokens("What does a circuit breaker do?");
 		assertThat(events.subList(1, events.size() - 1)).hasSize(expected.size()).allMatch(e -> "token".equals(e.event()));

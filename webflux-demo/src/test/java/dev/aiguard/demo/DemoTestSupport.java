@@ -8,6 +8,8 @@ import dev.aiguard.boot.autoconfigure.AiGuardRegistry;
 import dev.aiguard.breaker.BreakerNode;
 import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.LocalBucketStore;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import org.junit.jupiter.api.BeforeEach;
@@ -28,7 +30,8 @@ import tools.jackson.databind.json.JsonMapper;
  * The running demo on a random loopback port, shared by the test classes (one Spring context):
  * a fast mock, short deadlines, a breaker that trips after a handful of calls, an OpenAI SDK timeout
  * of 3 s under the Spring AI client. Each test starts from a well-behaved mock with an empty request
- * log and a breaker tree whose breakers are all closed and empty.
+ * log and a fresh provider rate-limit window, full budgets, and a breaker tree whose breakers are
+ * all closed and empty.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		"aiguard.mock.first-token-delay=5ms",
@@ -77,6 +80,10 @@ abstract class DemoTestSupport {
 	@Autowired
 	JsonMapper json;
 
+	/** Where the budgets' buckets live: the in-process store, unless a test's context shares them through Redis. */
+	@Autowired
+	BucketStore bucketStore;
+
 	WebTestClient client;
 
 	/** Whether this JVM has answered through the Spring AI client yet. */
@@ -90,6 +97,11 @@ abstract class DemoTestSupport {
 		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT).build();
 		restartTheMockWhenItsLoopsWereDisposed();
 		mock.resetFaults();
+		mock.resetProviderWindow();
+		// every test starts with full budgets: no test inherits another's spending
+		if (bucketStore instanceof LocalBucketStore local) {
+			local.clear();
+		}
 		warmUpSpringAi();
 		closeWithEmptyWindows(tree);
 		mock.clearRequests();

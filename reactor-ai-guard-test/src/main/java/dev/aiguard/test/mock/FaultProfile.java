@@ -57,13 +57,17 @@ import org.jspecify.annotations.Nullable;
  *        answered with {@code errorStatus} (its {@code Retry-After} and body too) every time,
  *        whatever {@code errorRate} says, while other models answer as the rest of the profile
  *        says; empty = none. Kept in the order given, without repeats
+ * @param providerRateLimit the rate limit of the provider key: a fixed window of requests and tokens
+ *        for the OpenAI chat route, with live {@code x-ratelimit-*} headers (they replace
+ *        {@code rateLimits}) and a 429 for a request over it ({@link ProviderRateLimit});
+ *        {@code null} = no limit
  */
 public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 		@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
 		@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
 		@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
 		@Nullable LoadPressure loadPressure, boolean emptyAnswer, @Nullable String finishReason,
-		boolean loopingAnswer, Set<String> failingModels) {
+		boolean loopingAnswer, Set<String> failingModels, @Nullable ProviderRateLimit providerRateLimit) {
 
 	/** The phrase a looping answer repeats. */
 	public static final String LOOP_PHRASE = "As I said before, ";
@@ -112,6 +116,18 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		failingModels = models(failingModels);
 	}
 
+	/** A profile without a provider rate limit. */
+	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
+			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
+			@Nullable Integer contextLimitTokens, boolean omitTerminal, @Nullable String errorBody,
+			@Nullable Integer inBandErrorAfterTokens, String inBandErrorType, @Nullable RateLimits rateLimits,
+			@Nullable LoadPressure loadPressure, boolean emptyAnswer, @Nullable String finishReason,
+			boolean loopingAnswer, Set<String> failingModels) {
+		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
+				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
+				rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer, failingModels, null);
+	}
+
 	/** A profile in which every model answers alike. */
 	public FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullable Integer stallAfterTokens,
 			@Nullable Integer dropAfterTokens, double errorRate, int errorStatus, int retryAfterSeconds,
@@ -121,7 +137,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 			boolean loopingAnswer) {
 		this(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
-				rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer, Set.of());
+				rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer, Set.of(), null);
 	}
 
 	/** A profile whose answers have their usual content and finish reason. */
@@ -164,7 +180,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelay, tokenInterval, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/** @return a copy that stalls after {@code tokens} content chunks ({@code null}: never) */
@@ -172,7 +188,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, tokens, dropAfterTokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/** @return a copy that drops the connection after {@code tokens} content chunks ({@code null}: never) */
@@ -180,7 +196,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, tokens, errorRate, errorStatus,
 				retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/**
@@ -193,7 +209,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, rate, status,
 				retryAfter, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens, inBandErrorType,
 				rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/**
@@ -205,7 +221,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, body, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/** @return a copy with a context limit ({@code null}: none) */
@@ -213,7 +229,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, tokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/** @return a copy that does or does not omit the terminal marker */
@@ -221,7 +237,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omit, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/**
@@ -241,7 +257,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, tokens, type, rateLimits,
 				loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/**
@@ -253,7 +269,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, limits, loadPressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/**
@@ -264,7 +280,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, pressure, emptyAnswer, finishReason,
-				loopingAnswer, failingModels);
+				loopingAnswer, failingModels, providerRateLimit);
 	}
 
 	/**
@@ -284,7 +300,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, empty, finishReason, loopingAnswer,
-				failingModels);
+				failingModels, providerRateLimit);
 	}
 
 	/**
@@ -296,7 +312,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, reason, loopingAnswer,
-				failingModels);
+				failingModels, providerRateLimit);
 	}
 
 	/**
@@ -307,7 +323,7 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, looping,
-				failingModels);
+				failingModels, providerRateLimit);
 	}
 
 	/**
@@ -319,12 +335,24 @@ public record FaultProfile(long firstTokenDelayMs, long tokenIntervalMs, @Nullab
 		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
 				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
 				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer,
-				models(models));
+				models(models), providerRateLimit);
 	}
 
 	/** @return a copy in which requests naming one of {@code models} get {@code errorStatus} every time */
 	public FaultProfile withFailingModels(String... models) {
 		return withFailingModels(Arrays.asList(models));
+	}
+
+	/**
+	 * @param limit the provider key's window of requests and tokens ({@code null}: no limit)
+	 * @return a copy whose OpenAI chat route counts requests and tokens in {@code limit}'s window,
+	 *         answers with its live {@code x-ratelimit-*} headers and refuses a request over it with 429
+	 */
+	public FaultProfile withProviderRateLimit(@Nullable ProviderRateLimit limit) {
+		return new FaultProfile(firstTokenDelayMs, tokenIntervalMs, stallAfterTokens, dropAfterTokens, errorRate,
+				errorStatus, retryAfterSeconds, contextLimitTokens, omitTerminal, errorBody, inBandErrorAfterTokens,
+				inBandErrorType, rateLimits, loadPressure, emptyAnswer, finishReason, loopingAnswer, failingModels,
+				limit);
 	}
 
 	/** @return whether a request for {@code model} is answered with {@code errorStatus} whatever the error rate */

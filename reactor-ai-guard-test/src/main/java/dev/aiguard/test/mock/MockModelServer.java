@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.UnaryOperator;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -59,7 +60,9 @@ import reactor.netty.http.server.HttpServerResponse;
  * Counters in {@link #stats()} record what happened, including answers the client abandoned
  * ({@code cancelled}: the connection closed before the answer ended). A profile with
  * {@link FaultProfile#withLoadPressure load pressure} answers worse the more requests are in
- * progress. Every request, on any route,
+ * progress. A profile with a {@link FaultProfile#withProviderRateLimit provider rate limit}
+ * counts the OpenAI chat requests and their tokens in a fixed window, sends the window's
+ * {@code x-ratelimit-*} headers and refuses a request over it with 429. Every request, on any route,
  * is kept in a bounded log: {@link #requests()}, {@link #lastRequest()}.
  */
 public final class MockModelServer implements AutoCloseable {
@@ -91,7 +94,9 @@ public final class MockModelServer implements AutoCloseable {
 	final AtomicLong inBandErrors = new AtomicLong();
 	final AtomicLong loadRefusals = new AtomicLong();
 	final AtomicLong loadSlowed = new AtomicLong();
+	final AtomicLong rateLimitRefusals = new AtomicLong();
 	final TokenPacer pacer = new TokenPacer();
+	final ProviderWindow providerWindow;
 
 	@Nullable
 	private volatile DisposableServer server;
@@ -104,6 +109,7 @@ public final class MockModelServer implements AutoCloseable {
 		this.port = builder.port;
 		this.faults = new AtomicReference<>(defaults);
 		this.capture = new RequestCapture(builder.captureLimit, OpenAiErrors.JSON);
+		this.providerWindow = new ProviderWindow(builder.nanoClock);
 	}
 
 	/** @return a builder: no faults, no pacing, a free port, {@link Math#random()} for error draws */
@@ -118,8 +124,15 @@ public final class MockModelServer implements AutoCloseable {
 		private DoubleSupplier random = Math::random;
 		private int port;
 		private int captureLimit = DEFAULT_CAPTURE_LIMIT;
+		private LongSupplier nanoClock = System::nanoTime;
 
 		private Builder() {
+		}
+
+		/** The clock of the provider rate limit's window ({@link FaultProfile#providerRateLimit()}), in nanoseconds. */
+		Builder nanoClock(LongSupplier clock) {
+			this.nanoClock = Objects.requireNonNull(clock, "clock");
+			return this;
 		}
 
 		/** The profile in force at start and after {@link MockModelServer#resetFaults()}. */
@@ -321,13 +334,22 @@ public final class MockModelServer implements AutoCloseable {
 	}
 
 	/**
-	 * Between tests: the profile the server started with, no queued profile, no captured request.
-	 * The counters of {@link #stats()} keep counting.
+	 * Between tests: the profile the server started with, no queued profile, no captured request, a
+	 * fresh provider rate-limit window. The counters of {@link #stats()} keep counting.
 	 */
 	public void reset() {
 		queued.clear();
 		faults.set(defaults);
 		capture.clear();
+		providerWindow.reset();
+	}
+
+	/**
+	 * Ends the provider rate limit's current window ({@link FaultProfile#withProviderRateLimit}): the
+	 * next chat request starts a new one, with everything available.
+	 */
+	public void resetProviderWindow() {
+		providerWindow.reset();
 	}
 
 	/** @return the profile {@link #resetFaults()} restores */
@@ -339,7 +361,7 @@ public final class MockModelServer implements AutoCloseable {
 	public Stats stats() {
 		return new Stats(chatRequests.get(), completed.get(), cancelled.get(), injectedErrors.get(),
 				contextRejections.get(), stalled.get(), dropped.get(), inProgress.get(), inBandErrors.get(),
-				loadRefusals.get(), loadSlowed.get());
+				loadRefusals.get(), loadSlowed.get(), rateLimitRefusals.get());
 	}
 
 	/**
@@ -357,9 +379,19 @@ public final class MockModelServer implements AutoCloseable {
 	 * @param inBandErrors answers ended by an in-band error
 	 * @param loadRefusals requests refused by the profile's {@link LoadPressure} (also in {@code injectedErrors})
 	 * @param loadSlowed requests whose first token the profile's {@link LoadPressure} delayed
+	 * @param rateLimitRefusals requests refused with 429 by the profile's {@link ProviderRateLimit}
+	 *        (not in {@code injectedErrors})
 	 */
 	public record Stats(long requests, long completed, long cancelled, long injectedErrors, long contextRejections,
-			long stalled, long dropped, long inProgress, long inBandErrors, long loadRefusals, long loadSlowed) {
+			long stalled, long dropped, long inProgress, long inBandErrors, long loadRefusals, long loadSlowed,
+			long rateLimitRefusals) {
+
+		/** Counters without the provider rate limit's refusals. */
+		public Stats(long requests, long completed, long cancelled, long injectedErrors, long contextRejections,
+				long stalled, long dropped, long inProgress, long inBandErrors, long loadRefusals, long loadSlowed) {
+			this(requests, completed, cancelled, injectedErrors, contextRejections, stalled, dropped, inProgress,
+					inBandErrors, loadRefusals, loadSlowed, 0L);
+		}
 	}
 
 	/** Binds the server; does nothing when it is running already. */

@@ -48,13 +48,25 @@ final class OpenAiEndpoint {
 	}
 
 	private Mono<Void> answer(long number, String body, FaultProfile taken, HttpServerResponse response) {
-		OpenAiErrors.rateLimitHeaders(response, taken.rateLimits());
+		if (taken.providerRateLimit() == null) {
+			// with a provider rate limit its window's live headers are sent instead
+			OpenAiErrors.rateLimitHeaders(response, taken.rateLimits());
+		}
 		Parsed request;
 		try {
 			request = parse(body);
 		}
 		catch (BadRequest e) {
 			return send(response, 400, write(OpenAiErrors.error("invalid_request_error", null, e.param, e.getMessage())), 0);
+		}
+		ProviderRateLimit rateLimit = taken.providerRateLimit();
+		if (rateLimit != null) {
+			ProviderWindow.Verdict verdict = server.providerWindow.take(rateLimit, windowTokens(taken, request));
+			OpenAiErrors.rateLimitHeaders(response, verdict.headers());
+			if (!verdict.admitted()) {
+				server.rateLimitRefusals.incrementAndGet();
+				return send(response, 429, write(OpenAiErrors.forStatus(429)), verdict.retryAfterSeconds());
+			}
 		}
 		FaultProfile profile = server.underLoad(taken);
 		if (profile.failsModel(request.model)
@@ -85,6 +97,18 @@ final class OpenAiEndpoint {
 				tokens, finishReason, promptTokens, request.includeUsage);
 		Ending ending = Ending.of(profile, tokens.size());
 		return request.stream ? stream(response, answer, ending, profile) : whole(response, answer, ending, profile);
+	}
+
+	/**
+	 * @return what a request costs in the provider rate limit's window: its prompt (estimated) and the
+	 *         content tokens of the answer it would get, cut at {@code max_tokens}
+	 */
+	private static long windowTokens(FaultProfile profile, Parsed request) {
+		int answer = content(profile, lastUserText(request.messages)).size();
+		if (request.maxTokens != null) {
+			answer = Math.min(answer, request.maxTokens);
+		}
+		return (long) COUNTER.count(request.messages) + answer;
 	}
 
 	/** @return the content tokens of the answer: none, the loop, or the answer to the question */

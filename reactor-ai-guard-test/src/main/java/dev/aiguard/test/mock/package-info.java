@@ -4,7 +4,7 @@
  * was sent, for tests and demos: {@link dev.aiguard.test.mock.MockModelServer} (streamed and whole
  * answers, {@code GET /v1/models}, OpenAI's error objects), its
  * {@link dev.aiguard.test.mock.FaultProfile} (pace, stalls, drops, error statuses and bodies,
- * in-band errors, context limit, rate-limit headers), the
+ * in-band errors, context limit, rate-limit headers, a provider rate limit with live headers and 429s), the
  * {@link dev.aiguard.test.mock.CapturedRequest}s it keeps, and the deterministic
  * {@link dev.aiguard.test.mock.MockAnswers}. A guide with examples is {@code docs/testing.md}.
  *
