@@ -276,6 +276,38 @@ class BrowserTest extends DemoTestSupport {
 		wait.until(d -> mock.faults().failingModels().isEmpty() && !d.findElement(By.id("fault-primary-down")).isSelected());
 	}
 
+	@Test
+	void theTrialTenantIsRefusedOnThePageAndTheBudgetsCardShowsItsBucket() throws IOException {
+		driver.get("http://127.0.0.1:" + port + "/");
+		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
+		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
+		WebElement tenant = driver.findElement(By.id("tenant"));
+		tenant.clear();
+		tenant.sendKeys("trial");
+
+		// the trial tenant has three requests a minute: the fourth question is refused before it starts
+		for (int i = 1; i <= 4; i++) {
+			int answers = answers().size();
+			type("trial question " + i);
+			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
+		}
+		List<WebElement> all = answers();
+		assertThat(all.get(2).findElements(By.cssSelector("[data-error]"))).as("the third is answered").isEmpty();
+		WebElement refused = all.get(3);
+		assertThat(refused.findElement(By.cssSelector("[data-error]")).getDomAttribute("data-error")).isEqualTo("budget");
+		assertThat(refused.getText()).contains("trial").containsPattern("retry in \\d+ s");
+		assertThat(mock.requests()).as("the refused question never reached the model").hasSize(3);
+
+		// the card is drawn at the next poll: the trial tenant's request bucket, spent
+		wait.until(d -> {
+			List<WebElement> rows = d.findElements(By.cssSelector("#budgets .budget[data-budget='tenant:trial:requests']"));
+			return !rows.isEmpty() && rows.get(0).getText().contains("0 / 3");
+		});
+		assertThat(driver.findElement(By.id("budgets-card")).isDisplayed()).isTrue();
+		assertThat(driver.findElement(By.id("budget-tenant-refusals")).getText()).isEqualTo("1");
+		shoot("5-budgets");
+	}
+
 	/** @return the state the page's tree shows for a breaker, read in one go (the list is redrawn every second) */
 	private String treeState(String breakerName) {
 		Object state = js("const li = document.querySelector(\"#breaker-tree li[data-breaker='\" + arguments[0] + \"']\");"
@@ -347,7 +379,7 @@ class BrowserTest extends DemoTestSupport {
 
 	private static final List<String> SWITCHES = List.of("fault-slow", "fault-stall", "fault-drop", "fault-omit",
 			"fault-errors", "fault-context", "fault-load", "fault-empty", "fault-filter", "fault-loop",
-			"fault-primary-down", "fault-models-down");
+			"fault-primary-down", "fault-models-down", "fault-rate-limit");
 
 	private Map<String, Boolean> pageSwitches() {
 		Map<String, Boolean> on = new LinkedHashMap<>();
@@ -373,6 +405,7 @@ class BrowserTest extends DemoTestSupport {
 		boolean everyModel = p.failingModels().containsAll(List.of(PRIMARY, SIBLING));
 		on.put("fault-primary-down", !everyModel && p.failsModel(PRIMARY));
 		on.put("fault-models-down", everyModel);
+		on.put("fault-rate-limit", p.providerRateLimit() != null);
 		return on;
 	}
 

@@ -79,6 +79,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		// the soak counts what the breaker and the ladder do; a governor shedding on top would blur it
 		"aiguard.load.enabled=false",
+		// every request still takes from its tenant's and the key's buckets, none is refused: the
+		// soak is about faults, and it sends a few hundred requests a second
+		"aiguard.budgets.tenant.requests-per-minute=10000000",
+		"aiguard.budgets.tenant.tokens-per-minute=2000000000",
+		"aiguard.budgets.provider.requests-per-minute=10000000",
+		"aiguard.budgets.provider.tokens-per-minute=2000000000",
 		"aiguard.mock.first-token-delay=5ms",
 		"aiguard.mock.token-interval=2ms",
 		"aiguard.policies.chat.stall.first-token-timeout=1s",

@@ -37,8 +37,9 @@ class SpringAiClientTest extends DemoTestSupport {
 
 		JsonNode meta = data(events.get(0));
 		assertThat(events.get(0).event()).isEqualTo("meta");
-		assertThat(meta.propertyNames()).containsExactly("requestId", "priority", "client");
+		assertThat(meta.propertyNames()).containsExactly("requestId", "priority", "client", "tenant");
 		assertThat(meta.get("priority").stringValue()).isEqualTo("P2");
+		assertThat(meta.get("tenant").stringValue()).isEqualTo("default");
 		assertThat(meta.get("client").stringValue()).isEqualTo("spring-ai");
 		List<String> expected = MockAnswers.tokens(question);
 		assertThat(events.subList(1, events.size() - 1)).hasSize(expected.size())
