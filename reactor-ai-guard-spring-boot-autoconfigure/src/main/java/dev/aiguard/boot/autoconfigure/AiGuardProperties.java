@@ -1140,7 +1140,10 @@ public class AiGuardProperties {
 		@Nullable
 		private String staticText;
 
-		/** What enters the ladder. Default: breaker open, rejected, retries exhausted, stalled before the first token. */
+		/**
+		 * What enters the ladder. Default: every trigger but {@code CLIENT_ERROR}. Leave out
+		 * {@code BUDGET} to hand a budget's refusal, with its retry-after, to the caller (an HTTP 429).
+		 */
 		private Set<FallbackTrigger> triggers = EnumSet.copyOf(FallbackTrigger.defaults());
 
 		/** How long a step may take to its first chunk before the next step runs; unset: no limit. */
