@@ -11,6 +11,7 @@ import dev.aiguard.budget.TenantLimits;
 import dev.aiguard.core.Priority;
 import dev.aiguard.metrics.GuardMetrics;
 import io.github.bucket4j.Bucket;
+import io.github.bucket4j.TimeMeter;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Mode;
@@ -27,7 +28,11 @@ import org.openjdk.jmh.annotations.State;
  * large enough never to refuse, so both measure the admitting path.
  *
  * <ul>
- * <li>{@code bareTryConsume}: {@code bucket.tryConsume(1)}, the baseline;</li>
+ * <li>{@code bareTryConsume}: {@code bucket.tryConsume(1)}, the baseline (Bucket4j's default
+ * millisecond clock);</li>
+ * <li>{@code bareTryConsumeNanos}, {@code bareProbeNanos}: floors, the same bucket on the
+ * nanosecond clock the local store uses, and with {@code tryConsumeAndReturnRemaining} (what a take
+ * that must report what is left costs); {@code nanoTime}: one clock read;</li>
  * <li>{@code budgetCheck}: a tenant with a requests-per-minute budget;</li>
  * <li>{@code budgetCheckWithReserve}: the same with {@code reserve(P0, 0.10)}, asked by a P1 request.</li>
  * </ul>
@@ -61,6 +66,7 @@ public class BudgetCheckBenchmark {
 	}
 
 	Bucket bare;
+	Bucket bareNanos;
 	BudgetGate gate;
 	BudgetGate reserving;
 	final Sink sink = new Sink();
@@ -69,6 +75,8 @@ public class BudgetCheckBenchmark {
 	public void setUp() {
 		bare = Bucket.builder().addLimit(limit -> limit.capacity(PER_MINUTE).refillGreedy(PER_MINUTE, Duration.ofMinutes(1)))
 				.build();
+		bareNanos = Bucket.builder().withCustomTimePrecision(TimeMeter.SYSTEM_NANOTIME)
+				.addLimit(limit -> limit.capacity(PER_MINUTE).refillGreedy(PER_MINUTE, Duration.ofMinutes(1))).build();
 		BudgetSpec spec = BudgetSpec.defaults().tenants(TenantLimits.unlimited().requestsPerMinute(PER_MINUTE));
 		gate = BudgetGate.create("bench", spec, LocalBucketStore.create(), GuardMetrics.noop());
 		reserving = BudgetGate.create("bench", spec.reserve(Priority.P0, 0.10), LocalBucketStore.create(),
@@ -78,6 +86,21 @@ public class BudgetCheckBenchmark {
 	@Benchmark
 	public boolean bareTryConsume() {
 		return bare.tryConsume(1);
+	}
+
+	@Benchmark
+	public boolean bareTryConsumeNanos() {
+		return bareNanos.tryConsume(1);
+	}
+
+	@Benchmark
+	public Object bareProbeNanos() {
+		return bareNanos.tryConsumeAndReturnRemaining(1);
+	}
+
+	@Benchmark
+	public long nanoTime() {
+		return System.nanoTime();
 	}
 
 	@Benchmark

@@ -151,5 +151,44 @@ public interface BucketStore {
 
 		/** @see BucketStore#available */
 		long available(BucketSpec spec, String id);
+
+		/**
+		 * @return the bucket of {@code spec} and {@code id}, looked up once for a caller that takes
+		 *         from it on every request (the guard keeps one per tenant bucket); the default looks
+		 *         it up on each take
+		 */
+		default Resolved resolve(BucketSpec spec, String id) {
+			Immediate store = this;
+			return new Resolved() {
+				@Override
+				public long tryTake(long units) {
+					return store.tryTake(spec, id, units);
+				}
+
+				@Override
+				public boolean tryTakeQuietly(long units) {
+					return Take.isTaken(store.tryTake(spec, id, units));
+				}
+			};
+		}
+
+		/** One bucket of an {@link Immediate} store, looked up once. */
+		interface Resolved {
+
+			/**
+			 * @param units {@code > 0}
+			 * @return the same as {@link Immediate#tryTake} for this bucket
+			 */
+			long tryTake(long units);
+
+			/**
+			 * Takes {@code units} when the bucket holds them, like {@link Immediate#tryTake} but
+			 * without working out what is left or how long to wait.
+			 *
+			 * @param units {@code > 0}
+			 * @return whether the units were taken
+			 */
+			boolean tryTakeQuietly(long units);
+		}
 	}
 }

@@ -90,6 +90,10 @@ public final class BudgetGate {
 		/** By priority ordinal, then bucket (requests, tokens, cost): units a request must leave. */
 		final long[][] floors;
 		final TenantLimits limits;
+		/** The buckets looked up once in a synchronous store; {@code null} for a missing bucket or an asynchronous store. */
+		BucketStore.Immediate.@Nullable Resolved requestsAt;
+		BucketStore.Immediate.@Nullable Resolved tokensAt;
+		BucketStore.Immediate.@Nullable Resolved costAt;
 
 		TenantBudget(String id, TenantLimits limits, BudgetSpec spec) {
 			this.id = id;
@@ -213,6 +217,12 @@ public final class BudgetGate {
 
 	private TenantBudget newTenant(String id) {
 		TenantBudget t = new TenantBudget(id, spec.limitsOf(id), spec);
+		BucketStore.Immediate sync = now;
+		if (sync != null) {
+			t.requestsAt = t.requests == null ? null : sync.resolve(t.requests, id);
+			t.tokensAt = t.tokens == null ? null : sync.resolve(t.tokens, id);
+			t.costAt = t.cost == null ? null : sync.resolve(t.cost, id);
+		}
 		if (store != null) {
 			gauge("tenant", id, REQUESTS, t.requests);
 			gauge("tenant", id, TOKENS, t.tokens);
@@ -339,18 +349,18 @@ public final class BudgetGate {
 			new AsyncAdmission(tenant, priority, new long[] { 1L, tokenUnits, costUnits }, floors, to).step(0);
 			return;
 		}
-		long r = tenant.requests == null ? 0L : take(sync, tenant.requests, tenant.id, 1L, floors[0]);
+		long r = tenant.requests == null ? 0L : take(sync, tenant.requestsAt, tenant.requests, tenant.id, 1L, floors[0]);
 		if (!Take.isTaken(r)) {
 			to.budgetRefused(refusal(tenant, priority, 0, r));
 			return;
 		}
-		long t = tenant.tokens == null ? 0L : take(sync, tenant.tokens, tenant.id, tokenUnits, floors[1]);
+		long t = tenant.tokens == null ? 0L : take(sync, tenant.tokensAt, tenant.tokens, tenant.id, tokenUnits, floors[1]);
 		if (!Take.isTaken(t)) {
 			giveBack(sync, tenant.requests, tenant.id, 1L);
 			to.budgetRefused(refusal(tenant, priority, 1, t));
 			return;
 		}
-		long c = tenant.cost == null ? 0L : take(sync, tenant.cost, tenant.id, costUnits, floors[2]);
+		long c = tenant.cost == null ? 0L : take(sync, tenant.costAt, tenant.cost, tenant.id, costUnits, floors[2]);
 		if (!Take.isTaken(c)) {
 			giveBack(sync, tenant.requests, tenant.id, 1L);
 			giveBack(sync, tenant.tokens, tenant.id, tokenUnits);
@@ -360,9 +370,23 @@ public final class BudgetGate {
 		to.budgetAdmitted(tenant.tokens == null ? 0L : tokenUnits, tenant.cost == null ? 0L : costUnits);
 	}
 
-	/** Takes {@code units} unless that would leave less than {@code floor}; packed. */
-	private static long take(BucketStore.Immediate sync, BucketSpec bucket, String id, long units, long floor) {
-		long packed = sync.tryTake(bucket, id, units);
+	/** A take that did not say what is left: only {@link Take#isTaken} is read from it. */
+	private static final long TAKEN_QUIETLY = Take.packTaken(0L);
+
+	/**
+	 * Takes {@code units} unless that would leave less than {@code floor}; packed. Without a floor
+	 * the resolved bucket takes quietly, and only a refusal asks the store for its wait.
+	 */
+	private static long take(BucketStore.Immediate sync, BucketStore.Immediate.@Nullable Resolved at, BucketSpec bucket,
+			String id, long units, long floor) {
+		if (floor <= 0L && at != null) {
+			// refused: ask again with the wait (the bucket may have refilled since, then it takes)
+			return at.tryTakeQuietly(units) ? TAKEN_QUIETLY : at.tryTake(units);
+		}
+		long packed = at != null ? at.tryTake(units) : sync.tryTake(bucket, id, units);
+		if (floor <= 0L || Take.isTaken(packed) && Take.remaining(packed) >= floor) {
+			return packed; // the give-back below is built only when it may be needed
+		}
 		return keepFloor(packed, bucket, units, floor, () -> sync.giveBack(bucket, id, units));
 	}
 

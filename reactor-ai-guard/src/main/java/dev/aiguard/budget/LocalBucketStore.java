@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 
 import io.github.bucket4j.Bucket;
@@ -14,6 +15,7 @@ import io.github.bucket4j.TokensInheritanceStrategy;
 import io.github.bucket4j.UninterruptibleBlockingStrategy;
 import io.github.bucket4j.local.LocalBucket;
 import io.github.bucket4j.local.SynchronizationStrategy;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The in-process {@link BucketStore}: one lock-free Bucket4j bucket per spec name and id, created on
@@ -47,6 +49,8 @@ public final class LocalBucketStore implements BucketStore {
 	private final ConcurrentHashMap<String, ConcurrentHashMap<String, Slot>> shelves = new ConcurrentHashMap<>();
 	private final TimeMeter time;
 	private final Now now = new Now();
+	/** Counts {@link #clear()}s. */
+	private final AtomicInteger generation = new AtomicInteger();
 
 	private LocalBucketStore(TimeMeter time) {
 		this.time = time;
@@ -89,9 +93,14 @@ public final class LocalBucketStore implements BucketStore {
 	/** Forgets every bucket: the next use of a key starts full. */
 	public void clear() {
 		shelves.clear();
+		generation.incrementAndGet(); // resolved buckets look theirs up again
 	}
 
 	private Bucket bucket(BucketSpec spec, String id) {
+		return slot(spec, id).bucket;
+	}
+
+	private Slot slot(BucketSpec spec, String id) {
 		ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
 		if (shelf == null) {
 			shelf = shelves.computeIfAbsent(spec.name(), n -> new ConcurrentHashMap<>());
@@ -104,7 +113,42 @@ public final class LocalBucketStore implements BucketStore {
 		if (current != spec) {
 			reconfigure(slot, spec);
 		}
-		return slot.bucket;
+		return slot;
+	}
+
+	/** A bucket looked up once, and again after {@link #clear()} or when another spec moved it. */
+	private final class Bound implements Immediate.Resolved {
+		final BucketSpec spec;
+		final String id;
+		private volatile @Nullable Binding binding;
+
+		Bound(BucketSpec spec, String id) {
+			this.spec = spec;
+			this.id = id;
+		}
+
+		@Override
+		public long tryTake(long units) {
+			return Now.take(bucket(), checkUnits(units, 1));
+		}
+
+		@Override
+		public boolean tryTakeQuietly(long units) {
+			return bucket().tryConsume(checkUnits(units, 1));
+		}
+
+		private Bucket bucket() {
+			Binding b = binding;
+			if (b == null || b.generation != generation.get() || b.slot.spec != spec) {
+				int g = generation.get(); // read before the lookup: a clear() in between makes it look again
+				b = new Binding(slot(spec, id), g);
+				binding = b;
+			}
+			return b.slot.bucket;
+		}
+	}
+
+	private record Binding(Slot slot, int generation) {
 	}
 
 	/** A spec other than the bucket's (another instance, maybe other limits): the bucket moves to it, its fill kept in proportion. */
@@ -170,7 +214,11 @@ public final class LocalBucketStore implements BucketStore {
 
 		@Override
 		public long tryTake(BucketSpec spec, String id, long units) {
-			ConsumptionProbe probe = bucket(spec, id).tryConsumeAndReturnRemaining(checkUnits(units, 1));
+			return take(bucket(spec, id), checkUnits(units, 1));
+		}
+
+		static long take(Bucket bucket, long units) {
+			ConsumptionProbe probe = bucket.tryConsumeAndReturnRemaining(units);
 			return probe.isConsumed() ? Take.packTaken(probe.getRemainingTokens())
 					: Take.packRefused(probe.getNanosToWaitForRefill());
 		}
@@ -203,6 +251,11 @@ public final class LocalBucketStore implements BucketStore {
 		@Override
 		public long available(BucketSpec spec, String id) {
 			return bucket(spec, id).getAvailableTokens();
+		}
+
+		@Override
+		public Resolved resolve(BucketSpec spec, String id) {
+			return new Bound(Objects.requireNonNull(spec, "spec"), Objects.requireNonNull(id, "id"));
 		}
 	}
 

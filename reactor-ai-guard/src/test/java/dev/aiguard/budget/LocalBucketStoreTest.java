@@ -241,4 +241,79 @@ class LocalBucketStoreTest {
 		assertThat(perMinute.refilledIn(Duration.ofSeconds(30))).isEqualTo(3);
 		assertThat(perMinute.intervally().refilledIn(Duration.ofSeconds(30))).isEqualTo(6);
 	}
+	@Test
+	void aResolvedBucketIsTheSameBucketAndFollowsAClearAndANewSpec() {
+		BucketStore.Immediate.Resolved acme = now.resolve(perMinute, "acme");
+		assertThat(acme.tryTakeQuietly(2)).isTrue();
+		long packed = acme.tryTake(1);
+		assertThat(Take.remaining(packed)).as("the lookup's bucket").isEqualTo(3);
+		assertThat(now.available(perMinute, "acme")).isEqualTo(3);
+		assertThat(acme.tryTakeQuietly(4)).isFalse();
+		assertThat(Take.nanosToWait(acme.tryTake(4))).isEqualTo(Duration.ofSeconds(10).toNanos());
+
+		store.clear();
+		assertThat(acme.tryTakeQuietly(1)).as("a cleared store starts full, for the resolved bucket too").isTrue();
+		assertThat(now.available(perMinute, "acme")).isEqualTo(5);
+
+		// another spec of the same bucket (a live change): the resolved bucket sees it moved
+		BucketSpec doubled = BucketSpec.of("tenant.requests", 12, Duration.ofMinutes(1));
+		assertThat(now.available(doubled, "acme")).isEqualTo(10);
+		assertThat(Take.remaining(acme.tryTake(1))).as("back on its own spec, the fill kept in proportion").isEqualTo(4);
+		assertThatThrownBy(() -> acme.tryTakeQuietly(0)).isInstanceOf(IllegalArgumentException.class);
+	}
+
+	@Test
+	void racingTakesThroughAResolvedBucketNeverTakeMoreThanItHolds() {
+		for (int round = 0; round < 200; round++) {
+			store.clear();
+			BucketStore.Immediate.Resolved acme = now.resolve(perMinute, "acme");
+			AtomicInteger taken = new AtomicInteger();
+			Runnable take = () -> {
+				for (int i = 0; i < 4; i++) {
+					if (acme.tryTakeQuietly(1)) {
+						taken.incrementAndGet();
+					}
+				}
+			};
+			RaceTestUtils.race(take, take, take);
+			assertThat(taken.get()).isEqualTo(6);
+			assertThat(now.available(perMinute, "acme")).isZero();
+		}
+	}
+
+	@Test
+	void theDefaultResolveLooksTheBucketUpOnEachTake() {
+		BucketStore.Immediate plain = new BucketStore.Immediate() {
+			@Override
+			public long tryTake(BucketSpec spec, String id, long units) {
+				return now.tryTake(spec, id, units);
+			}
+
+			@Override
+			public void takeRegardless(BucketSpec spec, String id, long units) {
+				now.takeRegardless(spec, id, units);
+			}
+
+			@Override
+			public void giveBack(BucketSpec spec, String id, long units) {
+				now.giveBack(spec, id, units);
+			}
+
+			@Override
+			public void pause(BucketSpec spec, String id, Duration duration) {
+				now.pause(spec, id, duration);
+			}
+
+			@Override
+			public long available(BucketSpec spec, String id) {
+				return now.available(spec, id);
+			}
+		};
+		BucketStore.Immediate.Resolved acme = plain.resolve(perMinute, "acme");
+		assertThat(acme.tryTakeQuietly(5)).isTrue();
+		assertThat(Take.remaining(acme.tryTake(1))).isZero();
+		assertThat(acme.tryTakeQuietly(1)).isFalse();
+		store.clear();
+		assertThat(acme.tryTakeQuietly(1)).isTrue();
+	}
 }
