@@ -119,8 +119,9 @@ public interface BucketStore {
 	}
 
 	/**
-	 * The same operations as {@link BucketStore}, answered on the calling thread without
-	 * allocating. {@link #tryTake} packs its outcome in a {@code long} (see {@link Take#isTaken(long)}).
+	 * The same operations as {@link BucketStore}, answered on the calling thread, without futures
+	 * and without allocating anything of their own. {@link #tryTake} packs its outcome in a
+	 * {@code long} (see {@link Take#isTaken(long)}).
 	 */
 	interface Immediate {
 
