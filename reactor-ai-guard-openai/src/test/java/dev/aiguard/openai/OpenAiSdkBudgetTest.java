@@ -8,7 +8,9 @@ import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.GuardReport;
 import dev.aiguard.admission.AdmissionRejectedException;
+import dev.aiguard.budget.BucketSpec;
 import dev.aiguard.budget.BudgetSpec;
+import dev.aiguard.budget.LocalBucketStore;
 import dev.aiguard.budget.ProviderLimits;
 import dev.aiguard.budget.TenantLimits;
 import dev.aiguard.chat.ChatChunk;
@@ -84,8 +86,11 @@ class OpenAiSdkBudgetTest {
 		// the provider serves two requests per 3 s window; the guard's own view of the key is generous,
 		// so the first it hears of the limit is the SDK's 429
 		sdk.mock.faults(SdkMock.FAST.withProviderRateLimit(new ProviderRateLimit(2, 1_000_000, Duration.ofSeconds(3))));
+		LocalBucketStore store = LocalBucketStore.create();
+		BucketSpec keyRequests = BucketSpec.of("provider.requests", 600, Duration.ofMinutes(1));
 		AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("sdk-key")
 			.budget(BudgetSpec.defaults().provider("mock", ProviderLimits.unlimited().requestsPerMinute(600)))
+			.bucketStore(store)
 			.retry(RetryRules.backoff(2, Duration.ofMillis(50)).jitter(0))
 			.onReport(reports::add)
 			.build());
@@ -105,6 +110,8 @@ class OpenAiSdkBudgetTest {
 			.cache();
 		third.subscribe();
 		SdkMock.await(() -> sdk.mock.stats().rateLimitRefusals() - refusalsBefore, 1);
+		// the mock counts its 429 before the client reads it: wait until the guard has paused the key
+		SdkMock.await(() -> store.immediate().available(keyRequests, "mock") < 0 ? 1 : 0, 1);
 
 		// a request that comes after the 429 waits for the key instead of being sent into the limit
 		long started = System.nanoTime();
