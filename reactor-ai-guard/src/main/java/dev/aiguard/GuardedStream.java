@@ -727,8 +727,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	void notAdmitted(Throwable rejection) {
 		lastError = rejection;
 		lastOutcome = Outcome.REJECTED;
-		boolean budget = rejection instanceof AdmissionRejectedException
-				&& ((AdmissionRejectedException) rejection).reason() == AdmissionRejectedException.Reason.BUDGET;
+		boolean budget = rejection instanceof AdmissionRejectedException a
+				&& a.reason() == AdmissionRejectedException.Reason.BUDGET;
 		fallbackOrFail(budget ? FallbackTrigger.BUDGET : FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
 	}
 

@@ -90,7 +90,10 @@ public final class BudgetGate {
 		/** By priority ordinal, then bucket (requests, tokens, cost): units a request must leave. */
 		final long[][] floors;
 		final TenantLimits limits;
-		/** The buckets looked up once in a synchronous store; {@code null} for a missing bucket or an asynchronous store. */
+		/**
+		 * The buckets looked up once in a synchronous store: set for every bucket the tenant has
+		 * when the store is synchronous, {@code null} otherwise.
+		 */
 		BucketStore.Immediate.@Nullable Resolved requestsAt;
 		BucketStore.Immediate.@Nullable Resolved tokensAt;
 		BucketStore.Immediate.@Nullable Resolved costAt;
@@ -374,17 +377,17 @@ public final class BudgetGate {
 	private static final long TAKEN_QUIETLY = Take.packTaken(0L);
 
 	/**
-	 * Takes {@code units} unless that would leave less than {@code floor}; packed. Without a floor
-	 * the resolved bucket takes quietly, and only a refusal asks the store for its wait.
+	 * Takes {@code units} from the resolved bucket {@code at} unless that would leave less than
+	 * {@code floor}; packed. Without a floor it takes quietly, and only a refusal asks for the wait.
 	 */
-	private static long take(BucketStore.Immediate sync, BucketStore.Immediate.@Nullable Resolved at, BucketSpec bucket,
+	private static long take(BucketStore.Immediate sync, BucketStore.Immediate.Resolved at, BucketSpec bucket,
 			String id, long units, long floor) {
-		if (floor <= 0L && at != null) {
+		if (floor <= 0L) {
 			// refused: ask again with the wait (the bucket may have refilled since, then it takes)
 			return at.tryTakeQuietly(units) ? TAKEN_QUIETLY : at.tryTake(units);
 		}
-		long packed = at != null ? at.tryTake(units) : sync.tryTake(bucket, id, units);
-		if (floor <= 0L || Take.isTaken(packed) && Take.remaining(packed) >= floor) {
+		long packed = at.tryTake(units);
+		if (Take.isTaken(packed) && Take.remaining(packed) >= floor) {
 			return packed; // the give-back below is built only when it may be needed
 		}
 		return keepFloor(packed, bucket, units, floor, () -> sync.giveBack(bucket, id, units));

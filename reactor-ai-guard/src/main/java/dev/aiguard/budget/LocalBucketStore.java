@@ -129,7 +129,7 @@ public final class LocalBucketStore implements BucketStore {
 
 		@Override
 		public long tryTake(long units) {
-			return Now.take(bucket(), checkUnits(units, 1));
+			return take(bucket(), checkUnits(units, 1));
 		}
 
 		@Override
@@ -149,6 +149,13 @@ public final class LocalBucketStore implements BucketStore {
 	}
 
 	private record Binding(Slot slot, int generation) {
+	}
+
+	/** Takes {@code units}, packed with what is left or how long to wait (see {@link Take}). */
+	private static long take(Bucket bucket, long units) {
+		ConsumptionProbe probe = bucket.tryConsumeAndReturnRemaining(units);
+		return probe.isConsumed() ? Take.packTaken(probe.getRemainingTokens())
+				: Take.packRefused(probe.getNanosToWaitForRefill());
 	}
 
 	/** A spec other than the bucket's (another instance, maybe other limits): the bucket moves to it, its fill kept in proportion. */
@@ -215,12 +222,6 @@ public final class LocalBucketStore implements BucketStore {
 		@Override
 		public long tryTake(BucketSpec spec, String id, long units) {
 			return take(bucket(spec, id), checkUnits(units, 1));
-		}
-
-		static long take(Bucket bucket, long units) {
-			ConsumptionProbe probe = bucket.tryConsumeAndReturnRemaining(units);
-			return probe.isConsumed() ? Take.packTaken(probe.getRemainingTokens())
-					: Take.packRefused(probe.getNanosToWaitForRefill());
 		}
 
 		@Override

@@ -2,8 +2,8 @@ package dev.aiguard.demo;
 
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardSignals;
@@ -222,19 +222,20 @@ final class ChatHandler {
 	 */
 	static final class Admission {
 
-		private final AtomicReference<@Nullable Object> decision = new AtomicReference<>();
+		private final AtomicBoolean decided = new AtomicBoolean();
 		private final Sinks.One<AdmissionRejectedException> refused = Sinks.one();
 
 		/** The answer goes ahead: a budget refusal after this is an {@code error} event of the stream. */
 		void stream() {
-			if (decision.compareAndSet(null, STREAM)) {
+			// called for every chunk: a plain read once decided, no write
+			if (!decided.get() && decided.compareAndSet(false, true)) {
 				refused.tryEmitEmpty();
 			}
 		}
 
 		/** @return whether {@code refusal} decided (the response becomes a 429), false when the stream had */
 		boolean refuse(AdmissionRejectedException refusal) {
-			if (decision.compareAndSet(null, refusal)) {
+			if (decided.compareAndSet(false, true)) {
 				refused.tryEmitValue(refusal);
 				return true;
 			}
@@ -245,8 +246,6 @@ final class ChatHandler {
 		Mono<AdmissionRejectedException> decided(Duration hold) {
 			return refused.asMono().timeout(hold, Mono.fromRunnable(this::stream).then(refused.asMono()));
 		}
-
-		private static final Object STREAM = new Object();
 	}
 
 	/** Tokens sent so far; written and read only by the serialised signals of one answer. */

@@ -71,29 +71,17 @@ record ChatInput(List<ChatMessage> messages, Priority priority, AnswerClient cli
 	}
 
 	private static Tenant tenant(@Nullable JsonNode fromBody, @Nullable String fromHeader, Tenant fallback) {
-		String text;
-		String where;
-		if (fromBody != null && !fromBody.isNull()) {
-			if (!fromBody.isString()) {
-				throw BadRequestException.of("invalid_tenant", "tenant must be a string of 1 to 64 letters, digits, "
-						+ "'.', '_' or '-'");
-			}
-			text = fromBody.stringValue();
-			where = "tenant";
-		}
-		else if (fromHeader != null) {
-			text = fromHeader;
-			where = "X-Tenant";
-		}
-		else {
+		Named named = named(fromBody, "tenant", fromHeader, "X-Tenant", "invalid_tenant",
+				"tenant must be a string of 1 to 64 letters, digits, '.', '_' or '-'");
+		if (named == null) {
 			return fallback;
 		}
-		if (!TENANT_ID.matcher(text).matches()) {
-			String shown = text.length() > 64 ? text.substring(0, 64) + "..." : text;
-			throw BadRequestException.of("invalid_tenant", where + " '" + shown.replaceAll("\\p{Cntrl}", "?")
+		if (!TENANT_ID.matcher(named.text).matches()) {
+			String shown = named.text.length() > 64 ? named.text.substring(0, 64) + "..." : named.text;
+			throw BadRequestException.of("invalid_tenant", named.where + " '" + shown.replaceAll("\\p{Cntrl}", "?")
 					+ "' is not 1 to 64 letters, digits, '.', '_' or '-'");
 		}
-		return Tenant.of(text);
+		return Tenant.of(named.text);
 	}
 
 	private static ChatMessage message(JsonNode node, int index) {
@@ -118,52 +106,49 @@ record ChatInput(List<ChatMessage> messages, Priority priority, AnswerClient cli
 	}
 
 	private static Priority priority(@Nullable JsonNode fromBody, @Nullable String fromHeader) {
-		String text;
-		String where;
-		if (fromBody != null && !fromBody.isNull()) {
-			if (!fromBody.isString()) {
-				throw BadRequestException.of("unknown_priority", "priority must be a string: P0, P1 or P2");
-			}
-			text = fromBody.stringValue();
-			where = "priority";
-		}
-		else if (fromHeader != null) {
-			text = fromHeader;
-			where = "X-Priority";
-		}
-		else {
+		Named named = named(fromBody, "priority", fromHeader, "X-Priority", "unknown_priority",
+				"priority must be a string: P0, P1 or P2");
+		if (named == null) {
 			return Priority.P1;
 		}
 		try {
-			return Priority.parse(text);
+			return Priority.parse(named.text);
 		}
 		catch (IllegalArgumentException e) {
-			throw BadRequestException.of("unknown_priority", where + " '" + text + "' is not one of P0, P1, P2");
+			throw BadRequestException.of("unknown_priority", named.where + " '" + named.text + "' is not one of P0, P1, P2");
 		}
 	}
 
 	private static AnswerClient client(@Nullable JsonNode fromBody, @Nullable String fromQuery, AnswerClient fallback) {
-		String text;
-		String where;
-		if (fromBody != null && !fromBody.isNull()) {
-			if (!fromBody.isString()) {
-				throw BadRequestException.of("unknown_client", "client must be a string: library or spring-ai");
-			}
-			text = fromBody.stringValue();
-			where = "client";
-		}
-		else if (fromQuery != null) {
-			text = fromQuery;
-			where = "query parameter client";
-		}
-		else {
+		Named named = named(fromBody, "client", fromQuery, "query parameter client", "unknown_client",
+				"client must be a string: library or spring-ai");
+		if (named == null) {
 			return fallback;
 		}
 		try {
-			return AnswerClient.parse(text);
+			return AnswerClient.parse(named.text);
 		}
 		catch (IllegalArgumentException e) {
-			throw BadRequestException.of("unknown_client", where + " " + e.getMessage());
+			throw BadRequestException.of("unknown_client", named.where + " " + e.getMessage());
 		}
+	}
+
+	/** A value the request gave, and where it gave it (for the error message). */
+	private record Named(String text, String where) {
+	}
+
+	/**
+	 * @return the body's field when present and not null (it must be a string, else a 400 with
+	 *         {@code code} and {@code notAString}), else the header or query value, else {@code null}
+	 */
+	private static @Nullable Named named(@Nullable JsonNode fromBody, String field, @Nullable String other,
+			String otherName, String code, String notAString) {
+		if (fromBody != null && !fromBody.isNull()) {
+			if (!fromBody.isString()) {
+				throw BadRequestException.of(code, notAString);
+			}
+			return new Named(fromBody.stringValue(), field);
+		}
+		return other == null ? null : new Named(other, otherName);
 	}
 }

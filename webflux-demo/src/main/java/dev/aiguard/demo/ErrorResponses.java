@@ -34,7 +34,7 @@ final class ErrorResponses {
 		body.put("message", e.getMessage());
 		body.put("retryAfterMs", retryMs);
 		return ServerResponse.status(503)
-			.header("Retry-After", Long.toString(Math.max(1, (retryMs + 999) / 1000)))
+			.header("Retry-After", retryAfterSeconds(retryMs))
 			.contentType(MediaType.APPLICATION_JSON)
 			.bodyValue(body);
 	}
@@ -52,7 +52,7 @@ final class ErrorResponses {
 		ServerResponse.BodyBuilder response = ServerResponse.status(429).contentType(MediaType.APPLICATION_JSON);
 		e.retryAfter().map(Duration::toMillis).ifPresent(ms -> {
 			body.put("retryAfterMs", ms);
-			response.header("Retry-After", Long.toString(Math.max(1, (ms + 999) / 1000)));
+			response.header("Retry-After", retryAfterSeconds(ms));
 		});
 		return response.bodyValue(body);
 	}
@@ -62,5 +62,10 @@ final class ErrorResponses {
 		body.put("error", code);
 		body.put("message", message);
 		return ServerResponse.status(status).contentType(MediaType.APPLICATION_JSON).bodyValue(body);
+	}
+
+	/** @return a {@code Retry-After} value: whole seconds, rounded up, at least 1 */
+	private static String retryAfterSeconds(long millis) {
+		return Long.toString(Math.max(1, (millis + 999) / 1000));
 	}
 }

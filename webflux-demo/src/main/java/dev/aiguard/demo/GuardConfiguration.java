@@ -2,8 +2,8 @@ package dev.aiguard.demo;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.EnumSet;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.aiguard.AiGuard;
@@ -113,7 +113,7 @@ class GuardConfiguration {
 	 * model of the breaker tree first ({@code Fallback.siblings}: {@code mock-small} when
 	 * {@code mock-large} cannot answer, on its own path); then the response cache, canned answers
 	 * on known topics, then a fixed message. Every trigger enters it but a client error and a budget's
- * refusal, which the chat answers with 429. Properties can name only the last rung; the policy's
+	 * refusal, which the chat answers with 429. Properties can name only the last rung; the policy's
 	 * breaker path, which the sibling step needs, comes from the builder the starter filled in.
 	 */
 	@Bean
@@ -131,13 +131,15 @@ class GuardConfiguration {
 			if (path != null && upstream.mock() != null) {
 				ladder.step(Fallback.siblings(path.tree(), siblings::stream));
 			}
+			// a budget's refusal is the caller's to hear (429 with Retry-After), not the ladder's to hide
+			Set<FallbackTrigger> triggers = FallbackTrigger.defaults();
+			triggers.remove(FallbackTrigger.BUDGET);
 			builder.fallback(ladder
 				.step(Fallback.cache(cache))
 				.step(new DemoFaq().step())
 				.step(Fallback.staticText(f.staticText()))
 				.timeout(f.timeout())
-				// a budget's refusal is the caller's to hear (429 with Retry-After), not the ladder's to hide
-				.triggers(EnumSet.complementOf(EnumSet.of(FallbackTrigger.CLIENT_ERROR, FallbackTrigger.BUDGET)))
+				.triggers(triggers)
 				.build());
 		};
 	}
