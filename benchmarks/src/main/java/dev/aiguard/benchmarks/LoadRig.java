@@ -102,6 +102,19 @@ public final class LoadRig {
 	private SimpleMeterRegistry guardMeters = new SimpleMeterRegistry();
 	/** Where the pass in progress records first-token times: shared by the passes of one variant at one K. */
 	private volatile LatencyHistogram ttft = new LatencyHistogram();
+	/**
+	 * In a paired pass, the two variants the slots alternate between (even slots the first) and
+	 * where each records its first-token times; {@code null} otherwise.
+	 */
+	@Nullable
+	private volatile Paired paired;
+	/** The paired passes run so far. */
+	private final List<PairedTtft> pairedResults = new ArrayList<>();
+
+	/** What a paired pass runs: the variant of even slots, then of odd ones, and their first-token times. */
+	private record Paired(Function<ChatRequest, Flux<ChatChunk>> even, Function<ChatRequest, Flux<ChatChunk>> odd,
+			LatencyHistogram evenTtft, LatencyHistogram oddTtft) {
+	}
 
 	private LoadRig(Settings settings, OpenAiCompatibleClient client, ServerControl server) {
 		this.settings = settings;
@@ -115,13 +128,16 @@ public final class LoadRig {
 	 * @param args {@code --k=1000,5000,10000} (concurrencies); {@code --tokens} (per answer) and
 	 *        {@code --interval-ms} (between tokens), each one value or one per K, by default 100 tokens
 	 *        40 ms apart up to K = 1000 and K/25 ms apart above, in answers of 8 s (about 25 000
-	 *        tokens a second in all); {@code --first-ms=20}, {@code --rounds=2} (measured passes per variant,
-	 *        every other round in reverse order; the figures pool them)
-	 *        (before the first token), {@code --window-s=6} (measurement), {@code --warmup-s=2},
-	 *        {@code --variants=unguarded,guarded,alternative}, {@code --server-heap=1g},
+	 *        tokens a second in all); {@code --first-ms=20} (before the first token), {@code --rounds=2}
+	 *        (measured passes per variant, every other round in reverse order; the figures pool them),
+	 *        {@code --window-s=6} (measurement), {@code --warmup-s=2},
+	 *        {@code --variants=unguarded,guarded,alternative} (also {@code guarded-without-budget}: the guard
+	 *        with the full policy and no budget), {@code --server-heap=1g},
 	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say),
 	 *        {@code --histogram=true} (print, per measured pass, the classes that hold the retained
-	 *        heap per open stream; the histograms' collections add to the pass's time)
+	 *        heap per open stream; the histograms' collections add to the pass's time),
+	 *        {@code --paired=true} (after the measured rounds at the largest K, one pass in which half
+	 *        the slots run unguarded and half guarded at once: the first-token lines come from it)
 	 * @throws Exception when the server cannot be started or a pass cannot be run
 	 */
 	public static void main(String[] args) throws Exception {
@@ -130,6 +146,7 @@ public final class LoadRig {
 		Process server = startServer(settings);
 		Runtime.getRuntime().addShutdownHook(new Thread(server::destroyForcibly, "rig-server-stop"));
 		List<VariantResult> results;
+		List<PairedTtft> pairedTtfts;
 		double isolated;
 		try (ServerControl control = new ServerControl(server)) {
 			int maxK = Arrays.stream(settings.ks).max().orElseThrow();
@@ -145,6 +162,7 @@ public final class LoadRig {
 			System.out.println("# load rig: " + settings + ", server " + control.baseUrl());
 			LoadRig rig = new LoadRig(settings, client, control);
 			results = rig.run();
+			pairedTtfts = rig.pairedResults;
 			isolated = rig.isolatedGuardHeapPerStream(maxK);
 			pool.disposeLater().block(Duration.ofSeconds(10));
 		}
@@ -157,7 +175,11 @@ public final class LoadRig {
 		System.out.println();
 		System.out.print(RigReport.table(results));
 		System.out.println();
-		RigReport.lines(results).forEach(System.out::println);
+		System.out.println("CPU µs per token by thread:");
+		System.out.println();
+		System.out.print(RigReport.threadTable(results));
+		System.out.println();
+		RigReport.lines(results, pairedTtfts).forEach(System.out::println);
 		System.out.println("guard-heap-per-stream-isolated-bytes=" + RigReport.format(isolated, 0));
 		System.out.println("# wall time " + (System.nanoTime() - started) / 1_000_000_000 + " s");
 	}
@@ -195,8 +217,40 @@ public final class LoadRig {
 			for (String name : names) {
 				results.add(VariantResult.pooled(passes.get(name), ttfts.get(name)));
 			}
+			if (settings.paired() && k == Arrays.stream(settings.ks()).max().orElseThrow()
+					&& variants.containsKey(RigReport.UNGUARDED) && variants.containsKey(RigReport.GUARDED)) {
+				pairedResults.add(pairedPass(k, answerTokens, interval, variants.get(RigReport.UNGUARDED),
+						variants.get(RigReport.GUARDED), slots));
+			}
 		}
 		return results;
+	}
+
+	/**
+	 * One pass in which even slots run unguarded and odd ones guarded, at the same time on the same
+	 * connections: both halves see the same queueing and the same collections, so the difference
+	 * of their first-token times is what the guard adds, without the pass-to-pass spread that
+	 * separate passes carry. Its CPU figures mix both variants and are not used.
+	 */
+	private PairedTtft pairedPass(int k, int answerTokens, long interval, Function<ChatRequest, Flux<ChatChunk>> unguarded,
+			Function<ChatRequest, Flux<ChatChunk>> guarded, Slot[] slots) throws InterruptedException, IOException {
+		Paired p = new Paired(unguarded, guarded, new LatencyHistogram(), new LatencyHistogram());
+		paired = p;
+		try {
+			pass("paired", k, answerTokens, interval, unguarded, slots, Duration.ofSeconds(settings.windowSeconds()),
+					new LatencyHistogram(), false);
+		}
+		finally {
+			paired = null;
+		}
+		PairedTtft result = new PairedTtft(k, p.evenTtft(), p.oddTtft());
+		System.out.printf("# paired k=%d: first token p50 %s / %s ms, p99 %s / %s ms (unguarded / guarded, %d / %d streams)%n",
+				k, RigReport.format(result.unguarded().percentileMillis(50), 2),
+				RigReport.format(result.guarded().percentileMillis(50), 2),
+				RigReport.format(result.unguarded().percentileMillis(99), 2),
+				RigReport.format(result.guarded().percentileMillis(99), 2), result.unguarded().count(),
+				result.guarded().count());
+		return result;
 	}
 
 	/**
@@ -237,6 +291,10 @@ public final class LoadRig {
 		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.budgetedPolicy(new MicrometerGuardMetrics(guardMeters), k));
 		Context priority = Priority.P1.asContext();
 		all.put(RigReport.GUARDED, request -> guard.call(request, client::stream).contextWrite(priority));
+		AiGuard<ChatChunk> withoutBudget = AiGuard.of(BenchmarkPolicies.fullPolicy(
+				new MicrometerGuardMetrics(new SimpleMeterRegistry()), k));
+		all.put(RigReport.GUARDED_WITHOUT_BUDGET,
+				request -> withoutBudget.call(request, client::stream).contextWrite(priority));
 		CircuitBreaker breaker = CircuitBreaker.of("rig", CircuitBreakerConfig.ofDefaults());
 		Bulkhead bulkhead = Bulkhead.of("rig", BulkheadConfig.custom()
 			.maxConcurrentCalls(k)
@@ -248,7 +306,7 @@ public final class LoadRig {
 			.transformDeferred(CircuitBreakerOperator.of(breaker))
 			.transformDeferred(BulkheadOperator.of(bulkhead)));
 		Map<String, Function<ChatRequest, Flux<ChatChunk>>> chosen = new LinkedHashMap<>();
-		for (String name : settings.variants) {
+		for (String name : settings.variants()) {
 			Function<ChatRequest, Flux<ChatChunk>> f = all.get(name);
 			if (f == null) {
 				throw new IllegalArgumentException("--variants: unknown variant '" + name + "', known: " + all.keySet());
@@ -263,7 +321,7 @@ public final class LoadRig {
 		for (int i = 0; i < k; i++) {
 			ChatRequest request = ChatRequest.of(null,
 					List.of(ChatMessage.user(MockAnswers.numbered("s" + i, answerTokens))));
-			slots[i] = new Slot(request);
+			slots[i] = new Slot(request, i);
 		}
 		return slots;
 	}
@@ -330,7 +388,8 @@ public final class LoadRig {
 		}
 		VariantResult result = new VariantResult(name, k, completed.sum(), failed.sum() + stuck, peakOpen.get(),
 				openAtHeap, windowTokens, delta.cpuNanos(), delta.allocatedBytes(), delta.gcMillis(), delta.nanoTime(),
-				heap - baselineHeap, ttft.percentileMillis(50), ttft.percentileMillis(99), ttft.count(), serverCpu);
+				heap - baselineHeap, ttft.percentileMillis(50), ttft.percentileMillis(99), ttft.count(), serverCpu,
+				delta.threadCpuNanos());
 		System.out.printf("# %s k=%d window=%ds: %s tokens/s, %s µs CPU/token, %s B/token, heap %s B/stream, "
 				+ "TTFT p99 %s ms, completed %d, failed %d%s%n", name, k, window.toSeconds(),
 				RigReport.format(result.tokensPerSecond(), 0), RigReport.format(result.cpuNanosPerToken() / 1000, 2),
@@ -353,11 +412,14 @@ public final class LoadRig {
 	private final class Slot {
 
 		private final ChatRequest request;
+		/** Even slots and odd ones run different variants in a paired pass. */
+		private final boolean even;
 		@Nullable
 		private volatile Run current;
 
-		Slot(ChatRequest request) {
+		Slot(ChatRequest request, int index) {
 			this.request = request;
+			this.even = index % 2 == 0;
 		}
 
 		void launch() {
@@ -386,6 +448,7 @@ public final class LoadRig {
 		private int received;
 		private boolean terminal;
 		private boolean failedRun;
+		private LatencyHistogram ttftInto = ttft;
 
 		Run(Slot slot) {
 			this.slot = slot;
@@ -394,8 +457,17 @@ public final class LoadRig {
 		void start() {
 			long now = open.incrementAndGet();
 			peakOpen.accumulateAndGet(now, Math::max);
+			Function<ChatRequest, Flux<ChatChunk>> v = variant;
+			Paired p = paired;
+			if (p != null) {
+				v = slot.even ? p.even() : p.odd();
+				ttftInto = slot.even ? p.evenTtft() : p.oddTtft();
+			}
+			else {
+				ttftInto = ttft;
+			}
 			start = System.nanoTime();
-			variant.apply(slot.request).subscribe(this);
+			v.apply(slot.request).subscribe(this);
 		}
 
 		@Override
@@ -409,7 +481,7 @@ public final class LoadRig {
 				if (received == 0) {
 					long first = System.nanoTime();
 					if (start >= windowStart && first <= windowEnd) {
-						ttft.record(first - start);
+						ttftInto.record(first - start);
 					}
 				}
 				received++;
@@ -534,7 +606,7 @@ public final class LoadRig {
 	/** The command line. */
 	record Settings(int[] ks, int[] tokensPerK, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
 			int rounds,
-			List<String> variants, String serverHeap, List<String> serverOptions, boolean histogram) {
+			List<String> variants, String serverHeap, List<String> serverOptions, boolean histogram, boolean paired) {
 
 		static Settings parse(String[] args) {
 			Map<String, String> options = new LinkedHashMap<>();
@@ -573,11 +645,13 @@ public final class LoadRig {
 			options.remove("server-opts");
 			boolean histogram = Boolean.parseBoolean(options.getOrDefault("histogram", "false"));
 			options.remove("histogram");
+			boolean paired = Boolean.parseBoolean(options.getOrDefault("paired", "true"));
+			options.remove("paired");
 			if (!options.isEmpty()) {
 				throw new IllegalArgumentException("unknown options: " + options.keySet());
 			}
 			return new Settings(ks, tokens, first, intervals, window, warmup, rounds, variants, serverHeap,
-					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram);
+					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram, paired);
 		}
 
 		private static int defaultIntervalMs(int k) {
@@ -621,7 +695,7 @@ public final class LoadRig {
 		public String toString() {
 			return "k=" + Arrays.toString(ks) + " tokens=" + Arrays.toString(tokensPerK) + " first-ms=" + firstMs + " interval-ms="
 					+ Arrays.toString(intervalsMs) + " window-s=" + windowSeconds + " warmup-s=" + warmupSeconds + " rounds=" + rounds
-					+ " variants=" + variants + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
+					+ " variants=" + variants + " paired=" + paired + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
 					+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + "m";
 		}
 	}

@@ -5,8 +5,9 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 
 /**
- * What the rig reads from its own JVM: process CPU time (all threads, JIT and GC included),
- * bytes allocated by the live threads, and time spent in garbage collection.
+ * What the rig reads from its own JVM: process CPU time (all threads, JIT and GC included), the
+ * same by thread group ({@link ThreadCpu}), bytes allocated by the live threads, and time spent in
+ * garbage collection.
  */
 final class ProcessMeters {
 
@@ -31,13 +32,20 @@ final class ProcessMeters {
 	 * @param allocatedBytes allocated by the threads alive now, since each started
 	 * @param gcMillis collection time, all collectors
 	 * @param gcCount collections, all collectors
+	 * @param threadCpuNanos CPU time by {@link ThreadCpu} group, indexed by ordinal
 	 */
-	record Snapshot(long nanoTime, long cpuNanos, long allocatedBytes, long gcMillis, long gcCount) {
+	record Snapshot(long nanoTime, long cpuNanos, long allocatedBytes, long gcMillis, long gcCount,
+			long[] threadCpuNanos) {
 
 		/** @return the counters' growth from {@code earlier} to this one */
 		Snapshot minus(Snapshot earlier) {
+			long[] threads = new long[threadCpuNanos.length];
+			for (int i = 0; i < threads.length; i++) {
+				threads[i] = threadCpuNanos[i] - earlier.threadCpuNanos[i];
+			}
 			return new Snapshot(nanoTime - earlier.nanoTime, cpuNanos - earlier.cpuNanos,
-					allocatedBytes - earlier.allocatedBytes, gcMillis - earlier.gcMillis, gcCount - earlier.gcCount);
+					allocatedBytes - earlier.allocatedBytes, gcMillis - earlier.gcMillis, gcCount - earlier.gcCount,
+					threads);
 		}
 	}
 
@@ -53,7 +61,8 @@ final class ProcessMeters {
 			// -1: the thread ended between the two calls
 			allocated += Math.max(0, bytes);
 		}
-		return new Snapshot(System.nanoTime(), os.getProcessCpuTime(), allocated, gcMillis, gcCount);
+		return new Snapshot(System.nanoTime(), os.getProcessCpuTime(), allocated, gcMillis, gcCount,
+				ThreadCpu.snapshot());
 	}
 
 	/** @return heap in use after two full collections: what is still reachable */

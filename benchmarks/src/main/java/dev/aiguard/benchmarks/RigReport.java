@@ -16,6 +16,8 @@ final class RigReport {
 	static final String UNGUARDED = "unguarded";
 	/** The library's guard. */
 	static final String GUARDED = "guarded";
+	/** The library's guard without the budget (only when asked for with {@code --variants}). */
+	static final String GUARDED_WITHOUT_BUDGET = "guarded-without-budget";
 	/** The per-token timeout and resilience4j stack. */
 	static final String ALTERNATIVE = "alternative";
 
@@ -49,6 +51,29 @@ final class RigReport {
 	}
 
 	/**
+	 * @return where each variant's CPU per token went, by thread group ({@link ThreadCpu}), as a
+	 *         Markdown table: one row per concurrency and variant, µs per delivered token
+	 */
+	static String threadTable(List<VariantResult> results) {
+		StringBuilder out = new StringBuilder("| K | variant | all threads");
+		StringBuilder rule = new StringBuilder("|---|---|---");
+		for (ThreadCpu group : ThreadCpu.values()) {
+			out.append(" | ").append(group.label());
+			rule.append("|---");
+		}
+		out.append(" |\n").append(rule).append("|\n");
+		for (VariantResult r : results) {
+			out.append("| ").append(r.k()).append(" | ").append(r.variant())
+				.append(" | ").append(format(r.cpuNanosPerToken() / 1000, 2));
+			for (ThreadCpu group : ThreadCpu.values()) {
+				out.append(" | ").append(format(r.threadCpuNanosPerToken(group) / 1000, 2));
+			}
+			out.append(" |\n");
+		}
+		return out.toString();
+	}
+
+	/**
 	 * The goal lines for the largest concurrency, then the same per concurrency with a
 	 * {@code .k<K>} suffix: {@code cpu-per-token-ratio} (guarded ÷ unguarded),
 	 * {@code alternative-cpu-per-token-ratio} (alternative ÷ guarded), {@code heap-per-stream-bytes}
@@ -58,6 +83,15 @@ final class RigReport {
 	 * comment line comes first for each variant that had streams that did not complete.
 	 */
 	static List<String> lines(List<VariantResult> results) {
+		return lines(results, List.of());
+	}
+
+	/**
+	 * As {@link #lines(List)}, where a K with a paired pass takes its first-token lines from it
+	 * (both halves measured at once) and keeps the separate passes' figure as
+	 * {@code ttft-p99-added-ms-separate-passes}.
+	 */
+	static List<String> lines(List<VariantResult> results, List<PairedTtft> paired) {
 		List<String> lines = new ArrayList<>();
 		for (VariantResult r : results) {
 			if (r.failed() > 0) {
@@ -66,15 +100,16 @@ final class RigReport {
 			}
 		}
 		int largest = results.stream().mapToInt(VariantResult::k).max().orElse(0);
-		lines.addAll(linesFor(results, largest, ""));
+		lines.addAll(linesFor(results, paired, largest, ""));
 		lines.add("streams-held=" + streamsHeld(results));
 		for (int k : results.stream().mapToInt(VariantResult::k).distinct().sorted().toArray()) {
-			lines.addAll(linesFor(results, k, ".k" + k));
+			lines.addAll(linesFor(results, paired, k, ".k" + k));
 		}
 		return lines;
 	}
 
-	private static List<String> linesFor(List<VariantResult> results, int k, String suffix) {
+	private static List<String> linesFor(List<VariantResult> results, List<PairedTtft> paired, int k, String suffix) {
+		Optional<PairedTtft> pair = paired.stream().filter(p -> p.k() == k).findFirst();
 		Optional<VariantResult> unguarded = find(results, k, UNGUARDED);
 		Optional<VariantResult> guarded = find(results, k, GUARDED);
 		Optional<VariantResult> alternative = find(results, k, ALTERNATIVE);
@@ -92,8 +127,15 @@ final class RigReport {
 			VariantResult u = unguarded.get();
 			VariantResult g = guarded.get();
 			lines.add("heap-per-stream-bytes" + suffix + "=" + format(g.heapBytesPerStream() - u.heapBytesPerStream(), 0));
-			lines.add("ttft-p99-added-ms" + suffix + "=" + format(g.ttftP99Ms() - u.ttftP99Ms(), 2));
-			lines.add("ttft-p50-added-ms" + suffix + "=" + format(g.ttftP50Ms() - u.ttftP50Ms(), 2));
+			if (pair.isPresent()) {
+				lines.add("ttft-p99-added-ms" + suffix + "=" + format(pair.get().addedP99Ms(), 2));
+				lines.add("ttft-p50-added-ms" + suffix + "=" + format(pair.get().addedP50Ms(), 2));
+				lines.add("ttft-p99-added-ms-separate-passes" + suffix + "=" + format(g.ttftP99Ms() - u.ttftP99Ms(), 2));
+			}
+			else {
+				lines.add("ttft-p99-added-ms" + suffix + "=" + format(g.ttftP99Ms() - u.ttftP99Ms(), 2));
+				lines.add("ttft-p50-added-ms" + suffix + "=" + format(g.ttftP50Ms() - u.ttftP50Ms(), 2));
+			}
 		}
 		return lines;
 	}

@@ -21,10 +21,11 @@ import java.util.List;
  * @param ttftP99Ms 99th percentile of the same
  * @param ttftSamples streams those percentiles are taken from
  * @param serverCpuNanos the model server's process CPU time in the window (its own JVM)
+ * @param threadCpuNanos this JVM's CPU time in the window by {@link ThreadCpu} group, indexed by ordinal
  */
 record VariantResult(String variant, int k, long completed, long failed, long peakOpen, long openAtHeap,
 		long tokens, long cpuNanos, long allocatedBytes, long gcMillis, long windowNanos, long heapBytes,
-		double ttftP50Ms, double ttftP99Ms, long ttftSamples, long serverCpuNanos) {
+		double ttftP50Ms, double ttftP99Ms, long ttftSamples, long serverCpuNanos, long[] threadCpuNanos) {
 
 	/**
 	 * @param passes the measured passes of one variant at one K
@@ -45,6 +46,7 @@ record VariantResult(String variant, int k, long completed, long failed, long pe
 		long window = 0;
 		long heap = 0;
 		long serverCpu = 0;
+		long[] threads = new long[first.threadCpuNanos.length];
 		for (VariantResult p : passes) {
 			completed += p.completed;
 			failed += p.failed;
@@ -57,9 +59,13 @@ record VariantResult(String variant, int k, long completed, long failed, long pe
 			window += p.windowNanos;
 			heap += p.heapBytes;
 			serverCpu += p.serverCpuNanos;
+			for (int i = 0; i < threads.length; i++) {
+				threads[i] += p.threadCpuNanos[i];
+			}
 		}
 		return new VariantResult(first.variant, first.k, completed, failed, peak, openAtHeap, tokens, cpu, allocated, gc,
-				window, heap, ttft.percentileMillis(50), ttft.percentileMillis(99), ttft.count(), serverCpu);
+				window, heap, ttft.percentileMillis(50), ttft.percentileMillis(99), ttft.count(), serverCpu,
+				threads);
 	}
 
 	/** @return process CPU nanoseconds per delivered token; {@code NaN} without tokens */
@@ -70,6 +76,11 @@ record VariantResult(String variant, int k, long completed, long failed, long pe
 	/** @return the server's process CPU nanoseconds per delivered token; {@code NaN} without tokens */
 	double serverCpuNanosPerToken() {
 		return tokens == 0 ? Double.NaN : (double) serverCpuNanos / tokens;
+	}
+
+	/** @return CPU nanoseconds of one thread group per delivered token; {@code NaN} without tokens */
+	double threadCpuNanosPerToken(ThreadCpu group) {
+		return tokens == 0 ? Double.NaN : (double) threadCpuNanos[group.ordinal()] / tokens;
 	}
 
 	/** @return bytes allocated per delivered token; {@code NaN} without tokens */
