@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -73,6 +75,14 @@ import reactor.util.context.Context;
 public final class LoadRig {
 
 	private static final Duration DRAIN_SLACK = Duration.ofSeconds(20);
+	/** How long each variant runs over answers from memory before the first network pass. */
+	private static final Duration MEMORY_WARM_UP = Duration.ofSeconds(4);
+	/** The warm-up's JIT check looks at slices this long... */
+	private static final Duration JIT_SLICE = Duration.ofSeconds(2);
+	/** ...and calls the JIT quiet when its threads used at most this share of one core in one. */
+	private static final double JIT_QUIET_SHARE = 0.02;
+	/** The longest a pass after the first warm-ups waits for the JIT to be quiet. */
+	private static final Duration MEASURED_JIT_QUIET_MAX = Duration.ofSeconds(6);
 	private static final ChatRequest ISOLATED_REQUEST = ChatRequest.of(null, List.of(ChatMessage.user("q")));
 
 	private final Settings settings;
@@ -136,7 +146,8 @@ public final class LoadRig {
 	 *        {@code --server-opts=<JVM options of the server, space-separated>} (a profiler, say),
 	 *        {@code --histogram=true} (print, per measured pass, the classes that hold the retained
 	 *        heap per open stream; the histograms' collections add to the pass's time),
-	 *        {@code --paired=true} (after the measured rounds at the largest K, one pass in which half
+	 *        {@code --jit-quiet-max-s=12} (the warm-up at the first K goes on until the JIT is quiet, at
+	 *        most this long; every later pass waits for it at most 6 s), {@code --paired=true} (after the measured rounds at the largest K, one pass in which half
 	 *        the slots run unguarded and half guarded at once: the first-token lines come from it)
 	 * @throws Exception when the server cannot be started or a pass cannot be run
 	 */
@@ -184,8 +195,40 @@ public final class LoadRig {
 		System.out.println("# wall time " + (System.nanoTime() - started) / 1_000_000_000 + " s");
 	}
 
+	/**
+	 * Runs each variant for {@link #MEMORY_WARM_UP} over answers from memory, as fast as one thread
+	 * can: hundreds of thousands of streams, so that the per-stream code of each (admission,
+	 * breaker, budget, settling; the alternative's operators) is compiled by C2 before the
+	 * network passes, where a few hundred streams a second would take minutes to get there.
+	 */
+	private void warmUpInMemory(int answerTokens) {
+		ChatChunk[] answer = new ChatChunk[answerTokens + 1];
+		for (int t = 0; t < answerTokens; t++) {
+			answer[t] = ChatChunk.token("t" + t + " ");
+		}
+		answer[answerTokens] = ChatChunk.done();
+		Map<String, Function<ChatRequest, Flux<ChatChunk>>> inMemory = variants(settings.ks[0],
+				request -> Flux.fromArray(answer));
+		for (String name : settings.variants()) {
+			Function<ChatRequest, Flux<ChatChunk>> v = inMemory.get(name);
+			long streams = 0;
+			long deadline = System.nanoTime() + MEMORY_WARM_UP.toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int n = 0; n < 100; n++) {
+					Long count = v.apply(ISOLATED_REQUEST).count().block(Duration.ofSeconds(10));
+					if (count == null || count != answerTokens + 1) {
+						throw new IllegalStateException(name + " warm-up: " + count + " chunks instead of " + (answerTokens + 1));
+					}
+				}
+				streams += 100;
+			}
+			System.out.printf("# warm-up %s in memory: %d streams of %d tokens%n", name, streams, answerTokens);
+		}
+	}
+
 	private List<VariantResult> run() throws Exception {
 		List<VariantResult> results = new ArrayList<>();
+		warmUpInMemory(settings.tokens(0));
 		for (int i = 0; i < settings.ks.length; i++) {
 			int k = settings.ks[i];
 			long interval = settings.intervalMs(i);
@@ -198,7 +241,8 @@ public final class LoadRig {
 			// warm-up: every variant at the first K (the JIT), the first one at the others (the pool's new connections)
 			for (String name : i == 0 ? names : names.subList(0, 1)) {
 				pass(name, k, answerTokens, interval, variants.get(name), slots,
-						Duration.ofSeconds(settings.warmupSeconds), new LatencyHistogram(), false);
+						Duration.ofSeconds(settings.warmupSeconds), new LatencyHistogram(), false,
+						i == 0 ? Duration.ofSeconds(settings.jitQuietMaxSeconds()) : MEASURED_JIT_QUIET_MAX);
 			}
 			Map<String, List<VariantResult>> passes = new LinkedHashMap<>();
 			Map<String, LatencyHistogram> ttfts = new LinkedHashMap<>();
@@ -211,7 +255,8 @@ public final class LoadRig {
 				for (String name : order) {
 					LatencyHistogram into = ttfts.computeIfAbsent(name, n -> new LatencyHistogram());
 					passes.computeIfAbsent(name, n -> new ArrayList<>()).add(pass(name, k, answerTokens, interval,
-							variants.get(name), slots, Duration.ofSeconds(settings.windowSeconds), into, true));
+							variants.get(name), slots, Duration.ofSeconds(settings.windowSeconds), into, true,
+							MEASURED_JIT_QUIET_MAX));
 				}
 			}
 			for (String name : names) {
@@ -238,7 +283,7 @@ public final class LoadRig {
 		paired = p;
 		try {
 			pass("paired", k, answerTokens, interval, unguarded, slots, Duration.ofSeconds(settings.windowSeconds()),
-					new LatencyHistogram(), false);
+					new LatencyHistogram(), false, MEASURED_JIT_QUIET_MAX);
 		}
 		finally {
 			paired = null;
@@ -285,23 +330,32 @@ public final class LoadRig {
 
 	/** The variants at concurrency {@code k}, in the order they run; each gets fresh state. */
 	private Map<String, Function<ChatRequest, Flux<ChatChunk>>> variants(int k) {
+		return variants(k, client::stream);
+	}
+
+	/**
+	 * The variants at concurrency {@code k} over {@code upstream} (the client, or answers from
+	 * memory for the JIT warm-up), in the order they run; each gets fresh state.
+	 */
+	private Map<String, Function<ChatRequest, Flux<ChatChunk>>> variants(int k,
+			Function<ChatRequest, Flux<ChatChunk>> upstream) {
 		Map<String, Function<ChatRequest, Flux<ChatChunk>>> all = new LinkedHashMap<>();
-		all.put(RigReport.UNGUARDED, client::stream);
+		all.put(RigReport.UNGUARDED, upstream);
 		guardMeters = new SimpleMeterRegistry();
 		AiGuard<ChatChunk> guard = AiGuard.of(BenchmarkPolicies.budgetedPolicy(new MicrometerGuardMetrics(guardMeters), k));
 		Context priority = Priority.P1.asContext();
-		all.put(RigReport.GUARDED, request -> guard.call(request, client::stream).contextWrite(priority));
+		all.put(RigReport.GUARDED, request -> guard.call(request, upstream).contextWrite(priority));
 		AiGuard<ChatChunk> withoutBudget = AiGuard.of(BenchmarkPolicies.fullPolicy(
 				new MicrometerGuardMetrics(new SimpleMeterRegistry()), k));
 		all.put(RigReport.GUARDED_WITHOUT_BUDGET,
-				request -> withoutBudget.call(request, client::stream).contextWrite(priority));
+				request -> withoutBudget.call(request, upstream).contextWrite(priority));
 		CircuitBreaker breaker = CircuitBreaker.of("rig", CircuitBreakerConfig.ofDefaults());
 		Bulkhead bulkhead = Bulkhead.of("rig", BulkheadConfig.custom()
 			.maxConcurrentCalls(k)
 			.maxWaitDuration(Duration.ZERO)
 			.build());
 		Duration idle = Duration.ofSeconds(30);
-		all.put(RigReport.ALTERNATIVE, request -> client.stream(request)
+		all.put(RigReport.ALTERNATIVE, request -> upstream.apply(request)
 			.timeout(idle)
 			.transformDeferred(CircuitBreakerOperator.of(breaker))
 			.transformDeferred(BulkheadOperator.of(bulkhead)));
@@ -326,9 +380,14 @@ public final class LoadRig {
 		return slots;
 	}
 
-	/** One pass of one variant: ramp, window, retained heap, drain; a warm-up pass is not {@code measured}. */
+	/**
+	 * One pass of one variant: ramp, window, retained heap, drain; a warm-up pass is not
+	 * {@code measured}. After the ramp the window waits until the JIT compilers are quiet, at most
+	 * {@code jitQuietMax} (see {@link #waitForQuietJit}): switching variants brings new types to
+	 * call sites that Reactor and Netty code shares between them, and the JIT recompiles those.
+	 */
 	private VariantResult pass(String name, int k, int answerTokens, long intervalMs, Function<ChatRequest, Flux<ChatChunk>> v,
-			Slot[] slots, Duration window, LatencyHistogram ttftInto, boolean measured)
+			Slot[] slots, Duration window, LatencyHistogram ttftInto, boolean measured, Duration jitQuietMax)
 			throws InterruptedException, IOException {
 		variant = v;
 		stopping = false;
@@ -351,8 +410,14 @@ public final class LoadRig {
 			Slot slot = slots[i];
 			ramp.schedule(slot::launch, i * spacing, TimeUnit.NANOSECONDS);
 		}
-		// every slot started and the first answers replaced by the next ones
-		TimeUnit.NANOSECONDS.sleep(answerNanos + TimeUnit.SECONDS.toNanos(1));
+		// every slot started and the first answers replaced by the next ones; the JIT check's first
+		// slice is the ramp's last
+		long rampNanos = answerNanos + TimeUnit.SECONDS.toNanos(1);
+		long firstSlice = jitQuietMax.isZero() ? 0L : Math.min(rampNanos, JIT_SLICE.toNanos());
+		TimeUnit.NANOSECONDS.sleep(rampNanos - firstSlice);
+		if (firstSlice > 0L) {
+			waitForQuietJit(name, k, jitQuietMax);
+		}
 
 		long serverCpuBefore = server.cpuNanos();
 		ProcessMeters.Snapshot before = meters.snapshot();
@@ -406,6 +471,43 @@ public final class LoadRig {
 			});
 		}
 		return result;
+	}
+
+	/**
+	 * Keeps the pass running until the JIT compiler threads used at most {@link #JIT_QUIET_SHARE}
+	 * of one core over a {@link #JIT_SLICE}, or {@code max} went by. A guarded stream
+	 * runs more per-stream code than an unguarded one (admission, breaker, budget, settling), and
+	 * C2 compiles a method only after thousands of calls: at a few hundred streams a second a fixed
+	 * warm-up of seconds ends before that, and the compilations land in the measured window. The
+	 * compilers' CPU time comes from {@code /proc} ({@link ThreadCpu#JIT}); without it, from the
+	 * JVM's compilation time, which counts wall time and so also a compiler thread that waits for
+	 * a core.
+	 */
+	private void waitForQuietJit(String name, int k, Duration max) throws InterruptedException {
+		CompilationMXBean compilation = ManagementFactory.getCompilationMXBean();
+		boolean fromProc = ThreadCpu.snapshot()[ThreadCpu.JIT.ordinal()] > 0;
+		if (!fromProc && (compilation == null || !compilation.isCompilationTimeMonitoringSupported())) {
+			return;
+		}
+		// the first slice is the end of the ramp: it does not count as waiting
+		long started = System.nanoTime() + JIT_SLICE.toNanos();
+		long limit = max.toNanos();
+		for (;;) {
+			long before = fromProc ? ThreadCpu.snapshot()[ThreadCpu.JIT.ordinal()]
+					: TimeUnit.MILLISECONDS.toNanos(compilation.getTotalCompilationTime());
+			TimeUnit.NANOSECONDS.sleep(JIT_SLICE.toNanos());
+			long spent = (fromProc ? ThreadCpu.snapshot()[ThreadCpu.JIT.ordinal()]
+					: TimeUnit.MILLISECONDS.toNanos(compilation.getTotalCompilationTime())) - before;
+			long waited = Math.max(0L, System.nanoTime() - started);
+			boolean quiet = spent <= JIT_SLICE.toNanos() * JIT_QUIET_SHARE;
+			if (quiet || waited >= limit) {
+				System.out.printf("# %s k=%d: JIT %s %d s after the ramp (%d ms of %s in the last %d s)%n", name, k,
+						quiet ? "quiet" : "still busy", TimeUnit.NANOSECONDS.toSeconds(waited),
+						TimeUnit.NANOSECONDS.toMillis(spent), fromProc ? "compiler CPU" : "compiling",
+						JIT_SLICE.toSeconds());
+				return;
+			}
+		}
 	}
 
 	/** One of the K places that keep a stream open: when its answer ends it asks for the next one. */
@@ -606,7 +708,8 @@ public final class LoadRig {
 	/** The command line. */
 	record Settings(int[] ks, int[] tokensPerK, long firstMs, long[] intervalsMs, int windowSeconds, int warmupSeconds,
 			int rounds,
-			List<String> variants, String serverHeap, List<String> serverOptions, boolean histogram, boolean paired) {
+			List<String> variants, String serverHeap, List<String> serverOptions, boolean histogram, boolean paired,
+			int jitQuietMaxSeconds) {
 
 		static Settings parse(String[] args) {
 			Map<String, String> options = new LinkedHashMap<>();
@@ -647,11 +750,13 @@ public final class LoadRig {
 			options.remove("histogram");
 			boolean paired = Boolean.parseBoolean(options.getOrDefault("paired", "true"));
 			options.remove("paired");
+			int jitQuietMax = ints(options.remove("jit-quiet-max-s"), "12", "jit-quiet-max-s", 0, 600)[0];
 			if (!options.isEmpty()) {
 				throw new IllegalArgumentException("unknown options: " + options.keySet());
 			}
 			return new Settings(ks, tokens, first, intervals, window, warmup, rounds, variants, serverHeap,
-					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram, paired);
+					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram, paired,
+					jitQuietMax);
 		}
 
 		private static int defaultIntervalMs(int k) {
@@ -695,7 +800,7 @@ public final class LoadRig {
 		public String toString() {
 			return "k=" + Arrays.toString(ks) + " tokens=" + Arrays.toString(tokensPerK) + " first-ms=" + firstMs + " interval-ms="
 					+ Arrays.toString(intervalsMs) + " window-s=" + windowSeconds + " warmup-s=" + warmupSeconds + " rounds=" + rounds
-					+ " variants=" + variants + " paired=" + paired + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
+					+ " variants=" + variants + " paired=" + paired + " jit-quiet-max-s=" + jitQuietMaxSeconds + " cores=" + Runtime.getRuntime().availableProcessors() + " max-heap="
 					+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + "m";
 		}
 	}
