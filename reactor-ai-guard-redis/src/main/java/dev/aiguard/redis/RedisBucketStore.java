@@ -12,6 +12,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Delayed;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -101,6 +103,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final List<StoreModeListener> listeners;
 	private final RedisMetrics metrics;
 	private final Scheduler scheduler;
+	/** Whether {@link #scheduler} is the store's own thread (the default), disposed when it closes. */
+	private final boolean ownScheduler;
 	private final LocalBucketStore local;
 	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
@@ -112,6 +116,14 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
 	private final long deadlineMillis;
 	private final AtomicBoolean probeInFlight = new AtomicBoolean();
+	/**
+	 * Held while a probe hands its ping to Lettuce and while {@link #close()} marks the store closed:
+	 * a probe never writes on the connection while it is being closed. Lettuce 6.8's endpoint lock
+	 * can be left spinning for good when a command is written while the connection closes (a
+	 * {@code SharedLock} that counts writers per thread), which pegs the writing thread — one of
+	 * the probe scheduler's — and blocks {@code closeAsync()} forever.
+	 */
+	private final Object probeOrClose = new Object();
 	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
 
 	private volatile Mode mode;
@@ -129,10 +141,24 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		this.keyPrefix = endpoint.settings().keyPrefix() + "budget:";
 		this.listeners = List.copyOf(b.listeners);
 		this.metrics = b.metrics;
-		this.scheduler = b.scheduler;
+		this.ownScheduler = b.scheduler == null;
+		this.scheduler = ownScheduler ? probeThread(name) : b.scheduler;
 		this.local = b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock);
 		this.mode = fallbackMode;
 		this.deadlineMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
+	}
+
+	/**
+	 * The store's own probe thread: a daemon that may block (it is not one of Reactor's
+	 * non-blocking threads), so Lettuce's endpoint locks are taken there and not on a thread
+	 * that deadlines of guarded streams share, should Lettuce ever hold one for long.
+	 */
+	private static Scheduler probeThread(String storeName) {
+		return Schedulers.fromExecutorService(Executors.newSingleThreadScheduledExecutor(task -> {
+			Thread t = new Thread(task, "aiguard-redis-probe-" + storeName);
+			t.setDaemon(true);
+			return t;
+		}), "aiguard-redis-probe-" + storeName);
 	}
 
 	/** @return a builder for a store on {@code endpoint} */
@@ -634,13 +660,14 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (closed || mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
 			return;
 		}
-		StatefulRedisConnection<String, byte[]> c = connection;
 		CompletableFuture<?> attempt;
-		if (c == null) {
-			attempt = endpoint.connect().thenAccept(this::install);
-		}
-		else {
-			attempt = c.async().ping().toCompletableFuture();
+		synchronized (probeOrClose) {
+			if (closed) {
+				probeInFlight.set(false);
+				return;
+			}
+			StatefulRedisConnection<String, byte[]> c = connection;
+			attempt = c == null ? endpoint.connect().thenAccept(this::install) : c.async().ping().toCompletableFuture();
 		}
 		attempt.whenComplete((ok, error) -> {
 			probeInFlight.set(false);
@@ -698,13 +725,38 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 */
 	@Override
 	public void close() {
-		closed = true;
+		synchronized (probeOrClose) {
+			// from here no probe writes on the connection: one handing its ping over has done so
+			closed = true;
+		}
 		stopProbing();
 		endpoint.client().removeListener(connectionWatch);
 		MODE.set(this, fallbackMode);
 		StatefulRedisConnection<String, byte[]> c = connection;
-		if (c != null) {
-			c.closeAsync();
+		if (!ownScheduler) {
+			if (c != null) {
+				c.closeAsync();
+			}
+			return;
+		}
+		// Lettuce's close takes its endpoint lock, on the caller's thread: on the store's own thread
+		// instead, so a lock Lettuce never releases keeps that thread and never the caller's
+		try {
+			scheduler.schedule(() -> {
+				try {
+					if (c != null) {
+						c.closeAsync();
+					}
+				}
+				finally {
+					scheduler.dispose();
+				}
+			});
+		}
+		catch (RejectedExecutionException alreadyDisposed) {
+			if (c != null) {
+				c.closeAsync();
+			}
 		}
 	}
 
@@ -722,7 +774,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		private Fallback fallback = Fallback.OPEN;
 		private final List<StoreModeListener> listeners = new ArrayList<>();
 		private RedisMetrics metrics = RedisMetrics.NOOP;
-		private Scheduler scheduler = Schedulers.parallel();
+		/** {@code null}: the store's own probe thread. */
+		private Scheduler scheduler;
 		private LongSupplier localClock;
 
 		private Builder(RedisEndpoint endpoint) {
@@ -769,7 +822,10 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return this;
 		}
 
-		/** @param scheduler runs the probe timer while Redis is down (default {@link Schedulers#parallel()}) */
+		/**
+		 * @param scheduler runs the probe timer and its pings while Redis is down (default: a daemon
+		 *        thread of the store's own, which also closes the connection when the store closes)
+		 */
 		public Builder scheduler(Scheduler scheduler) {
 			this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
 			return this;

@@ -151,4 +151,22 @@ class RedisBucketStoreTest {
 		assertThat(changes.get(0).from()).isEqualTo(Mode.FALLBACK_OPEN);
 		assertThat(await(store.tryTake(four, "acme", 4))).isEqualTo(Take.ofTaken(0));
 	}
+
+	@Test
+	void theStoreProbesOnAThreadOfItsOwnThatClosingHandsTheConnectionToAndEnds(RedisServer redis) throws Exception {
+		RedisBucketStore store = instances.store(redis, b -> b.name("own-thread"));
+		await(store.shared());
+		List<Thread> probes = Thread.getAllStackTraces().keySet().stream()
+			.filter(t -> t.getName().equals("aiguard-redis-probe-own-thread"))
+			.toList();
+		// the connect probe ran there: not on Reactor's parallel threads, which guarded streams' deadlines share
+		assertThat(probes).hasSize(1);
+		assertThat(probes.get(0).isDaemon()).isTrue();
+
+		store.close();
+
+		probes.get(0).join(WAIT.toMillis());
+		assertThat(probes.get(0).isAlive()).as("the probe thread ends once it closed the connection").isFalse();
+		assertThat(store.mode()).isEqualTo(Mode.FALLBACK_OPEN);
+	}
 }
