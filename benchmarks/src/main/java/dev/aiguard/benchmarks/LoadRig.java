@@ -23,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 import dev.aiguard.AiGuard;
 import dev.aiguard.chat.ChatChunk;
@@ -160,7 +161,7 @@ public final class LoadRig {
 		List<PairedTtft> pairedTtfts;
 		double isolated;
 		try (ServerControl control = new ServerControl(server)) {
-			int maxK = Arrays.stream(settings.ks).max().orElseThrow();
+			int maxK = settings.largestK();
 			ConnectionProvider pool = ConnectionProvider.builder("load-rig")
 				.maxConnections(maxK + 64)
 				.pendingAcquireMaxCount(-1)
@@ -262,7 +263,7 @@ public final class LoadRig {
 			for (String name : names) {
 				results.add(VariantResult.pooled(passes.get(name), ttfts.get(name)));
 			}
-			if (settings.paired() && k == Arrays.stream(settings.ks()).max().orElseThrow()
+			if (settings.paired() && k == settings.largestK()
 					&& variants.containsKey(RigReport.UNGUARDED) && variants.containsKey(RigReport.GUARDED)) {
 				pairedResults.add(pairedPass(k, answerTokens, interval, variants.get(RigReport.UNGUARDED),
 						variants.get(RigReport.GUARDED), slots));
@@ -489,15 +490,15 @@ public final class LoadRig {
 		if (!fromProc && (compilation == null || !compilation.isCompilationTimeMonitoringSupported())) {
 			return;
 		}
+		LongSupplier jitNanos = fromProc ? () -> ThreadCpu.snapshot()[ThreadCpu.JIT.ordinal()]
+				: () -> TimeUnit.MILLISECONDS.toNanos(compilation.getTotalCompilationTime());
 		// the first slice is the end of the ramp: it does not count as waiting
 		long started = System.nanoTime() + JIT_SLICE.toNanos();
 		long limit = max.toNanos();
 		for (;;) {
-			long before = fromProc ? ThreadCpu.snapshot()[ThreadCpu.JIT.ordinal()]
-					: TimeUnit.MILLISECONDS.toNanos(compilation.getTotalCompilationTime());
+			long before = jitNanos.getAsLong();
 			TimeUnit.NANOSECONDS.sleep(JIT_SLICE.toNanos());
-			long spent = (fromProc ? ThreadCpu.snapshot()[ThreadCpu.JIT.ordinal()]
-					: TimeUnit.MILLISECONDS.toNanos(compilation.getTotalCompilationTime())) - before;
+			long spent = jitNanos.getAsLong() - before;
 			long waited = Math.max(0L, System.nanoTime() - started);
 			boolean quiet = spent <= JIT_SLICE.toNanos() * JIT_QUIET_SHARE;
 			if (quiet || waited >= limit) {
@@ -550,7 +551,8 @@ public final class LoadRig {
 		private int received;
 		private boolean terminal;
 		private boolean failedRun;
-		private LatencyHistogram ttftInto = ttft;
+		/** Where this stream's first-token time goes: the pass's, or its half's in a paired pass. */
+		private LatencyHistogram ttftInto;
 
 		Run(Slot slot) {
 			this.slot = slot;
@@ -559,15 +561,9 @@ public final class LoadRig {
 		void start() {
 			long now = open.incrementAndGet();
 			peakOpen.accumulateAndGet(now, Math::max);
-			Function<ChatRequest, Flux<ChatChunk>> v = variant;
 			Paired p = paired;
-			if (p != null) {
-				v = slot.even ? p.even() : p.odd();
-				ttftInto = slot.even ? p.evenTtft() : p.oddTtft();
-			}
-			else {
-				ttftInto = ttft;
-			}
+			Function<ChatRequest, Flux<ChatChunk>> v = p == null ? variant : slot.even ? p.even() : p.odd();
+			ttftInto = p == null ? ttft : slot.even ? p.evenTtft() : p.oddTtft();
 			start = System.nanoTime();
 			v.apply(slot.request).subscribe(this);
 		}
@@ -757,6 +753,10 @@ public final class LoadRig {
 			return new Settings(ks, tokens, first, intervals, window, warmup, rounds, variants, serverHeap,
 					serverOptions.isEmpty() ? List.of() : List.of(serverOptions.split("\\s+")), histogram, paired,
 					jitQuietMax);
+		}
+
+		int largestK() {
+			return Arrays.stream(ks).max().orElseThrow();
 		}
 
 		private static int defaultIntervalMs(int k) {

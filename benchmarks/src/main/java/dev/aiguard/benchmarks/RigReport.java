@@ -127,14 +127,12 @@ final class RigReport {
 			VariantResult u = unguarded.get();
 			VariantResult g = guarded.get();
 			lines.add("heap-per-stream-bytes" + suffix + "=" + format(g.heapBytesPerStream() - u.heapBytesPerStream(), 0));
+			double separateP99 = g.ttftP99Ms() - u.ttftP99Ms();
+			lines.add("ttft-p99-added-ms" + suffix + "=" + format(pair.map(PairedTtft::addedP99Ms).orElse(separateP99), 2));
+			lines.add("ttft-p50-added-ms" + suffix + "="
+					+ format(pair.map(PairedTtft::addedP50Ms).orElse(g.ttftP50Ms() - u.ttftP50Ms()), 2));
 			if (pair.isPresent()) {
-				lines.add("ttft-p99-added-ms" + suffix + "=" + format(pair.get().addedP99Ms(), 2));
-				lines.add("ttft-p50-added-ms" + suffix + "=" + format(pair.get().addedP50Ms(), 2));
-				lines.add("ttft-p99-added-ms-separate-passes" + suffix + "=" + format(g.ttftP99Ms() - u.ttftP99Ms(), 2));
-			}
-			else {
-				lines.add("ttft-p99-added-ms" + suffix + "=" + format(g.ttftP99Ms() - u.ttftP99Ms(), 2));
-				lines.add("ttft-p50-added-ms" + suffix + "=" + format(g.ttftP50Ms() - u.ttftP50Ms(), 2));
+				lines.add("ttft-p99-added-ms-separate-passes" + suffix + "=" + format(separateP99, 2));
 			}
 		}
 		return lines;

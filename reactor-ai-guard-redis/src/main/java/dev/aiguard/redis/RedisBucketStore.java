@@ -733,31 +733,26 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		endpoint.client().removeListener(connectionWatch);
 		MODE.set(this, fallbackMode);
 		StatefulRedisConnection<String, byte[]> c = connection;
-		if (!ownScheduler) {
-			if (c != null) {
-				c.closeAsync();
-			}
-			return;
-		}
-		// Lettuce's close takes its endpoint lock, on the caller's thread: on the store's own thread
-		// instead, so a lock Lettuce never releases keeps that thread and never the caller's
-		try {
-			scheduler.schedule(() -> {
-				try {
-					if (c != null) {
-						c.closeAsync();
+		Runnable closeConnection = c == null ? () -> { } : c::closeAsync;
+		if (ownScheduler) {
+			// Lettuce's close takes its endpoint lock, on the caller's thread: on the store's own thread
+			// instead, so a lock Lettuce never releases keeps that thread and never the caller's
+			try {
+				scheduler.schedule(() -> {
+					try {
+						closeConnection.run();
 					}
-				}
-				finally {
-					scheduler.dispose();
-				}
-			});
-		}
-		catch (RejectedExecutionException alreadyDisposed) {
-			if (c != null) {
-				c.closeAsync();
+					finally {
+						scheduler.dispose();
+					}
+				});
+				return;
+			}
+			catch (RejectedExecutionException alreadyDisposed) {
+				// closed before: the connection is closed here
 			}
 		}
+		closeConnection.run();
 	}
 
 	@Override

@@ -222,9 +222,9 @@ public final class BudgetGate {
 		TenantBudget t = new TenantBudget(id, spec.limitsOf(id), spec);
 		BucketStore.Immediate sync = now;
 		if (sync != null) {
-			t.requestsAt = t.requests == null ? null : sync.resolve(t.requests, id);
-			t.tokensAt = t.tokens == null ? null : sync.resolve(t.tokens, id);
-			t.costAt = t.cost == null ? null : sync.resolve(t.cost, id);
+			t.requestsAt = resolve(sync, t.requests, id);
+			t.tokensAt = resolve(sync, t.tokens, id);
+			t.costAt = resolve(sync, t.cost, id);
 		}
 		if (store != null) {
 			gauge("tenant", id, REQUESTS, t.requests);
@@ -371,6 +371,11 @@ public final class BudgetGate {
 			return;
 		}
 		to.budgetAdmitted(tenant.tokens == null ? 0L : tokenUnits, tenant.cost == null ? 0L : costUnits);
+	}
+
+	private static BucketStore.Immediate.@Nullable Resolved resolve(BucketStore.Immediate sync,
+			@Nullable BucketSpec bucket, String id) {
+		return bucket == null ? null : sync.resolve(bucket, id);
 	}
 
 	/** A take that did not say what is left: only {@link Take#isTaken} is read from it. */

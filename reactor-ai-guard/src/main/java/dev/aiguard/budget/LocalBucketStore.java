@@ -138,9 +138,9 @@ public final class LocalBucketStore implements BucketStore {
 		}
 
 		private Bucket bucket() {
+			int g = generation.get(); // read before any lookup: a clear() after it makes the next take look again
 			Binding b = binding;
-			if (b == null || b.generation != generation.get() || b.slot.spec != spec) {
-				int g = generation.get(); // read before the lookup: a clear() in between makes it look again
+			if (b == null || b.generation != g || b.slot.spec != spec) {
 				b = new Binding(slot(spec, id), g);
 				binding = b;
 			}
