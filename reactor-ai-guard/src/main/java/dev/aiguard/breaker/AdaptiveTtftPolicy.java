@@ -156,7 +156,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 	 * time window's buckets; the thread that claims a new period teaches the baseline from the one that
 	 * just closed.
 	 */
-	static final class AdaptiveEvaluator implements Evaluator {
+	static final class AdaptiveEvaluator implements SuccessBatch.Batching {
 
 		private static final long NONE = Long.MIN_VALUE;
 
@@ -188,13 +188,42 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 			else {
 				return false;
 			}
+			return add(bin, 1, periodOf(nowNanos)) && raises(bin);
+		}
+
+		@Override
+		public boolean batches() {
+			return true;
+		}
+
+		@Override
+		public long quietBelowNanos() {
+			double baseline = baseline();
+			return baseline > 0 ? TtftHistogram.quietBelow(policy.multiplier * baseline, true) : Long.MAX_VALUE;
+		}
+
+		@Override
+		public boolean onSuccesses(WindowCounts window, BreakerConfig config, SuccessBatch.Drained successes,
+				long nowNanos) {
 			long period = periodOf(nowNanos);
+			boolean judge = false;
+			for (int i = 0; i < successes.size(); i++) {
+				int bin = successes.bin(i);
+				if (bin >= 0 && add(bin, successes.count(i), period)) {
+					judge |= raises(bin);
+				}
+			}
+			return judge;
+		}
+
+		/** @return whether the calls were counted (false: too late for their period) */
+		private boolean add(int bin, long calls, long period) {
 			int slot = (int) (period & 1);
 			for (;;) {
 				long tag = (long) SlidingWindow.LONGS.getAcquire(tags, slot);
 				if (tag == period) {
-					SlidingWindow.LONGS.getAndAdd(counts, slot * TtftHistogram.BINS + bin, 1L);
-					break;
+					SlidingWindow.LONGS.getAndAdd(counts, slot * TtftHistogram.BINS + bin, calls);
+					return true;
 				}
 				if (tag > period) {
 					return false; // too late for its period
@@ -204,6 +233,10 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 					learnFrom(1 - slot, period - 1);
 				}
 			}
+		}
+
+		/** @return whether a first token in {@code bin} is far enough above the baseline to raise the pressure */
+		private boolean raises(int bin) {
 			double baseline = baseline();
 			return baseline > 0 && TtftHistogram.upperNanos(bin) >= policy.multiplier * baseline;
 		}

@@ -37,7 +37,7 @@ final class AnyOfPolicy implements TripPolicy {
 		return "anyOf" + Arrays.toString(policies);
 	}
 
-	static final class AnyOfEvaluator implements Evaluator {
+	static final class AnyOfEvaluator implements SuccessBatch.Batching {
 
 		private final Evaluator[] evaluators;
 		/** The evaluators that keep state: the stateless classic one is answered inline on the record path. */
@@ -58,6 +58,40 @@ final class AnyOfPolicy implements TripPolicy {
 			boolean judge = classic && (slow || outcome != Outcome.SUCCESS);
 			for (Evaluator e : recording) {
 				judge |= e.onCall(window, config, outcome, timeToFirstTokenNanos, slow, nowNanos);
+			}
+			return judge;
+		}
+
+		/** The evaluators in the order of the policies (tests read what each learned). */
+		Evaluator[] evaluators() {
+			return evaluators.clone();
+		}
+
+		@Override
+		public boolean batches() {
+			for (Evaluator e : recording) {
+				if (!(e instanceof SuccessBatch.Batching) || !((SuccessBatch.Batching) e).batches()) {
+					return false;
+				}
+			}
+			return true;
+		}
+
+		@Override
+		public long quietBelowNanos() {
+			long quiet = Long.MAX_VALUE;
+			for (Evaluator e : recording) {
+				quiet = Math.min(quiet, ((SuccessBatch.Batching) e).quietBelowNanos());
+			}
+			return quiet;
+		}
+
+		@Override
+		public boolean onSuccesses(WindowCounts window, BreakerConfig config, SuccessBatch.Drained successes,
+				long nowNanos) {
+			boolean judge = false;
+			for (Evaluator e : recording) {
+				judge |= ((SuccessBatch.Batching) e).onSuccesses(window, config, successes, nowNanos);
 			}
 			return judge;
 		}

@@ -94,6 +94,8 @@ public final class BreakerConfig {
 	// nanosecond forms, read on the record path
 	final long slowNanos;
 	final long slowPerPromptTokenNanos;
+	/** {@link #slowNanos} as a double, for the prompt-size normalisation on the record path. */
+	final double slowNanosDouble;
 	final long tripDelayNanos;
 	final long rampUpNanos;
 	final long warmUpNanos;
@@ -133,6 +135,7 @@ public final class BreakerConfig {
 		this.openP0ProbeShare = b.openP0ProbeShare;
 		this.slowNanos = slowTimeToFirstToken.toNanos();
 		this.slowPerPromptTokenNanos = slowTimeToFirstTokenPerPromptToken.toNanos();
+		this.slowNanosDouble = slowNanos;
 		this.tripDelayNanos = tripDelay.toNanos();
 		this.rampUpNanos = rampUp.toNanos();
 		this.warmUpNanos = warmUp.toNanos();

@@ -110,7 +110,8 @@ public final class CircuitBreaker implements BreakerGate {
 		this.jitterSeed = ThreadLocalRandom.current().nextLong();
 		long now = clock.nanoTime();
 		this.createdAt = now;
-		this.settings = new Settings(b.config, SlidingWindow.of(b.config, now), b.config.tripPolicy().newEvaluator());
+		this.settings = new Settings(b.config, SlidingWindow.of(b.config, now), b.config.tripPolicy().newEvaluator(),
+				null, clock);
 		this.listeners = b.listeners.isEmpty() ? NO_LISTENERS : b.listeners.toArray(NO_LISTENERS);
 		this.phase = Phase.closed(0, now, now, 0, 0, 0);
 	}
@@ -396,29 +397,42 @@ public final class CircuitBreaker implements BreakerGate {
 			// no overflow: at most 2^31 tokens × 1 s per token, plus at most 365 days
 			slowNanos += promptTokens * c.slowPerPromptTokenNanos;
 			if (ttftNanos > 0) {
-				policyTtft = (long) (ttftNanos * ((double) c.slowNanos / slowNanos));
+				policyTtft = (long) (ttftNanos * (c.slowNanosDouble / slowNanos));
 			}
 		}
 		boolean slow = ttftNanos >= 0 && ttftNanos >= slowNanos;
 		if (slow) {
 			flags |= SlidingWindow.SLOW_BIT;
 		}
+		SuccessBatch batch = s.batch;
+		if (batch != null) {
+			// a fast success that cannot raise the pressure, of a CLOSED stay, with no trip waiting out its
+			// delay: to the batch
+			if (flags == SlidingWindow.CALL_BIT && permit.kind == Permit.CALL && batch.quiet(policyTtft)
+					&& (c.tripDelayNanos == 0 || phase.aboveSince == Phase.NEVER)
+					&& batched(s, batch, permit, policyTtft, givenNow, timed)) {
+				return;
+			}
+		}
 		// a count window judged by the classic rule needs no time for a call that cannot trip it
 		long now = timed ? givenNow
 				: s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
 						? clock.nanoTime() : 0;
+		// the successes batched before this call reach the policies first (batch != null: now is a reading)
+		boolean judge = batch != null && handOver(s, batch, now, false);
 		s.window.record(now, flags);
-		boolean judge;
 		if (s.classic) {
 			judge = slow || counted != Outcome.SUCCESS; // the classic rule's onCall, without the call
 		}
 		else {
 			try {
-				judge = s.evaluator.onCall(s.window, c, counted, policyTtft, slow, now);
+				judge |= s.evaluator.onCall(s.window, c, counted, policyTtft, slow, now);
 			}
 			catch (Throwable t) {
 				Callbacks.dropped(t);
-				judge = false;
+			}
+			if (batch != null) {
+				batch.refreshQuietBound(); // the call may have taught the policies a new baseline
 			}
 		}
 		Phase p = permit.phase;
@@ -442,6 +456,62 @@ public final class CircuitBreaker implements BreakerGate {
 			p.addProbe(failed, slow);
 			decideHalfOpen(p, s, now);
 		}
+	}
+
+	/**
+	 * Records a fast success through the batch: the window and the trip policies count it when the
+	 * batch is handed over, so the record path reads no clock.
+	 *
+	 * @return false when the batch is full (the caller records the call directly)
+	 */
+	private boolean batched(Settings s, SuccessBatch batch, Permit permit, long policyTtft, long givenNow,
+			boolean timed) {
+		int added = batch.add(policyTtft, givenNow, timed);
+		if (added == SuccessBatch.HAND_OVER_FIRST) {
+			// the batch is older than the bound: it goes first, this success opens the next one
+			handOver(s, batch, timed ? givenNow : clock.nanoTime(), true);
+			added = batch.add(policyTtft, givenNow, timed);
+		}
+		if (added == SuccessBatch.FULL || added == SuccessBatch.HAND_OVER_FIRST) {
+			return false;
+		}
+		if (consecutiveFailures != 0 && permit.phase == phase) {
+			consecutiveFailures = 0;
+		}
+		if (added == SuccessBatch.ADDED_HAND_OVER) {
+			handOver(s, batch, timed ? givenNow : clock.nanoTime(), true);
+		}
+		return true;
+	}
+
+	/**
+	 * Hands the pending fast successes to the trip policies, and judges when one of them may have
+	 * raised the pressure. Skipped when another thread is handing over (its hand-over or the next takes
+	 * what this one would have).
+	 *
+	 * @param judge whether to judge a CLOSED breaker here (false when the caller is about to record a
+	 * call of its own and judges after it)
+	 * @return whether one of the successes may have raised the pressure
+	 */
+	private boolean handOver(Settings s, SuccessBatch batch, long now, boolean judge) {
+		if (!batch.tryLock()) {
+			return false;
+		}
+		boolean raised;
+		try {
+			raised = batch.handOver(s.window, s.config, now);
+		}
+		catch (Throwable t) {
+			Callbacks.dropped(t);
+			raised = false;
+		}
+		if (raised && judge) {
+			Phase p = phase;
+			if (p.state == BreakerState.CLOSED && now - p.dwellUntil >= 0 && settings == s) {
+				judgeClosed(p, s, now);
+			}
+		}
+		return raised;
 	}
 
 	/** Counts a failure in a row, or ends the row; a success writes only when there is a row to end. */
@@ -567,6 +637,9 @@ public final class CircuitBreaker implements BreakerGate {
 	}
 
 	private void freshWindow(Settings s, long now) {
+		if (s.batch != null) {
+			handOver(s, s.batch, now, false); // empties it: the reset below forgets it with the rest
+		}
 		s.window.reset();
 		consecutiveFailures = 0;
 		try {
@@ -740,9 +813,9 @@ public final class CircuitBreaker implements BreakerGate {
 			old = settings;
 			SlidingWindow window = old.window.sameShape(config) ? old.window
 					: SlidingWindow.of(config, clock.nanoTime());
-			TripPolicy.Evaluator evaluator = old.config.tripPolicy().equals(config.tripPolicy()) ? old.evaluator
-					: config.tripPolicy().newEvaluator();
-			next = new Settings(config, window, evaluator);
+			boolean samePolicy = old.config.tripPolicy().equals(config.tripPolicy());
+			TripPolicy.Evaluator evaluator = samePolicy ? old.evaluator : config.tripPolicy().newEvaluator();
+			next = new Settings(config, window, evaluator, samePolicy ? old.batch : null, clock);
 		}
 		while (!SETTINGS.compareAndSet(this, old, next));
 		BreakerListener[] ls = listeners;
@@ -843,7 +916,11 @@ public final class CircuitBreaker implements BreakerGate {
 	}
 
 	private SlidingWindow current() {
-		SlidingWindow window = settings.window;
+		Settings s = settings;
+		SlidingWindow window = s.window;
+		if (s.batch != null) {
+			handOver(s, s.batch, clock.nanoTime(), false); // a read counts what waits, it judges nothing
+		}
 		if (window.timeBased()) {
 			window.advanceTo(clock.nanoTime());
 		}
@@ -855,7 +932,11 @@ public final class CircuitBreaker implements BreakerGate {
 	 * {@link BreakerTree} reads its children's evidence this way, without a copy.
 	 */
 	WindowCounts countsAt(long nowNanos) {
-		SlidingWindow window = settings.window;
+		Settings s = settings;
+		SlidingWindow window = s.window;
+		if (s.batch != null) {
+			handOver(s, s.batch, nowNanos, false);
+		}
 		if (window.timeBased()) {
 			window.advanceTo(nowNanos);
 		}
@@ -867,9 +948,18 @@ public final class CircuitBreaker implements BreakerGate {
 		return settings.window;
 	}
 
+	/** The current settings (tests read the success batch). */
+	Settings settings() {
+		return settings;
+	}
+
 	/** The trip policy's evaluator (tests read what it learned). */
 	TripPolicy.Evaluator evaluator() {
-		return settings.evaluator;
+		Settings s = settings;
+		if (s.batch != null) {
+			handOver(s, s.batch, clock.nanoTime(), false);
+		}
+		return s.evaluator;
 	}
 
 	/** The current phase (tests read probe accounting). */
@@ -933,7 +1023,7 @@ public final class CircuitBreaker implements BreakerGate {
 	// ---------------------------------------------------------------- internals
 
 	/** Config, window and evaluator swapped together by {@link #reconfigure}. */
-	private static final class Settings {
+	static final class Settings {
 		final BreakerConfig config;
 		final SlidingWindow window;
 		final TripPolicy.Evaluator evaluator;
@@ -942,14 +1032,19 @@ public final class CircuitBreaker implements BreakerGate {
 		final boolean classic;
 		/** Whether every recorded call needs a clock reading (false only for stateless count-based judging). */
 		final boolean callsNeedTime;
+		/** Fast successes on their way to a batching evaluator; null when the evaluator does not batch. */
+		final SuccessBatch batch;
 
-		Settings(BreakerConfig config, SlidingWindow window, TripPolicy.Evaluator evaluator) {
+		/** @param batch the batch of the same evaluator before a reconfiguration, or null for a new one */
+		Settings(BreakerConfig config, SlidingWindow window, TripPolicy.Evaluator evaluator, SuccessBatch batch,
+				BreakerClock clock) {
 			this.config = config;
 			this.window = window;
 			this.evaluator = evaluator;
 			this.classic = FailureRatePolicy.isClassic(evaluator);
 			// a pending trip delay judges successes too, at their time
 			this.callsNeedTime = window.timeBased() || !classic || config.tripDelayNanos > 0;
+			this.batch = classic ? null : batch != null ? batch : SuccessBatch.forEvaluator(evaluator, clock);
 		}
 	}
 

@@ -31,7 +31,24 @@ final class CountWindow extends SlidingWindow {
 
 	@Override
 	boolean record(long nowNanos, int flags) {
-		long s = (long) LONGS.getAndAdd(seq, SEQ, 1L) + 1;
+		return write((long) LONGS.getAndAdd(seq, SEQ, 1L) + 1, flags);
+	}
+
+	@Override
+	boolean recordSuccesses(long nowNanos, long calls) {
+		if (calls <= 0) {
+			return calls == 0;
+		}
+		long last = (long) LONGS.getAndAdd(seq, SEQ, calls) + calls;
+		// of a run longer than the window only the last lap stays: the earlier calls' slots are its own
+		for (long s = Math.max(last - calls + 1, last - size + 1); s <= last; s++) {
+			write(s, CALL_BIT);
+		}
+		return true;
+	}
+
+	/** Writes call number {@code s} into its slot. */
+	private boolean write(long s, int flags) {
 		int slot = (int) ((s - 1) % size);
 		for (;;) {
 			long old = (long) LONGS.getAcquire(slots, slot);

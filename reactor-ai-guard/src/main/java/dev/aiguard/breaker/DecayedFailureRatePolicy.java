@@ -115,7 +115,7 @@ public final class DecayedFailureRatePolicy implements TripPolicy {
 				+ stallSeverity + ", incomplete=" + incompleteSeverity + "}";
 	}
 
-	static final class DecayedEvaluator implements Evaluator {
+	static final class DecayedEvaluator implements SuccessBatch.Batching {
 
 		private final DecayedFailureRatePolicy policy;
 		/** first = Σ weight × severity, second = Σ weight. */
@@ -131,6 +131,25 @@ public final class DecayedFailureRatePolicy implements TripPolicy {
 				long nowNanos) {
 			double severity = policy.severity(outcome);
 			sums.add(nowNanos, severity, 1.0);
+			return severity > 0;
+		}
+
+		@Override
+		public boolean batches() {
+			return true;
+		}
+
+		@Override
+		public long quietBelowNanos() {
+			return policy.severity(Outcome.SUCCESS) > 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+		}
+
+		@Override
+		public boolean onSuccesses(WindowCounts window, BreakerConfig config, SuccessBatch.Drained successes,
+				long nowNanos) {
+			double severity = policy.severity(Outcome.SUCCESS);
+			long n = successes.total();
+			sums.add(nowNanos, severity * n, n);
 			return severity > 0;
 		}
 

@@ -120,7 +120,7 @@ public final class PerformanceScorePolicy implements TripPolicy {
 				+ ", halfLife=" + halfLife + "}";
 	}
 
-	static final class ScoreEvaluator implements Evaluator {
+	static final class ScoreEvaluator implements SuccessBatch.Batching {
 
 		private final PerformanceScorePolicy policy;
 		private final double baselineNanos;
@@ -140,6 +140,31 @@ public final class PerformanceScorePolicy implements TripPolicy {
 				ttft.add(nowNanos, timeToFirstTokenNanos, 1.0);
 			}
 			return outcome != Outcome.SUCCESS || timeToFirstTokenNanos > baselineNanos;
+		}
+
+		@Override
+		public boolean batches() {
+			return true;
+		}
+
+		@Override
+		public long quietBelowNanos() {
+			return (long) baselineNanos + 1; // a first token after the baseline raises the mean
+		}
+
+		@Override
+		public boolean onSuccesses(WindowCounts window, BreakerConfig config, SuccessBatch.Drained successes,
+				long nowNanos) {
+			if (successes.withTtft() > 0) {
+				ttft.add(nowNanos, successes.ttftSumNanos(), successes.withTtft());
+			}
+			for (int i = 0; i < successes.size(); i++) {
+				// a bin reaching above the baseline may hold a call that raised the mean
+				if (successes.bin(i) >= 0 && TtftHistogram.upperNanos(successes.bin(i)) > baselineNanos) {
+					return true;
+				}
+			}
+			return false;
 		}
 
 		/** @return current mean time to first token over the baseline; 1 when no call had a first token */

@@ -171,7 +171,7 @@ public final class PredictivePolicy implements TripPolicy {
 	 * never interleave; readers may see a level and a trend from neighbouring samples, which is fine for
 	 * a forecast.
 	 */
-	static final class HoltEvaluator implements Evaluator {
+	static final class HoltEvaluator implements SuccessBatch.Batching {
 
 		private static final long NONE = Long.MIN_VALUE;
 		private static final java.lang.invoke.VarHandle SAMPLE;
@@ -206,7 +206,29 @@ public final class PredictivePolicy implements TripPolicy {
 		@Override
 		public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos, boolean slow,
 				long nowNanos) {
-			boolean judge = inner.onCall(window, config, outcome, timeToFirstTokenNanos, slow, nowNanos);
+			return sample(window, config, nowNanos,
+					inner.onCall(window, config, outcome, timeToFirstTokenNanos, slow, nowNanos));
+		}
+
+		@Override
+		public boolean batches() {
+			return inner instanceof SuccessBatch.Batching && ((SuccessBatch.Batching) inner).batches();
+		}
+
+		@Override
+		public long quietBelowNanos() {
+			return ((SuccessBatch.Batching) inner).quietBelowNanos();
+		}
+
+		@Override
+		public boolean onSuccesses(WindowCounts window, BreakerConfig config, SuccessBatch.Drained successes,
+				long nowNanos) {
+			return sample(window, config, nowNanos,
+					((SuccessBatch.Batching) inner).onSuccesses(window, config, successes, nowNanos));
+		}
+
+		/** Takes a sample of the inner pressure when {@code nowNanos} starts a new interval. */
+		private boolean sample(WindowCounts window, BreakerConfig config, long nowNanos, boolean judge) {
 			long last = sample;
 			// still inside the sampled interval (the common case): no division
 			if (last != NONE && nowNanos - (last + 1) * intervalNanos < 0) {

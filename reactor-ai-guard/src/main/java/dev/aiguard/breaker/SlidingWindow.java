@@ -39,6 +39,14 @@ abstract class SlidingWindow implements WindowCounts {
 	 */
 	abstract boolean record(long nowNanos, int flags);
 
+	/**
+	 * Records {@code calls} plain successes at once, as {@code calls} times {@link #record record(nowNanos,
+	 * CALL_BIT)} would, with work that does not grow with {@code calls} beyond the window's size.
+	 *
+	 * @return whether they were counted; {@code false} for a record too late for the window
+	 */
+	abstract boolean recordSuccesses(long nowNanos, long calls);
+
 	/** Drops buckets that have slid out of the window by {@code nowNanos}. */
 	abstract void advanceTo(long nowNanos);
 

@@ -99,33 +99,56 @@ final class TimeWindow extends SlidingWindow {
 		return Math.floorDiv(nowNanos, bucketNanos);
 	}
 
-	@Override
-	boolean record(long nowNanos, int flags) {
+	/**
+	 * @return the epoch of {@code nowNanos}, the head moved on to it when it is newer; {@link #NONE}
+	 * when it is out of range or older than the window
+	 */
+	private long admit(long nowNanos) {
 		long h = head;
 		long e = epochOf(nowNanos, h);
-		long relative = e - origin;
 		if (e != h) {
+			long relative = e - origin;
 			if (relative < 0 || relative > maxRelativeEpoch) {
-				return false;
+				return NONE;
 			}
 			if (e > h) {
 				advance(h, e);
 			}
 			else if (e <= h - size) {
-				return false;
+				return NONE;
 			}
 		}
+		return e;
+	}
+
+	@Override
+	boolean record(long nowNanos, int flags) {
+		long e = admit(nowNanos);
+		if (e == NONE) {
+			return false;
+		}
+		long relative = e - origin;
 		// calls first, so that a reader racing this record never sees a rate above the true one
 		boolean counted = false;
 		for (int k = CALLS; k < WIDTH; k++) {
 			if ((flags & (1 << k)) != 0) {
-				counted |= increment(e, relative, k);
+				counted |= increment(e, relative, k, 1);
 			}
 		}
 		return counted;
 	}
 
-	private boolean increment(long e, long relative, int counter) {
+	@Override
+	boolean recordSuccesses(long nowNanos, long calls) {
+		if (calls <= 0) {
+			return calls == 0;
+		}
+		long e = admit(nowNanos);
+		return e != NONE && increment(e, e - origin, CALLS, Math.min(calls, COUNT_MASK));
+	}
+
+	/** Adds {@code by} (at least 1) to a counter of epoch {@code e}; a cell saturates at {@link #COUNT_MASK}. */
+	private boolean increment(long e, long relative, int counter, long by) {
 		int i = index(e, counter);
 		long live = liveHeader(relative);
 		for (;;) {
@@ -133,19 +156,21 @@ final class TimeWindow extends SlidingWindow {
 			long header = v & ~COUNT_MASK;
 			if (header == live) {
 				// the hot case: the head bucket, counted by readers on the fly
-				if ((v & COUNT_MASK) == COUNT_MASK) {
+				long add = Math.min(by, COUNT_MASK - (v & COUNT_MASK));
+				if (add == 0) {
 					return false; // saturated
 				}
-				if (LONGS.compareAndSet(cells, i, v, v + 1)) {
+				if (LONGS.compareAndSet(cells, i, v, v + add)) {
 					return true;
 				}
 			}
 			else if (header == (live | SEALED)) {
-				if ((v & COUNT_MASK) == COUNT_MASK) {
+				long add = Math.min(by, COUNT_MASK - (v & COUNT_MASK));
+				if (add == 0) {
 					return false;
 				}
-				if (LONGS.compareAndSet(cells, i, v, v + 1)) {
-					addTotal(counter, 1);
+				if (LONGS.compareAndSet(cells, i, v, v + add)) {
+					addTotal(counter, add);
 					evictIfOut(e, relative);
 					return true;
 				}
@@ -153,7 +178,7 @@ final class TimeWindow extends SlidingWindow {
 			else if ((v >>> TAG_SHIFT) < tagOf(relative)) {
 				// the cell still holds an older epoch (or nothing): this record opens it
 				boolean isHead = e == head;
-				if (LONGS.compareAndSet(cells, i, v, isHead ? live | 1 : live | SEALED | 1)) {
+				if (LONGS.compareAndSet(cells, i, v, isHead ? live | by : live | SEALED | by)) {
 					if ((v & SEALED) != 0) {
 						addTotal(counter, -(v & COUNT_MASK)); // an old sealed bucket leaves with it
 					}
@@ -164,7 +189,7 @@ final class TimeWindow extends SlidingWindow {
 						}
 					}
 					else {
-						addTotal(counter, 1);
+						addTotal(counter, by);
 					}
 					evictIfOut(e, relative);
 					return true;

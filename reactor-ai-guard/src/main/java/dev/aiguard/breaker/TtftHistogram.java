@@ -15,7 +15,11 @@ final class TtftHistogram {
 	}
 
 	static int bin(long nanos) {
-		long micros = Math.max(0, nanos / 1000);
+		return binOfMicros(Math.max(0, nanos / 1000));
+	}
+
+	/** @param micros a time in whole microseconds, not negative */
+	static int binOfMicros(long micros) {
 		if (micros < 4) {
 			return (int) micros;
 		}
@@ -32,6 +36,26 @@ final class TtftHistogram {
 		int octave = 2 + (bin - 4) / 4;
 		int sub = (bin - 4) % 4;
 		return ((4L + sub + 1) << (octave - 2)) * 1000L;
+	}
+
+	/**
+	 * @param threshold a time in nanoseconds
+	 * @param reaching whether a bin counts when its upper edge reaches {@code threshold} ({@code >=}),
+	 * else only when it exceeds it ({@code >})
+	 * @return the lower edge of the first bin that counts: every time below it lies in a bin that
+	 * does not; {@link Long#MAX_VALUE} when no bin counts
+	 */
+	static long quietBelow(double threshold, boolean reaching) {
+		if (threshold >= upperNanos(LAST)) {
+			return reaching && threshold == upperNanos(LAST) ? lowerNanos(LAST) : Long.MAX_VALUE;
+		}
+		if (threshold <= 0) {
+			return 0;
+		}
+		// x < upperNanos(b) exactly when bin(x) <= b (the edges are whole microseconds): so the first bin
+		// whose upper edge reaches t is the bin of ceil(t) - 1, the first that exceeds t the bin of floor(t)
+		long t = reaching ? (long) Math.ceil(threshold) - 1 : (long) Math.floor(threshold);
+		return lowerNanos(bin(t));
 	}
 
 	/** @return the lower edge of {@code bin} in nanoseconds */

@@ -133,7 +133,7 @@ public final class TtftPercentilePolicy implements TripPolicy {
 	 * few hundred nanoseconds once per slice), never added to a histogram about to be cleared; readers
 	 * skip a slot being claimed.
 	 */
-	static final class PercentileEvaluator implements Evaluator {
+	static final class PercentileEvaluator implements SuccessBatch.Batching {
 
 		private static final long NONE = Long.MIN_VALUE;
 		private static final long CLAIMING = Long.MIN_VALUE + 1;
@@ -169,17 +169,51 @@ public final class TtftPercentilePolicy implements TripPolicy {
 			else {
 				return false;
 			}
-			long slice = sliceOf(nowNanos);
-			int slot = (int) Math.floorMod(slice, (long) SLICES);
-			long tag = (long) TAGS.getAcquire(tags, slot);
-			if (tag != slice) {
-				if (tag == CLAIMING || (tag != NONE && tag > slice) || !claim(slot, tag, slice)) {
-					return false; // too late for its slice, or the slot is being turned over
-				}
+			int slot = slotFor(sliceOf(nowNanos));
+			if (slot < 0) {
+				return false;
 			}
 			SlidingWindow.LONGS.getAndAdd(counts, slot * TtftHistogram.BINS + bin, 1L);
 			// only a first token at or over the limit can have raised the percentile to it
 			return TtftHistogram.upperNanos(bin) > limitNanos;
+		}
+
+		@Override
+		public boolean batches() {
+			return true;
+		}
+
+		@Override
+		public long quietBelowNanos() {
+			return TtftHistogram.quietBelow(limitNanos, false);
+		}
+
+		@Override
+		public boolean onSuccesses(WindowCounts window, BreakerConfig config, SuccessBatch.Drained successes,
+				long nowNanos) {
+			int slot = slotFor(sliceOf(nowNanos));
+			if (slot < 0) {
+				return false;
+			}
+			boolean judge = false;
+			for (int i = 0; i < successes.size(); i++) {
+				int bin = successes.bin(i);
+				if (bin >= 0) {
+					SlidingWindow.LONGS.getAndAdd(counts, slot * TtftHistogram.BINS + bin, successes.count(i));
+					judge |= TtftHistogram.upperNanos(bin) > limitNanos;
+				}
+			}
+			return judge;
+		}
+
+		/** @return the slot that counts {@code slice}, claimed if need be; -1 when too late or being turned over */
+		private int slotFor(long slice) {
+			int slot = (int) Math.floorMod(slice, (long) SLICES);
+			long tag = (long) TAGS.getAcquire(tags, slot);
+			if (tag != slice && (tag == CLAIMING || (tag != NONE && tag > slice) || !claim(slot, tag, slice))) {
+				return -1;
+			}
+			return slot;
 		}
 
 		private long sliceOf(long nowNanos) {

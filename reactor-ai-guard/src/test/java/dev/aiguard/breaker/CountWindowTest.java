@@ -82,4 +82,33 @@ class CountWindowTest {
 		assertThat(w.calls()).isEqualTo(3);
 		assertConsistent(w);
 	}
+
+	@Test
+	void aRunOfSuccessesCountsAsThatManySingleRecords() {
+		java.util.SplittableRandom random = new java.util.SplittableRandom(3);
+		for (int round = 0; round < 500; round++) {
+			int size = 1 + random.nextInt(12);
+			CountWindow bulk = new CountWindow(size);
+			CountWindow single = new CountWindow(size);
+			for (int step = 0; step < 20; step++) {
+				if (random.nextBoolean()) {
+					int flags = random.nextBoolean() ? FAIL : OK | SlidingWindow.SLOW_BIT;
+					bulk.record(0, flags);
+					single.record(0, flags);
+				}
+				else {
+					int run = random.nextInt(2 * size + 2);
+					assertThat(bulk.recordSuccesses(0, run)).isTrue();
+					for (int i = 0; i < run; i++) {
+						single.record(0, OK);
+					}
+				}
+				for (int k = 0; k < SlidingWindow.WIDTH; k++) {
+					assertThat(bulk.total(k)).as("round %d counter %d", round, k).isEqualTo(single.total(k));
+				}
+				assertConsistent(bulk);
+			}
+		}
+	}
+
 }

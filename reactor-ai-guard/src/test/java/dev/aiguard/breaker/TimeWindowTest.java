@@ -244,4 +244,26 @@ class TimeWindowTest {
 		assertThat(w.failures()).isEqualTo(1);
 		assertConsistent(w);
 	}
+
+	@Test
+	void aRunOfSuccessesCountsAsThatManySingleRecordsInTheHeadOrALateBucket() {
+		TimeWindow bulk = new TimeWindow(3, SECOND, 0);
+		TimeWindow single = new TimeWindow(3, SECOND, 0);
+		long[][] runs = { { 0, 5 }, { SECOND, 7 }, { 0, 2 }, { 2 * SECOND, 300 }, { 4 * SECOND, 1 },
+				{ 3 * SECOND, 4 }, { 0, 9 } }; // the last is older than the window: dropped
+		for (long[] run : runs) {
+			boolean counted = bulk.recordSuccesses(run[0], run[1]);
+			boolean any = false;
+			for (int i = 0; i < run[1]; i++) {
+				any |= single.record(run[0], OK);
+			}
+			assertThat(counted).as("run at %d", run[0]).isEqualTo(any);
+			assertThat(bulk.calls()).as("run at %d", run[0]).isEqualTo(single.calls());
+		}
+		bulk.advanceTo(10 * SECOND);
+		single.advanceTo(10 * SECOND);
+		assertThat(bulk.calls()).isZero().isEqualTo(single.calls());
+		assertThat(bulk.recordSuccesses(10 * SECOND, 0)).isTrue();
+	}
+
 }
