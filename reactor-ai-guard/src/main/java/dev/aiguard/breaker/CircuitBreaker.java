@@ -419,7 +419,8 @@ public final class CircuitBreaker implements BreakerGate {
 				: s.callsNeedTime || (flags & ~SlidingWindow.CALL_BIT) != 0 || permit.kind != Permit.CALL
 						? clock.nanoTime() : 0;
 		// the successes batched before this call reach the policies first (batch != null: now is a reading)
-		boolean judge = batch != null && handOver(s, batch, now, false);
+		int handed = batch != null ? handOver(s, batch, now, false) : HANDED;
+		boolean judge = handed == HANDED_RAISED;
 		s.window.record(now, flags);
 		if (s.classic) {
 			judge = slow || counted != Outcome.SUCCESS; // the classic rule's onCall, without the call
@@ -447,7 +448,10 @@ public final class CircuitBreaker implements BreakerGate {
 			}
 			// while a trip waits out its delay, successes are judged too, so a fall of the pressure is seen
 			if ((judge || c.tripDelayNanos > 0 && p.aboveSince != Phase.NEVER) && now - p.dwellUntil >= 0) {
-				judgeClosed(p, s, now);
+				// with successes on their way to the window, the thread carrying them judges once they are in
+				if (handed != HANDING_ELSEWHERE || !batch.oweJudgement()) {
+					judgeClosed(p, s, now);
+				}
 			}
 		}
 		else if (p.state == BreakerState.HALF_OPEN) {
@@ -489,30 +493,44 @@ public final class CircuitBreaker implements BreakerGate {
 	 * raised the pressure. Skipped when another thread is handing over (its hand-over or the next takes
 	 * what this one would have).
 	 *
-	 * @param judge whether to judge a CLOSED breaker here (false when the caller is about to record a
-	 * call of its own and judges after it)
-	 * @return whether one of the successes may have raised the pressure
+	 * @param judge whether to judge a CLOSED breaker here when a success may have raised the pressure
+	 * (false when the caller is about to record a call of its own and judges after it, or only reads)
+	 * @return {@link #HANDED_RAISED} when one of the successes may have raised the pressure,
+	 * {@link #HANDED} when not, {@link #HANDING_ELSEWHERE} when another thread is handing over
 	 */
-	private boolean handOver(Settings s, SuccessBatch batch, long now, boolean judge) {
+	private int handOver(Settings s, SuccessBatch batch, long now, boolean judge) {
 		if (!batch.tryLock()) {
-			return false;
+			return HANDING_ELSEWHERE;
 		}
-		boolean raised;
+		return handOverLocked(s, batch, now, judge);
+	}
+
+	/** {@link #handOver} for the holder of the batch's lock; frees it. */
+	int handOverLocked(Settings s, SuccessBatch batch, long now, boolean judge) {
+		boolean raised = false;
+		boolean owed;
 		try {
 			raised = batch.handOver(s.window, s.config, now);
 		}
 		catch (Throwable t) {
 			Callbacks.dropped(t);
-			raised = false;
 		}
-		if (raised && judge) {
+		finally {
+			owed = batch.unlock();
+		}
+		// a call recorded while the batch was on its way left its judgement to this thread
+		if (raised && judge || owed) {
 			Phase p = phase;
 			if (p.state == BreakerState.CLOSED && now - p.dwellUntil >= 0 && settings == s) {
-				judgeClosed(p, s, now);
+				judgeClosed(p, s, owed ? clock.nanoTime() : now);
 			}
 		}
-		return raised;
+		return raised ? HANDED_RAISED : HANDED;
 	}
+
+	private static final int HANDED = 0;
+	private static final int HANDED_RAISED = 1;
+	private static final int HANDING_ELSEWHERE = 2;
 
 	/** Counts a failure in a row, or ends the row; a success writes only when there is a row to end. */
 	private int consecutive(int flags) {
@@ -919,7 +937,8 @@ public final class CircuitBreaker implements BreakerGate {
 		Settings s = settings;
 		SlidingWindow window = s.window;
 		if (s.batch != null) {
-			handOver(s, s.batch, clock.nanoTime(), false); // a read counts what waits, it judges nothing
+			// a read counts what waits; it judges only what a record left to the hand-over
+			handOver(s, s.batch, clock.nanoTime(), false);
 		}
 		if (window.timeBased()) {
 			window.advanceTo(clock.nanoTime());

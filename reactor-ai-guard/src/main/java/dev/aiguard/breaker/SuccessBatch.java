@@ -177,41 +177,72 @@ final class SuccessBatch {
 	static final int HAND_OVER_FIRST = 2;
 	static final int FULL = 3;
 
+	/** The lock's states: free, taken, taken with a judgement owed by its holder. */
+	private static final int FREE = 0;
+	private static final int TAKEN = 1;
+	private static final int JUDGEMENT_OWED = 2;
+
 	/** @return whether this thread now holds the hand-over lock */
 	boolean tryLock() {
-		return lock == 0 && LOCK.compareAndSet(this, 0, 1);
+		return lock == FREE && LOCK.compareAndSet(this, FREE, TAKEN);
 	}
 
 	/**
-	 * Hands every pending success to the window and the evaluator; only the lock holder calls it, and it
-	 * unlocks.
+	 * Leaves the judgement of a call just recorded to the thread handing the batch over now, which
+	 * judges once the batch is in the window and the policies.
+	 *
+	 * @return false when no hand-over is running (any more): the caller judges itself
+	 */
+	boolean oweJudgement() {
+		for (;;) {
+			int state = lock;
+			if (state == FREE) {
+				return false;
+			}
+			if (state == JUDGEMENT_OWED || LOCK.compareAndSet(this, TAKEN, JUDGEMENT_OWED)) {
+				return true;
+			}
+		}
+	}
+
+	/**
+	 * Frees the lock.
+	 *
+	 * @return whether a judgement was left to the holder meanwhile ({@link #oweJudgement()})
+	 */
+	boolean unlock() {
+		if (LOCK.compareAndSet(this, TAKEN, FREE)) {
+			return false;
+		}
+		LOCK.setRelease(this, FREE);
+		return true;
+	}
+
+	/**
+	 * Hands every pending success to the window and the evaluator; only the lock holder calls it, and
+	 * it keeps the lock.
 	 *
 	 * @return whether one of them may have raised the pressure
 	 */
 	boolean handOver(SlidingWindow window, BreakerConfig config, long nowNanos) {
-		try {
-			Drained d = drained;
-			d.clear();
-			for (int c = 0; c < CELLS; c++) {
-				if ((long) CELL.getVolatile(cells, c) != 0) {
-					long taken = (long) CELL.getAndSet(cells, c, 0L);
-					d.put(c, taken >>> MICROS_BITS, taken & MICROS_MASK);
-				}
+		Drained d = drained;
+		d.clear();
+		for (int c = 0; c < CELLS; c++) {
+			if ((long) CELL.getVolatile(cells, c) != 0) {
+				long taken = (long) CELL.getAndSet(cells, c, 0L);
+				d.put(c, taken >>> MICROS_BITS, taken & MICROS_MASK);
 			}
-			long stamp = stamp(nowNanos);
-			openedAt = NONE;
-			adapt(nowNanos, d.fullest);
-			if (d.size == 0) {
-				return false;
-			}
-			window.recordSuccesses(stamp, d.total);
-			boolean raised = evaluator.onSuccesses(window, config, d, stamp);
-			quietBelow = evaluator.quietBelowNanos();
-			return raised;
 		}
-		finally {
-			LOCK.setRelease(this, 0);
+		long stamp = stamp(nowNanos);
+		openedAt = NONE;
+		adapt(nowNanos, d.fullest);
+		if (d.size == 0) {
+			return false;
 		}
+		window.recordSuccesses(stamp, d.total);
+		boolean raised = evaluator.onSuccesses(window, config, d, stamp);
+		quietBelow = evaluator.quietBelowNanos();
+		return raised;
 	}
 
 	/**

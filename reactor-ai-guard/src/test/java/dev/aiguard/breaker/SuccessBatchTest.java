@@ -79,6 +79,8 @@ class SuccessBatchTest {
 		assertThat(batch.pending()).isEqualTo(ttfts.length);
 		assertThat(batch.tryLock()).isTrue();
 		batch.handOver(window, config, 42);
+		assertThat(batch.tryLock()).as("the holder keeps the lock").isFalse();
+		assertThat(batch.unlock()).as("no judgement was left to it").isFalse();
 
 		assertThat(tally.total.get()).isEqualTo(ttfts.length);
 		assertThat(tally.ttftSumNanos.get()).isEqualTo(expectedSum);
@@ -88,7 +90,10 @@ class SuccessBatchTest {
 		assertThat(tally.lastNow).isEqualTo(42);
 		assertThat(window.calls()).as("the window counts them at the hand-over").isEqualTo(ttfts.length);
 		assertThat(batch.pending()).isZero();
-		assertThat(batch.tryLock()).as("the hand-over unlocks").isTrue();
+		assertThat(batch.tryLock()).isTrue();
+		assertThat(batch.oweJudgement()).isTrue();
+		assertThat(batch.unlock()).as("a judgement was left to it").isTrue();
+		assertThat(batch.oweJudgement()).as("nothing on its way: the caller judges").isFalse();
 	}
 
 	@Test
@@ -107,6 +112,7 @@ class SuccessBatchTest {
 			assertThat(code).isEqualTo(SuccessBatch.ADDED_HAND_OVER);
 			assertThat(batch.tryLock()).isTrue();
 			batch.handOver(window, config, clock.nanoTime());
+			batch.unlock();
 		}
 		assertThat(batch.limit()).isEqualTo(SuccessBatch.MAX_LIMIT);
 		int stride = batch.stride();
@@ -123,6 +129,7 @@ class SuccessBatchTest {
 		assertThat(batch.pending()).isEqualTo(stride);
 		assertThat(batch.tryLock()).isTrue();
 		batch.handOver(window, config, clock.nanoTime());
+		batch.unlock();
 		assertThat(batch.limit()).isEqualTo(1);
 		clock.advance(Duration.ofSeconds(1));
 		assertThat(batch.add(100 * MS, 0, false)).isEqualTo(SuccessBatch.ADDED_HAND_OVER);
@@ -137,6 +144,7 @@ class SuccessBatchTest {
 			batch.add(MS, 0, false);
 			assertThat(batch.tryLock()).isTrue();
 			batch.handOver(window, config, clock.nanoTime());
+			batch.unlock();
 		}
 		assertThat(batch.limit()).isEqualTo(SuccessBatch.MAX_LIMIT);
 		// three successes, the first of which reads the clock; then the traffic stops for five seconds
@@ -148,6 +156,7 @@ class SuccessBatchTest {
 		clock.advance(Duration.ofSeconds(5));
 		assertThat(batch.tryLock()).isTrue();
 		batch.handOver(window, config, clock.nanoTime()); // a failure, or a read of the breaker
+		batch.unlock();
 		assertThat(tally.lastNow).isEqualTo(reading + SuccessBatch.MAX_AGE_NANOS);
 		assertThat(tally.total.get()).isEqualTo(13);
 	}
@@ -159,6 +168,7 @@ class SuccessBatchTest {
 			batch.add(MS, 0, true);
 			batch.tryLock();
 			batch.handOver(window, config, 0);
+			batch.unlock();
 		}
 		int stride = batch.stride();
 		assertThat(stride).isGreaterThan(1);
@@ -206,6 +216,7 @@ class SuccessBatchTest {
 					}
 					if (added != SuccessBatch.ADDED && batch.tryLock()) {
 						batch.handOver(window, config, i);
+						batch.unlock();
 					}
 				}
 				accepted.addAndGet(n);
@@ -215,12 +226,14 @@ class SuccessBatchTest {
 				for (int i = 0; i < 2_000; i++) {
 					if (batch.tryLock()) {
 						batch.handOver(window, config, i);
+						batch.unlock();
 					}
 				}
 			};
 			RaceTestUtils.race(Schedulers.boundedElastic(), adder, adder, reader);
 			assertThat(batch.tryLock()).isTrue();
 			batch.handOver(window, config, 0);
+			batch.unlock();
 			// a hand-over descheduled mid-way leaves cells full: those calls were turned away, not lost
 			assertThat(accepted.get()).isPositive();
 			assertThat(tally.total.get()).isEqualTo(accepted.get());
@@ -293,5 +306,34 @@ class SuccessBatchTest {
 		}
 		assertThat(breaker.state()).as("p95 over 1 s, from successes alone, with no read of the breaker")
 				.isEqualTo(BreakerState.OPEN);
+	}
+
+	@Test
+	void aFailureRecordedWhileABatchIsOnItsWayIsJudgedOnceTheBatchIsIn() {
+		ManualClock clock = new ManualClock();
+		BreakerConfig config = BreakerConfig.custom().minimumCalls(5).failureRateThreshold(0.5)
+				.tripPolicy(TripPolicy.anyOf(TripPolicy.failureRate(), TripPolicy.decayedFailureRate())).build();
+		CircuitBreaker breaker = CircuitBreaker.builder("in-flight").config(config).clock(clock).build();
+		for (int i = 0; i < 100; i++) {
+			breaker.tryAcquire().record(Outcome.SUCCESS, MS);
+		}
+		CircuitBreaker.Settings s = breaker.settings();
+		assertThat(s.batch.pending()).isEqualTo(36);
+		assertThat(s.batch.tryLock()).as("a hand-over starts on another thread").isTrue();
+		for (int i = 0; i < 70; i++) {
+			breaker.tryAcquire().record(Outcome.FAILURE, -1);
+		}
+		// without the 36 successes on their way, 70 of 134 calls failed: not the breaker's evidence
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+		breaker.handOverLocked(s, s.batch, clock.nanoTime(), false);
+		// the hand-over judged what the failures left to it: 70 of 170 failed
+		assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+		assertThat(breaker.snapshot().calls()).isEqualTo(170);
+		int more = 0;
+		while (breaker.state() == BreakerState.CLOSED && more < 100) {
+			breaker.tryAcquire().record(Outcome.FAILURE, -1);
+			more++;
+		}
+		assertThat(more).as("trips at 100 of 200").isEqualTo(30);
 	}
 }
