@@ -91,8 +91,8 @@ final class SuccessBatch {
 	private volatile int limit = 1;
 	/** An add reads the clock when its cell holds a multiple of {@code strideMask + 1} successes. */
 	private volatile int strideMask;
-	/** The clock at the last hand-over, {@link Long#MIN_VALUE} before the first. */
-	private volatile long handedAt = Long.MIN_VALUE;
+	/** The clock at the last hand-over, {@link #NONE} before the first. */
+	private volatile long handedAt = NONE;
 	/** The first reading since the last hand-over, {@link #NONE} when none. */
 	private volatile long openedAt = NONE;
 	/** The latest reading taken by an add, {@link #NONE} before the first. */
@@ -121,10 +121,6 @@ final class SuccessBatch {
 	static SuccessBatch forEvaluator(TripPolicy.Evaluator evaluator, BreakerClock clock) {
 		return evaluator instanceof Batching && ((Batching) evaluator).batches()
 				? new SuccessBatch((Batching) evaluator, clock) : null;
-	}
-
-	Batching evaluator() {
-		return evaluator;
 	}
 
 	/**
@@ -264,7 +260,7 @@ final class SuccessBatch {
 	private void adapt(long nowNanos, long fullest) {
 		long last = handedAt;
 		handedAt = nowNanos;
-		if (fullest == 0 || last == Long.MIN_VALUE) {
+		if (fullest == 0 || last == NONE) {
 			return;
 		}
 		long took = nowNanos - last;
