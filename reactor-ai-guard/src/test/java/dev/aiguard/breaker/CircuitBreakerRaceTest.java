@@ -80,6 +80,43 @@ class CircuitBreakerRaceTest {
 	}
 
 	@Test
+	void batchedSuccessesRacingFailuresAndReadsLoseNoCountInTheWindowOrThePolicies() {
+		TripPolicy batching = TripPolicy.anyOf(TripPolicy.failureRate(), TripPolicy.decayedFailureRate());
+		for (BreakerConfig config : new BreakerConfig[] { base().minimumCalls(1_000_000).tripPolicy(batching).build(),
+				base().minimumCalls(1_000_000).countWindow(100_000).tripPolicy(batching).build() }) {
+			CircuitBreaker breaker = CircuitBreaker.builder("batched-race").config(config).clock(clock).build();
+			assertThat(breaker.settings().batch).as("the policy batches fast successes").isNotNull();
+			int perThread = 5_000;
+			AtomicInteger running = new AtomicInteger(4);
+			Runnable[] tasks = new Runnable[5];
+			for (int t = 0; t < 4; t++) {
+				tasks[t] = () -> {
+					for (int i = 0; i < perThread; i++) {
+						breaker.tryAcquire().record(i % 4 == 0 ? Outcome.FAILURE : Outcome.SUCCESS, FAST);
+					}
+					running.decrementAndGet();
+				};
+			}
+			tasks[4] = () -> {
+				while (running.get() > 0) {
+					breaker.snapshot(); // every read hands the batch over
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), tasks);
+
+			BreakerSnapshot s = breaker.snapshot();
+			assertThat(s.calls()).isEqualTo(4L * perThread);
+			assertThat(s.failures()).isEqualTo(perThread);
+			assertConsistent(breaker.window());
+			DecayedFailureRatePolicy.DecayedEvaluator decayed = (DecayedFailureRatePolicy.DecayedEvaluator)
+					((AnyOfPolicy.AnyOfEvaluator) breaker.evaluator()).evaluators()[1];
+			// one clock reading for every call: equal weights, so the decayed rate is the plain one
+			assertThat(decayed.rate()).isEqualTo(0.25);
+			assertThat(breaker.state()).isEqualTo(BreakerState.CLOSED);
+		}
+	}
+
+	@Test
 	void concurrentFailuresTripExactlyOnce() {
 		for (int round = 0; round < 200; round++) {
 			RecordingMetrics metrics = new RecordingMetrics();
