@@ -528,6 +528,16 @@ public final class CircuitBreaker implements BreakerGate {
 		return raised ? HANDED_RAISED : HANDED;
 	}
 
+	/**
+	 * Hands over what waits in the batch, if any, before the window or the policies are read; it judges
+	 * only a judgement a record left to the hand-over.
+	 */
+	private void handOverWaiting(Settings s, long now) {
+		if (s.batch != null) {
+			handOver(s, s.batch, now, false);
+		}
+	}
+
 	private static final int HANDED = 0;
 	private static final int HANDED_RAISED = 1;
 	private static final int HANDING_ELSEWHERE = 2;
@@ -655,9 +665,7 @@ public final class CircuitBreaker implements BreakerGate {
 	}
 
 	private void freshWindow(Settings s, long now) {
-		if (s.batch != null) {
-			handOver(s, s.batch, now, false); // empties it: the reset below forgets it with the rest
-		}
+		handOverWaiting(s, now); // empties the batch: the reset below forgets it with the rest
 		s.window.reset();
 		consecutiveFailures = 0;
 		try {
@@ -935,15 +943,12 @@ public final class CircuitBreaker implements BreakerGate {
 
 	private SlidingWindow current() {
 		Settings s = settings;
-		SlidingWindow window = s.window;
-		if (s.batch != null) {
-			// a read counts what waits; it judges only what a record left to the hand-over
-			handOver(s, s.batch, clock.nanoTime(), false);
+		long now = clock.nanoTime();
+		handOverWaiting(s, now);
+		if (s.window.timeBased()) {
+			s.window.advanceTo(now);
 		}
-		if (window.timeBased()) {
-			window.advanceTo(clock.nanoTime());
-		}
-		return window;
+		return s.window;
 	}
 
 	/**
@@ -952,14 +957,11 @@ public final class CircuitBreaker implements BreakerGate {
 	 */
 	WindowCounts countsAt(long nowNanos) {
 		Settings s = settings;
-		SlidingWindow window = s.window;
-		if (s.batch != null) {
-			handOver(s, s.batch, nowNanos, false);
+		handOverWaiting(s, nowNanos);
+		if (s.window.timeBased()) {
+			s.window.advanceTo(nowNanos);
 		}
-		if (window.timeBased()) {
-			window.advanceTo(nowNanos);
-		}
-		return window;
+		return s.window;
 	}
 
 	/** The live window (tests compare its slots with its totals). */
@@ -975,9 +977,7 @@ public final class CircuitBreaker implements BreakerGate {
 	/** The trip policy's evaluator (tests read what it learned). */
 	TripPolicy.Evaluator evaluator() {
 		Settings s = settings;
-		if (s.batch != null) {
-			handOver(s, s.batch, clock.nanoTime(), false);
-		}
+		handOverWaiting(s, clock.nanoTime());
 		return s.evaluator;
 	}
 

@@ -64,7 +64,7 @@ final class SuccessBatch {
 	/** Per call at most 2^31 µs (about 36 minutes): HARD_LIMIT plus racing adds cannot carry into the count. */
 	private static final long MAX_MICROS = (1L << 31) - 1;
 	/** The cell of successes without a first token. */
-	static final int NO_TTFT = TtftHistogram.BINS;
+	private static final int NO_TTFT = TtftHistogram.BINS;
 	private static final int CELLS = TtftHistogram.BINS + 1;
 
 	private static final VarHandle CELL = MethodHandles.arrayElementVarHandle(long[].class);
@@ -294,7 +294,6 @@ final class SuccessBatch {
 	static final class Drained {
 		private final int[] bins = new int[CELLS];
 		private final long[] counts = new long[CELLS];
-		private final long[] micros = new long[CELLS];
 		private int size;
 		private long total;
 		private long withTtft;
@@ -315,7 +314,6 @@ final class SuccessBatch {
 			}
 			bins[size] = cell == NO_TTFT ? -1 : cell;
 			counts[size] = count;
-			micros[size] = sumMicros;
 			size++;
 			total += count;
 			fullest = Math.max(fullest, count);
@@ -338,11 +336,6 @@ final class SuccessBatch {
 		/** @return the successes of group {@code i} */
 		long count(int i) {
 			return counts[i];
-		}
-
-		/** @return the mean time to first token of group {@code i} in nanoseconds (-1 without one) */
-		long meanTtftNanos(int i) {
-			return bins[i] < 0 ? -1 : micros[i] * 1000 / counts[i];
 		}
 
 		/** @return all successes of the hand-over */
