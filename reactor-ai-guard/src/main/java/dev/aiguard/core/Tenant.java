@@ -16,7 +16,8 @@ import reactor.util.context.ContextView;
  * chat(request).contextWrite(Tenant.of("acme").asContext());
  * }</pre>
  *
- * @param id 1 to 128 characters, none of them a control character or a blank
+ * @param id 1 to 128 characters, none of them a control character, a blank (any Unicode space: also
+ *        U+00A0, U+2007, U+202F, U+3000) or an invisible format character (U+200B, U+FEFF)
  */
 public record Tenant(String id) {
 
@@ -34,7 +35,8 @@ public record Tenant(String id) {
 		}
 		for (int i = 0; i < id.length(); i++) {
 			char c = id.charAt(i);
-			if (Character.isISOControl(c) || Character.isWhitespace(c)) {
+			if (Character.isISOControl(c) || Character.isWhitespace(c) || Character.isSpaceChar(c)
+					|| Character.getType(c) == Character.FORMAT) {
 				throw new IllegalArgumentException("tenant id must not contain blanks or control characters, was '"
 						+ id.replaceAll("\\p{Cntrl}", "?") + "'");
 			}

@@ -10,10 +10,10 @@ import java.util.Arrays;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
-import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.aiguard.chat.ChatChunk;
+import dev.aiguard.core.Secrets;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.sse.SseDecoder;
 import dev.aiguard.sse.SseEvent;
@@ -44,9 +44,6 @@ import reactor.util.context.ContextView;
  * checks their builders make. The provider's request body, headers and codec are the caller's.
  */
 final class SseExchange {
-
-	/** Text shaped like a provider key ({@code sk-...}, {@code sk-ant-...}), scrubbed from messages. */
-	private static final Pattern KEY_LIKE = Pattern.compile("\\b(sk-[A-Za-z0-9_*.\\-]{3,})");
 
 	private final String provider;
 	private final String baseUrl;
@@ -136,7 +133,7 @@ final class SseExchange {
 			Mono<ChatChunk> headersDeadline = Mono.delay(responseTimeout, timer)
 				.takeUntilOther(headersArrived.asMono())
 				.flatMap(late -> Mono.error(new ProviderConnectionException(provider,
-						"no response headers from " + baseUrl + " within " + responseTimeout.toMillis() + " ms", null)));
+						"no response headers from " + Secrets.withoutCredentials(baseUrl) + " within " + responseTimeout.toMillis() + " ms", null)));
 			return exchange.mergeWith(headersDeadline).onErrorMap(SseExchange::isTransportFailure, this::connectionFailure);
 		});
 	}
@@ -192,16 +189,12 @@ final class SseExchange {
 	private Throwable connectionFailure(Throwable e) {
 		String detail = e.getMessage() == null ? "" : ": " + scrub.apply(e.getMessage());
 		return new ProviderConnectionException(provider,
-				"connection to " + baseUrl + " failed (" + e.getClass().getSimpleName() + detail + ")", e);
+				"connection to " + Secrets.withoutCredentials(baseUrl) + " failed (" + e.getClass().getSimpleName() + detail + ")", e);
 	}
 
-	/** Removes {@code apiKey}, and anything shaped like a key, from {@code text}. */
+	/** Removes {@code apiKey}, and anything shaped like a credential, from {@code text} ({@link Secrets}). */
 	static String scrub(String text, @Nullable String apiKey) {
-		String t = text;
-		if (apiKey != null && !apiKey.isEmpty()) {
-			t = t.replace(apiKey, "[redacted]");
-		}
-		return KEY_LIKE.matcher(t).replaceAll("[redacted]");
+		return Secrets.scrub(text, apiKey);
 	}
 
 	// ---- settings checks ----

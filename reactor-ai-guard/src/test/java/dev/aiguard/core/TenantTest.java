@@ -27,6 +27,11 @@ class TenantTest {
 		assertThatThrownBy(() -> Tenant.of("x".repeat(129))).hasMessageContaining("had 129");
 		assertThatThrownBy(() -> Tenant.of("a b")).hasMessageContaining("blanks");
 		assertThatThrownBy(() -> Tenant.of("a\nb")).hasMessageContaining("'a?b'");
+		for (String blank : new String[] { "a\u00a0b", "a\u2007b", "a\u202fb", "a\u3000b", "a\u200bb", "\ufeffab" }) {
+			assertThatThrownBy(() -> Tenant.of(blank)).as("%s", blank.codePoints().toArray())
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("blanks");
+		}
 		assertThatThrownBy(() -> Tenant.from(Context.of(Tenant.CONTEXT_KEY, 42)))
 			.isInstanceOf(IllegalArgumentException.class)
 			.hasMessageContaining("java.lang.Integer");

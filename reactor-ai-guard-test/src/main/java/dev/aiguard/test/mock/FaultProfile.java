@@ -39,10 +39,14 @@ import org.jspecify.annotations.Nullable;
  * @param contextLimitTokens answer 400 {@code context_length_exceeded} when the prompt's estimated
  *        tokens exceed this; {@code null} = no limit
  * @param omitTerminal end the stream without {@code finish_reason} and without {@code [DONE]}
- * @param errorBody the body of the {@code errorStatus} answers; {@code null} = OpenAI's body for that status
+ * @param errorBody the body of the {@code errorStatus} answers; {@code null} = OpenAI's body for that status.
+ *        {@code {api_key}} in it is replaced by the request's API key, which the answer also echoes in
+ *        an {@code x-echo-api-key} header (a careless provider, for scrubbing tests)
  * @param inBandErrorAfterTokens answer 200, send this many content chunks (at most the whole answer),
  *        then an error event {@code data: {"error":{...}}} and end the stream; {@code null} = never
- * @param inBandErrorType the {@code type} of that error event, e.g. {@code server_error} or {@code overloaded_error}
+ * @param inBandErrorType the {@code type} of that error event, e.g. {@code server_error} or {@code overloaded_error};
+ *        {@code invalid_api_key} echoes the request's API key in the event's message and in an
+ *        {@code x-echo-api-key} header
  * @param rateLimits the {@code x-ratelimit-*} headers sent with every chat answer (error or not);
  *        {@code null} = none. Numbers below 0 and {@code null} resets are left out
  * @param loadPressure slower first tokens and more refusals when more requests are in progress than

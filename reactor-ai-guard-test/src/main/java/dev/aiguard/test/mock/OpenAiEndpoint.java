@@ -32,6 +32,21 @@ final class OpenAiEndpoint {
 
 	private static final TokenCounter COUNTER = TokenCounter.estimate();
 
+	/*
+	 * A profile whose error body holds KEY_PLACEHOLDER, or whose in-band error type is INVALID_API_KEY,
+	 * echoes the request's key as a careless provider does: in the body, in the in-band event and in
+	 * the ECHO_HEADER response header. Tests of scrubbing use it.
+	 */
+
+	/** In a profile's error body: replaced by the request's API key (see {@link #echoing}). */
+	static final String KEY_PLACEHOLDER = "{api_key}";
+
+	/** The in-band error type whose message echoes the request's API key. */
+	static final String INVALID_API_KEY = "invalid_api_key";
+
+	/** The response header that echoes the key when a profile asks for it. */
+	static final String ECHO_HEADER = "x-echo-api-key";
+
 	private final MockModelServer server;
 
 	OpenAiEndpoint(MockModelServer server) {
@@ -42,12 +57,44 @@ final class OpenAiEndpoint {
 		FaultProfile profile = server.takeProfile();
 		long number = server.chatRequests.incrementAndGet();
 		return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-			.flatMap(body -> answer(number, body, profile, response))
+			.flatMap(body -> {
+				String echoed = echoedKey(profile, request, response);
+				FaultProfile p = echoed == null || profile.errorBody() == null ? profile
+						: profile.withErrorBody(profile.errorBody().replace(KEY_PLACEHOLDER, echoed));
+				return answer(number, body, p, echoed, response);
+			})
 			.doOnSubscribe(s -> server.inProgress.incrementAndGet())
 			.doFinally(signal -> server.inProgress.decrementAndGet());
 	}
 
-	private Mono<Void> answer(long number, String body, FaultProfile taken, HttpServerResponse response) {
+	/**
+	 * A profile whose error body holds {@value #KEY_PLACEHOLDER}, or whose in-band error type is
+	 * {@value #INVALID_API_KEY}, echoes the request's key as a careless provider does: in the body, in
+	 * the in-band event and in the {@value #ECHO_HEADER} response header. Tests of scrubbing use it.
+	 */
+	private static @Nullable String echoedKey(FaultProfile profile, HttpServerRequest request,
+			HttpServerResponse response) {
+		String errorBody = profile.errorBody();
+		if (!INVALID_API_KEY.equals(profile.inBandErrorType())
+				&& (errorBody == null || !errorBody.contains(KEY_PLACEHOLDER))) {
+			return null;
+		}
+		String key = credential(request);
+		response.header(ECHO_HEADER, key);
+		return key;
+	}
+
+	private static String credential(HttpServerRequest request) {
+		String authorization = request.requestHeaders().get(HttpHeaderNames.AUTHORIZATION, "");
+		if (authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+			return authorization.substring(7).trim();
+		}
+		String apiKey = request.requestHeaders().get("x-api-key");
+		return apiKey != null ? apiKey : authorization;
+	}
+
+	private Mono<Void> answer(long number, String body, FaultProfile taken, @Nullable String echoed,
+			HttpServerResponse response) {
 		if (taken.providerRateLimit() == null) {
 			// with a provider rate limit its window's live headers are sent instead
 			OpenAiErrors.rateLimitHeaders(response, taken.rateLimits());
@@ -96,7 +143,8 @@ final class OpenAiEndpoint {
 		Answer answer = new Answer("chatcmpl-mock-" + number, System.currentTimeMillis() / 1000, request.model,
 				tokens, finishReason, promptTokens, request.includeUsage);
 		Ending ending = Ending.of(profile, tokens.size());
-		return request.stream ? stream(response, answer, ending, profile) : whole(response, answer, ending, profile);
+		return request.stream ? stream(response, answer, ending, profile, echoed)
+				: whole(response, answer, ending, profile, echoed);
 	}
 
 	/**
@@ -124,17 +172,19 @@ final class OpenAiEndpoint {
 
 	// --- streamed answers ---
 
-	private Mono<Void> stream(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
+	private Mono<Void> stream(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile,
+			@Nullable String echoed) {
 		return response.status(HttpResponseStatus.OK)
 			.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
 			.header(HttpHeaderNames.CACHE_CONTROL, "no-cache")
 			// flush every event as it is written, like a model server does (and so a drop cuts after it)
-			.send(events(response, answer, ending, profile).map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)),
+			.send(events(response, answer, ending, profile, echoed).map(event -> ByteBufUtil.writeUtf8(response.alloc(), event)),
 					buffer -> true)
 			.then();
 	}
 
-	private Flux<String> events(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
+	private Flux<String> events(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile,
+			@Nullable String echoed) {
 		Duration first = Duration.ofMillis(profile.firstTokenDelayMs());
 		Duration interval = Duration.ofMillis(profile.tokenIntervalMs());
 		Flux<String> content = server.paced(response, ending.tokens, profile)
@@ -143,7 +193,7 @@ final class OpenAiEndpoint {
 			case STALL -> Flux.<String>never().doOnSubscribe(s -> server.stalled.incrementAndGet());
 			case DROP -> drop(response);
 			case IN_BAND -> Mono.delay(ending.tokens == 0 ? first : interval)
-				.map(tick -> event(OpenAiErrors.inBand(profile.inBandErrorType())))
+				.map(tick -> event(OpenAiErrors.inBand(profile.inBandErrorType(), echoed)))
 				.doOnNext(e -> server.inBandErrors.incrementAndGet())
 				.flux();
 			case NONE -> profile.omitTerminal() ? Flux.<String>empty() : terminal(answer);
@@ -217,7 +267,8 @@ final class OpenAiEndpoint {
 
 	// --- whole answers ("stream": false) ---
 
-	private Mono<Void> whole(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile) {
+	private Mono<Void> whole(HttpServerResponse response, Answer answer, Ending ending, FaultProfile profile,
+			@Nullable String echoed) {
 		Duration untilCut = generation(profile, ending.tokens);
 		Mono<Void> reply = switch (ending.cut) {
 			case STALL -> Mono.delay(untilCut)
@@ -228,7 +279,7 @@ final class OpenAiEndpoint {
 				.flatMap(tick -> {
 					server.inBandErrors.incrementAndGet();
 					// an answer that fails while being generated comes back as a server error
-					return send(response, 500, write(OpenAiErrors.inBand(profile.inBandErrorType())), 0);
+					return send(response, 500, write(OpenAiErrors.inBand(profile.inBandErrorType(), echoed)), 0);
 				});
 			// "omit terminal" on a whole answer: the text is all there, the finish reason is not
 			case NONE -> Mono.delay(untilCut)

@@ -65,8 +65,9 @@ final class OpenAiErrors {
 	}
 
 	/** @return the error event of an in-band failure of {@code type} */
-	static ObjectNode inBand(String type) {
+	static ObjectNode inBand(String type, @Nullable String echoedKey) {
 		String message = switch (type) {
+			case "invalid_api_key" -> "Incorrect API key provided: " + echoedKey + ". You can find your API key in your account settings.";
 			case "server_error" -> "The server had an error while processing your request.";
 			case "overloaded_error" -> "Overloaded";
 			case "rate_limit_error" -> "Rate limit reached while streaming.";

@@ -293,4 +293,25 @@ class OpenAiWireTest {
 		return Flux.interval(Duration.ofMillis(10)).map(i -> counter.getAsLong())
 			.filter(c -> c >= n).next().timeout(WAIT);
 	}
+
+	@Test
+	void aCarelessProviderEchoesTheKeyInTheErrorBodyTheInBandEventAndAHeader() {
+		mock.faults(mock.faults().withErrors(1.0, 401, 0)
+			.withErrorBody("{\"error\":{\"message\":\"Incorrect API key provided: {api_key}.\",\"type\":\"invalid_request_error\"}}"));
+		RawHttp.Reply refused = RawHttp.post(chatUrl, user("hi", ",\"stream\":true"), "Bearer sk-echo-123456");
+		assertThat(refused.status()).isEqualTo(401);
+		assertThat(refused.body()).contains("Incorrect API key provided: sk-echo-123456.");
+		assertThat(refused.headers().get("x-echo-api-key")).isEqualTo("sk-echo-123456");
+
+		mock.faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1)).withInBandError(1, "invalid_api_key"));
+		RawHttp.Reply streamed = RawHttp.post(chatUrl, user("hi", ",\"stream\":true"), "Bearer sk-echo-654321");
+		assertThat(streamed.status()).isEqualTo(200);
+		assertThat(streamed.body()).contains("Incorrect API key provided: sk-echo-654321.");
+		assertThat(streamed.headers().get("x-echo-api-key")).isEqualTo("sk-echo-654321");
+
+		mock.faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1)));
+		RawHttp.Reply plain = RawHttp.post(chatUrl, user("hi", ""), "Bearer sk-echo-654321");
+		assertThat(plain.body()).doesNotContain("sk-echo");
+		assertThat(plain.headers().get("x-echo-api-key")).isNull();
+	}
 }
