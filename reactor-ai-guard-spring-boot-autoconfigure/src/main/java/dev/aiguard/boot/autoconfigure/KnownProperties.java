@@ -33,8 +33,8 @@ import org.springframework.core.env.SystemEnvironmentPropertySource;
  * <p>Names compare in Boot's uniform form (lower case, letters and digits only), so every relaxed
  * spelling that binds ({@code idle-timeout}, {@code idleTimeout}, {@code idle_timeout},
  * {@code IDLETIMEOUT}) passes. Map keys (policy, breaker, tenant names) are free; what lies under
- * a key is checked against the map's value type, and a map of plain values (prices aside, e.g.
- * {@code signals}) takes any key, dots included, as Boot does.
+ * a key is checked against the map's value type, and a map of plain values ({@code signals},
+ * {@code encodings}, {@code reserves}) takes any key, dots included, as Boot does.
  */
 final class KnownProperties {
 

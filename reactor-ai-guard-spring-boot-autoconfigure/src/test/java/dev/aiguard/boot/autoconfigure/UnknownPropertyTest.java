@@ -11,6 +11,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.StandardEnvironment;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
@@ -116,6 +117,19 @@ class UnknownPropertyTest {
 	}
 
 	@Test
+	void propertiesBoundByABeanMethodAreKnownToo() {
+		runner.withUserConfiguration(OwnBeanSettings.class)
+			.withPropertyValues("aiguard.extra.greeting=hi")
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(Extra.class).getGreeting()).isEqualTo("hi");
+			});
+		runner.withUserConfiguration(OwnBeanSettings.class)
+			.withPropertyValues("aiguard.extra.greting=hi")
+			.run(context -> assertThat(invalid(context.getStartupFailure()).nearest()).isEqualTo("aiguard.extra.greeting"));
+	}
+
+	@Test
 	void everyMistakeIsListedWhenThereAreSeveral() {
 		runner.withPropertyValues("aiguard.policies.chat.stall.idle-timout=1s", "aiguard.lanes.p0.concurency=2")
 			.run(context -> {
@@ -143,6 +157,31 @@ class UnknownPropertyTest {
 	@Configuration(proxyBeanMethods = false)
 	@EnableConfigurationProperties(OwnProperties.class)
 	static class OwnSettings {
+	}
+
+	/** A JavaBean an application binds through a bean method. */
+	static class Extra {
+
+		private String greeting = "";
+
+		public String getGreeting() {
+			return greeting;
+		}
+
+		public void setGreeting(String greeting) {
+			this.greeting = greeting;
+		}
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@EnableConfigurationProperties
+	static class OwnBeanSettings {
+
+		@Bean
+		@ConfigurationProperties("aiguard.extra")
+		Extra extra() {
+			return new Extra();
+		}
 	}
 
 	private ApplicationContextRunner withEnvironment(Map<String, Object> variables) {
