@@ -96,7 +96,12 @@ public class AiGuardAutoConfiguration {
 		return new PolicyBeanRegistrar(environment);
 	}
 
-	/** One Observation per guarded request (a span, with tracing on), when the application has a registry. */
+	/** Fails startup on a misspelled or unknown key under {@code aiguard.*}, naming the nearest known one. */
+	@Bean
+	static UnknownPropertyCheck aiGuardUnknownPropertyCheck(Environment environment) {
+		return new UnknownPropertyCheck(environment);
+	}
+
 	/**
 	 * The in-process bucket store the budgets of every policy share, when Bucket4j is on the class
 	 * path and the application (or a shared-store module) defines no {@code BucketStore} of its own.
@@ -112,6 +117,7 @@ public class AiGuardAutoConfiguration {
 		}
 	}
 
+	/** One Observation per guarded request (a span, with tracing on), when the application has a registry. */
 	@Configuration(proxyBeanMethods = false)
 	@ConditionalOnClass(ObservationRegistry.class)
 	@ConditionalOnBean(ObservationRegistry.class)

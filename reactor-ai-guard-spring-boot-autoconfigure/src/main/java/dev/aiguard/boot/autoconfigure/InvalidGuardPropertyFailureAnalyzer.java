@@ -8,6 +8,12 @@ class InvalidGuardPropertyFailureAnalyzer extends AbstractFailureAnalyzer<Invali
 
 	@Override
 	protected FailureAnalysis analyze(Throwable rootFailure, InvalidGuardPropertyException cause) {
+		if (cause.isUnknown()) {
+			String action = (cause.nearest() == null ? "Remove '" + cause.property() + "'"
+					: "Rename '" + cause.property() + "' to '" + cause.nearest() + "' (or remove it)")
+					+ ". docs/spring-boot.md lists every aiguard.* property.";
+			return new FailureAnalysis("Unknown property '" + cause.property() + "':\n\n    " + cause.reason(), action, cause);
+		}
 		String description = (cause.value() == null ? "Invalid setting under '" + cause.property() + "'"
 				: "Invalid value '" + cause.value() + "' for property '" + cause.property() + "'") + ":\n\n    "
 				+ cause.reason();
