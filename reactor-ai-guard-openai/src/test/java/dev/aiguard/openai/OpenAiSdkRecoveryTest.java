@@ -22,7 +22,9 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.provider.ProviderOverloadedException;
 import dev.aiguard.provider.ProviderServerException;
+import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryRules;
@@ -32,6 +34,8 @@ import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
@@ -97,6 +101,64 @@ class OpenAiSdkRecoveryTest {
 		assertThat(report.attempts()).hasSize(1);
 		assertThat(report.finishReason()).isNull();
 		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + 1);
+	}
+
+	/**
+	 * A complete answer whose finish reason the server spelled in upper or mixed case is a
+	 * success: the subscriber gets every token and the completion, the report the lower-case reason.
+	 */
+	@ParameterizedTest
+	@CsvSource({ "STOP, stop", "stop, stop", "Stop, stop", "LENGTH, length", "Content_Filter, content_filter",
+			"TOOL_CALLS, tool_calls" })
+	void aFinishReasonInAnyCaseEndsTheAnswer(String sent, String reported) {
+		sdk.mock.faults(SdkMock.FAST.withFinishReason(sent));
+		String question = "Is this the end?";
+
+		StepVerifier.create(text(AiGuard.of(policy("sdk-finish").build())
+				.call(SdkMock.request(question), OpenAiStreams.of(sdk.client, SdkMock.params(question)))))
+			.expectNext(MockAnswers.text(question))
+			.expectComplete()
+			.verify(SdkMock.WAIT);
+
+		GuardReport report = onlyReport();
+		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
+		assertThat(report.finishReason()).isEqualTo(reported);
+	}
+
+	/** An error event in a 200 stream that blames the request is typed and not sent again. */
+	@Test
+	void anInBandRequestErrorIsTypedAndSentOnce() {
+		sdk.mock.faults(SdkMock.FAST.withInBandError(0, "invalid_request_error"));
+		long requestsBefore = sdk.mock.stats().requests();
+		AiGuard<ChatChunk> guard = AiGuard.of(policy("sdk-in-band").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build());
+
+		StepVerifier.create(guard.call(SdkMock.request("Hello"), OpenAiStreams.of(sdk.client, SdkMock.params("Hello")))
+				.filter(ChatChunk::hasContent))
+			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderStreamException.class, s -> {
+				assertThat(s.errorType()).isEqualTo("invalid_request_error");
+				assertThat(s.retryable()).isFalse();
+			}))
+			.verify(SdkMock.WAIT);
+
+		assertThat(onlyReport().attempts()).hasSize(1);
+		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + 1);
+	}
+
+	/** An in-band overload keeps its type and is retried like an HTTP 529. */
+	@Test
+	void anInBandOverloadKeepsItsTypeAndIsRetried() {
+		sdk.mock.faults(SdkMock.FAST.withInBandError(0, "overloaded_error"));
+		long requestsBefore = sdk.mock.stats().requests();
+		AiGuard<ChatChunk> guard = AiGuard.of(policy("sdk-overloaded").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build());
+
+		StepVerifier.create(guard.call(SdkMock.request("Hello"), OpenAiStreams.of(sdk.client, SdkMock.params("Hello")))
+				.filter(ChatChunk::hasContent))
+			.expectError(ProviderOverloadedException.class)
+			.verify(SdkMock.WAIT);
+
+		assertThat(onlyReport().attempts()).hasSize(3)
+			.allSatisfy(a -> assertThat(a.error()).isInstanceOf(ProviderOverloadedException.class));
+		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + 3);
 	}
 
 	@Test
