@@ -265,18 +265,6 @@ class GuardedLangChain4jTest {
 		assertThat(mock.stats().requests()).as("the open breaker sent nothing").isEqualTo(4);
 	}
 
-	/** A conversation whose history is far over {@code limit} tokens while its system prompt and last turn fit. */
-	private static List<ChatMessage> longConversation(String question) {
-		List<ChatMessage> messages = new ArrayList<>();
-		messages.add(ChatMessage.system("Be brief."));
-		for (int i = 0; i < 6; i++) {
-			messages.add(ChatMessage.user("Earlier question " + i + ": " + "context ".repeat(40)));
-			messages.add(ChatMessage.assistant("Earlier answer " + i + ": " + "detail ".repeat(40)));
-		}
-		messages.add(ChatMessage.user(question));
-		return messages;
-	}
-
 	private static final int CONTEXT_LIMIT = 200;
 	/** Retry rules set on a policy cap its truncated attempts too: room for one truncation. */
 	private static final RetryRules TRUNCATED_RETRY = RetryRules.backoff(2, Duration.ofMillis(10));
@@ -284,7 +272,7 @@ class GuardedLangChain4jTest {
 	@Test
 	void aContextLengthErrorIsRecoveredByTruncation() throws InterruptedException {
 		String question = "What is a lane?";
-		List<ChatMessage> conversation = longConversation(question);
+		List<ChatMessage> conversation = MockModels.longConversation(question, 40);
 		assertThat(TokenCounter.estimate().count(conversation)).isGreaterThan(CONTEXT_LIMIT * 3);
 		mock.faults(mock.faults().withContextLimit(CONTEXT_LIMIT));
 		GuardPolicy policy = policy("truncate").retry(TRUNCATED_RETRY)
@@ -310,7 +298,7 @@ class GuardedLangChain4jTest {
 	void langChain4jsOwnRequestIsTruncatedKeepingItsOriginalMessages() throws InterruptedException {
 		String question = "What is a stall?";
 		List<dev.langchain4j.data.message.ChatMessage> conversation = new ArrayList<>();
-		for (ChatMessage m : longConversation(question)) {
+		for (ChatMessage m : MockModels.longConversation(question, 40)) {
 			conversation.add(switch (m.role()) {
 				case SYSTEM -> SystemMessage.from(m.content());
 				case USER -> UserMessage.from(m.content());

@@ -1,7 +1,6 @@
 package dev.aiguard.langchain4j;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -192,13 +191,7 @@ class LangChain4jRecipeTest {
 	void aContextLengthErrorIsTruncatedAndAnswered() throws InterruptedException {
 		// room for the recipe's default 1024 reserved output tokens, and a history far over the limit
 		mock.faults(mock.faults().withContextLimit(2_000));
-		List<ChatMessage> conversation = new ArrayList<>();
-		conversation.add(ChatMessage.system("Be brief."));
-		for (int i = 0; i < 6; i++) {
-			conversation.add(ChatMessage.user("Earlier question " + i + ": " + "context ".repeat(400)));
-			conversation.add(ChatMessage.assistant("Earlier answer " + i + ": " + "detail ".repeat(400)));
-		}
-		conversation.add(ChatMessage.user("What is a lane?"));
+		List<ChatMessage> conversation = MockModels.longConversation("What is a lane?", 400);
 
 		List<ChatChunk> chunks = answer(ChatRequest.of(null, conversation), Priority.P0).collectList().block(LONG_WAIT);
 

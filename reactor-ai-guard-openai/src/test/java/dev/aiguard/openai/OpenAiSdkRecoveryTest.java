@@ -22,9 +22,8 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.provider.ProviderOverloadedException;
+import dev.aiguard.provider.ProviderException;
 import dev.aiguard.provider.ProviderServerException;
-import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryRules;
@@ -125,40 +124,28 @@ class OpenAiSdkRecoveryTest {
 		assertThat(report.finishReason()).isEqualTo(reported);
 	}
 
-	/** An error event in a 200 stream that blames the request is typed and not sent again. */
-	@Test
-	void anInBandRequestErrorIsTypedAndSentOnce() {
-		sdk.mock.faults(SdkMock.FAST.withInBandError(0, "invalid_request_error"));
+	/**
+	 * An error event in a 200 stream keeps its type, as with the library's own client: one that
+	 * blames the request is not sent again, an overload is retried like an HTTP 529.
+	 */
+	@ParameterizedTest
+	@CsvSource({ "invalid_request_error, ProviderStreamException, 1", "overloaded_error, ProviderOverloadedException, 3" })
+	void anInBandErrorKeepsItsTypeAndIsRetriedOnlyWhenRetryable(String type, String typed, int requests) {
+		sdk.mock.faults(SdkMock.FAST.withInBandError(0, type));
 		long requestsBefore = sdk.mock.stats().requests();
 		AiGuard<ChatChunk> guard = AiGuard.of(policy("sdk-in-band").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build());
 
 		StepVerifier.create(guard.call(SdkMock.request("Hello"), OpenAiStreams.of(sdk.client, SdkMock.params("Hello")))
 				.filter(ChatChunk::hasContent))
-			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderStreamException.class, s -> {
-				assertThat(s.errorType()).isEqualTo("invalid_request_error");
-				assertThat(s.retryable()).isFalse();
+			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderException.class, p -> {
+				assertThat(p.getClass().getSimpleName()).isEqualTo(typed);
+				assertThat(p.errorType()).isEqualTo(type);
+				assertThat(p.inBand()).isTrue();
 			}))
 			.verify(SdkMock.WAIT);
 
-		assertThat(onlyReport().attempts()).hasSize(1);
-		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + 1);
-	}
-
-	/** An in-band overload keeps its type and is retried like an HTTP 529. */
-	@Test
-	void anInBandOverloadKeepsItsTypeAndIsRetried() {
-		sdk.mock.faults(SdkMock.FAST.withInBandError(0, "overloaded_error"));
-		long requestsBefore = sdk.mock.stats().requests();
-		AiGuard<ChatChunk> guard = AiGuard.of(policy("sdk-overloaded").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build());
-
-		StepVerifier.create(guard.call(SdkMock.request("Hello"), OpenAiStreams.of(sdk.client, SdkMock.params("Hello")))
-				.filter(ChatChunk::hasContent))
-			.expectError(ProviderOverloadedException.class)
-			.verify(SdkMock.WAIT);
-
-		assertThat(onlyReport().attempts()).hasSize(3)
-			.allSatisfy(a -> assertThat(a.error()).isInstanceOf(ProviderOverloadedException.class));
-		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + 3);
+		assertThat(onlyReport().attempts()).hasSize(requests);
+		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + requests);
 	}
 
 	@Test
