@@ -210,8 +210,9 @@ final class StreamBridge implements StreamingChatResponseHandler {
 			sink.error(errors.translate(error, exchange));
 		}
 		else if (s == ENDED) {
-			// an error after LangChain4j completed the stream has no one left to tell
-			Operators.onErrorDropped(error, Context.of(sink.contextView()));
+			// an error after LangChain4j completed the stream has no one left to tell; the hook logs
+			// it, so it goes there typed and scrubbed like an error the subscriber would have seen
+			Operators.onErrorDropped(errors.translate(error, exchange), Context.of(sink.contextView()));
 		}
 		// after a cancel: the error is the end of the exchange the bridge aborted
 	}

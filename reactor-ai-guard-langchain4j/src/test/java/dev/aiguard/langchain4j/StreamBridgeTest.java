@@ -11,6 +11,7 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.core.Secrets;
+import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderOverloadedException;
 import dev.aiguard.provider.ProviderStreamException;
@@ -178,6 +179,23 @@ class StreamBridgeTest {
 			.verifyThenAssertThat()
 			.hasDroppedErrorsSatisfying(errors -> assertThat(errors).singleElement()
 				.satisfies(e -> assertThat(e).hasMessage("late")));
+	}
+
+	@Test
+	void anErrorAfterTheCompletionIsDroppedTypedAndScrubbed() {
+		ScriptedModel model = new ScriptedModel(h -> {
+			h.onCompleteResponse(response(FinishReason.STOP, null));
+			h.onError(new HttpException(401, "{\"error\":{\"message\":\"Incorrect API key provided: sk-live-abcdef123456.\"}}"));
+		});
+
+		StepVerifier.create(LangChain4jStreams.of(model).stream(REQUEST))
+			.expectNextCount(2)
+			.expectComplete()
+			.verifyThenAssertThat()
+			.hasDroppedErrorsSatisfying(errors -> assertThat(errors).singleElement()
+				.satisfies(e -> assertThat(e).isInstanceOf(ProviderClientException.class)
+					.hasMessageContaining(Secrets.REDACTED)
+					.hasMessageNotContaining("sk-live")));
 	}
 
 	@Test
