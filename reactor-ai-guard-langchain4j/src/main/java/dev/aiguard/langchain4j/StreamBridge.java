@@ -47,7 +47,10 @@ import reactor.util.context.Context;
  * <li>{@code onUnmappedRawEvent} with an error object ({@code data: {"error":{...}}}, which
  * LangChain4j's OpenAI model parses as an empty chunk): the typed in-band error, as the library's
  * own codec gives it; with a finish reason: kept for the completion, which LangChain4j gives no
- * finish reason when the server spelled it in a case LangChain4j does not know ({@code STOP}).</li>
+ * finish reason when the server spelled it in a case LangChain4j does not know ({@code STOP}).
+ * A finish reason in the same event as the last token is mapped with the token and never reaches
+ * {@code onUnmappedRawEvent}: the {@link AbortableExchange} has the stream's last events for it
+ * (with {@link AbortableHttpClientBuilder}).</li>
  * </ul>
  * LangChain4j calls the handler from its HTTP client's threads; the sink serializes what reaches the
  * subscriber. The first terminal callback wins; LangChain4j may follow an error with a completion
@@ -190,9 +193,14 @@ final class StreamBridge implements StreamingChatResponseHandler {
 		}
 		Usage usage = usage(response == null ? null : response.tokenUsage());
 		FinishReason reason = response == null ? null : response.finishReason();
-		// LangChain4j knows only some spellings: what it could not read, the raw event still says
-		String finishReason = (reason == null || reason == FinishReason.OTHER) && rawFinishReason != null
-				? rawFinishReason : wireName(reason);
+		String finishReason = wireName(reason);
+		if (reason == null || reason == FinishReason.OTHER) {
+			// LangChain4j knows only some spellings: what it could not read, the raw event still says
+			String raw = rawFinishReason != null ? rawFinishReason : exchange.finishReasonOfLastEvents();
+			if (raw != null) {
+				finishReason = raw;
+			}
+		}
 		if (finishReason != null) {
 			sink.next(new ChatChunk("", null, finishReason, usage, List.of(), false, false));
 			sink.next(ChatChunk.done());
