@@ -7,7 +7,9 @@ import java.net.http.HttpResponse;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.langchain4j.exception.UnsupportedFeatureException;
+import dev.langchain4j.http.client.sse.ServerSentEvent;
 import dev.langchain4j.model.chat.response.StreamingHandle;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Operators;
@@ -17,7 +19,8 @@ import reactor.util.context.Context;
 /**
  * One attempt's HTTP exchange, as far as the bridge can reach it: the JDK client's response future
  * (before the response headers), the response and its body (after them), LangChain4j's
- * {@link StreamingHandle} (after the first event), and the status and headers of the response.
+ * {@link StreamingHandle} (after the first event), the status and headers of the response, and
+ * the last two events of the stream.
  *
  * <p>The bridge creates one per subscription and hands it to the HTTP layer through
  * {@link #CLAIMS}: LangChain4j sends a streaming request from the thread that calls
@@ -40,6 +43,16 @@ final class AbortableExchange {
 	private volatile StreamingHandle handle;
 	@Nullable
 	private volatile Head head;
+
+	/**
+	 * The data of the last two events of the stream (the last before {@code [DONE]} may be the usage
+	 * chunk, the one before it the finish). Written and read on LangChain4j's reading thread only:
+	 * the events, then the completion that reads them, arrive there in order.
+	 */
+	@Nullable
+	private String lastEvent;
+	@Nullable
+	private String eventBefore;
 
 	/** The status line and headers of the response, as the JDK client saw them. */
 	private record Head(int status, HttpHeaders headers) {
@@ -72,6 +85,31 @@ final class AbortableExchange {
 		if (aborted) {
 			cancelQuietly(streamingHandle);
 		}
+	}
+
+	/** LangChain4j's HTTP client read an event of the stream; {@code [DONE]} is not kept. */
+	void event(ServerSentEvent event) {
+		String data = event.data();
+		if (data != null && !"[DONE]".equals(data)) {
+			eventBefore = lastEvent;
+			lastEvent = data;
+		}
+	}
+
+	/**
+	 * @return the finish reason (lower case) of the last two events of the stream, the later one
+	 *         first; {@code null} when neither carries one or no events were observed
+	 */
+	@Nullable
+	String finishReasonOfLastEvents() {
+		String reason = finishReason(lastEvent);
+		return reason != null ? reason : finishReason(eventBefore);
+	}
+
+	@Nullable
+	private static String finishReason(@Nullable String data) {
+		JsonNode root = RawEvents.object(data);
+		return root == null ? null : RawEvents.finishReason(root);
 	}
 
 	/** The response headers arrived (any status). */

@@ -18,7 +18,8 @@ import dev.langchain4j.http.client.jdk.JdkHttpClientBuilder;
  * LangChain4j's JDK HTTP client, built so that {@link LangChain4jStreams} can end a streaming
  * request at any moment (also before its first token, when LangChain4j itself offers no handle)
  * and can read the headers of an error response (LangChain4j keeps only its status and body, so a
- * 429's {@code Retry-After} would be lost).
+ * 429's {@code Retry-After} would be lost) and the last events of a stream (LangChain4j drops a
+ * finish reason it cannot spell, such as {@code "STOP"}).
  *
  * <pre>{@code
  * StreamingChatModel model = OpenAiStreamingChatModel.builder()
@@ -82,10 +83,13 @@ public final class AbortableHttpClientBuilder implements HttpClientBuilder {
 		return this;
 	}
 
-	/** @return LangChain4j's JDK client over a new, observing {@link java.net.http.HttpClient} */
+	/**
+	 * @return LangChain4j's JDK client over a new, observing {@link java.net.http.HttpClient}, its
+	 *         streams' events shown to the bridge ({@link EventObservingHttpClient})
+	 */
 	@Override
 	public HttpClient build() {
-		return jdk.build();
+		return new EventObservingHttpClient(jdk.build());
 	}
 
 	/** Passes every setting to the JDK builder it wraps and wraps the client that builder builds. */

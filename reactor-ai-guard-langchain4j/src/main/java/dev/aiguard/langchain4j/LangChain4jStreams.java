@@ -7,6 +7,7 @@ import java.util.function.Function;
 import dev.aiguard.AiGuard;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.Secrets;
 import dev.langchain4j.model.ModelProvider;
 import dev.langchain4j.model.chat.StreamingChatModel;
 import reactor.core.publisher.Flux;
@@ -41,12 +42,13 @@ import reactor.core.scheduler.Schedulers;
 public final class LangChain4jStreams implements Function<ChatRequest, Flux<ChatChunk>> {
 
 	private final StreamingChatModel model;
-	private final String provider;
+	private final LangChain4jErrors errors;
 	private final Scheduler scheduler;
 
 	private LangChain4jStreams(Builder builder) {
 		this.model = builder.model;
-		this.provider = builder.provider != null ? builder.provider : providerName(builder.model);
+		this.errors = new LangChain4jErrors(builder.provider != null ? builder.provider : providerName(builder.model),
+				builder.secrets);
 		this.scheduler = builder.scheduler;
 	}
 
@@ -83,7 +85,7 @@ public final class LangChain4jStreams implements Function<ChatRequest, Flux<Chat
 	 */
 	public Flux<ChatChunk> stream(dev.langchain4j.model.chat.request.ChatRequest request) {
 		Objects.requireNonNull(request, "request");
-		return Flux.create(sink -> StreamBridge.start(sink, model, request, provider, scheduler),
+		return Flux.create(sink -> StreamBridge.start(sink, model, request, errors, scheduler),
 				FluxSink.OverflowStrategy.BUFFER);
 	}
 
@@ -105,7 +107,7 @@ public final class LangChain4jStreams implements Function<ChatRequest, Flux<Chat
 
 	/** @return the provider name the typed errors carry ({@code openai}, {@code anthropic}...) */
 	public String provider() {
-		return provider;
+		return errors.provider();
 	}
 
 	/** @return the model the streams call */
@@ -142,6 +144,7 @@ public final class LangChain4jStreams implements Function<ChatRequest, Flux<Chat
 
 		private final StreamingChatModel model;
 		private String provider;
+		private String[] secrets = new String[0];
 		private Scheduler scheduler = Schedulers.boundedElastic();
 
 		private Builder(StreamingChatModel model) {
@@ -160,6 +163,34 @@ public final class LangChain4jStreams implements Function<ChatRequest, Flux<Chat
 				throw new IllegalArgumentException("provider must not be blank, was '" + name + "'");
 			}
 			this.provider = name;
+			return this;
+		}
+
+		/**
+		 * Secrets no error of these streams ever shows: the API key the model was built with, the
+		 * password of a proxy or of the base URL. LangChain4j does not tell them (the model keeps its
+		 * key to itself), so pass them here. Provider texts (error bodies, in-band error events,
+		 * transport messages) have each of them, and anything shaped like a key ({@code sk-...},
+		 * {@code Bearer ...}, {@code api_key=...}, a URL's user-info), replaced by
+		 * {@value Secrets#REDACTED} before they become an exception message; the shaped ones are
+		 * replaced also when no secret is given.
+		 *
+		 * <pre>{@code
+		 * LangChain4jStreams streams = LangChain4jStreams.builder(model).secrets(apiKey).build();
+		 * }</pre>
+		 *
+		 * @throws IllegalArgumentException when a secret is null; empty ones are skipped
+		 */
+		public Builder secrets(String... secrets) {
+			if (secrets == null) {
+				throw new IllegalArgumentException("secrets must not be null");
+			}
+			for (int i = 0; i < secrets.length; i++) {
+				if (secrets[i] == null) {
+					throw new IllegalArgumentException("secrets[" + i + "] must not be null");
+				}
+			}
+			this.secrets = secrets.clone();
 			return this;
 		}
 

@@ -4,10 +4,13 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
+import dev.aiguard.provider.ProviderException;
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
+import dev.langchain4j.http.client.sse.ServerSentEvent;
 import dev.langchain4j.model.chat.StreamingChatModel;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
@@ -41,6 +44,13 @@ import reactor.util.context.Context;
  * completes a stream cut short too): the usage, if any, then completion without a terminal, which
  * the guard reports as INCOMPLETE.</li>
  * <li>{@code onError}: the error translated by {@link LangChain4jErrors}.</li>
+ * <li>{@code onUnmappedRawEvent} with an error object ({@code data: {"error":{...}}}, which
+ * LangChain4j's OpenAI model parses as an empty chunk): the typed in-band error, as the library's
+ * own codec gives it; with a finish reason: kept for the completion, which LangChain4j gives no
+ * finish reason when the server spelled it in a case LangChain4j does not know ({@code STOP}).
+ * A finish reason in the same event as the last token is mapped with the token and never reaches
+ * {@code onUnmappedRawEvent}: the {@link AbortableExchange} has the stream's last events for it
+ * (with {@link AbortableHttpClientBuilder}).</li>
  * </ul>
  * LangChain4j calls the handler from its HTTP client's threads; the sink serializes what reaches the
  * subscriber. The first terminal callback wins; LangChain4j may follow an error with a completion
@@ -56,7 +66,7 @@ final class StreamBridge implements StreamingChatResponseHandler {
 	private final FluxSink<ChatChunk> sink;
 	private final StreamingChatModel model;
 	private final ChatRequest request;
-	private final String provider;
+	private final LangChain4jErrors errors;
 	private final AbortableExchange exchange = new AbortableExchange();
 
 	private volatile int state;
@@ -66,11 +76,16 @@ final class StreamBridge implements StreamingChatResponseHandler {
 	/** Tool calls that streamed at least one delta; LangChain4j calls a handler from one thread at a time. */
 	private final BitSet streamedCalls = new BitSet();
 
-	private StreamBridge(FluxSink<ChatChunk> sink, StreamingChatModel model, ChatRequest request, String provider) {
+	/** The finish reason of an unmapped event, in lower case; read at completion, on the same thread. */
+	@Nullable
+	private String rawFinishReason;
+
+	private StreamBridge(FluxSink<ChatChunk> sink, StreamingChatModel model, ChatRequest request,
+			LangChain4jErrors errors) {
 		this.sink = sink;
 		this.model = model;
 		this.request = request;
-		this.provider = provider;
+		this.errors = errors;
 	}
 
 	/**
@@ -79,9 +94,9 @@ final class StreamBridge implements StreamingChatResponseHandler {
 	 * leave LangChain4j's request in an unknown state, and a call that has not started finds the
 	 * bridge cancelled and returns at once.
 	 */
-	static void start(FluxSink<ChatChunk> sink, StreamingChatModel model, ChatRequest request, String provider,
-			Scheduler scheduler) {
-		StreamBridge bridge = new StreamBridge(sink, model, request, provider);
+	static void start(FluxSink<ChatChunk> sink, StreamingChatModel model, ChatRequest request,
+			LangChain4jErrors errors, Scheduler scheduler) {
+		StreamBridge bridge = new StreamBridge(sink, model, request, errors);
 		sink.onCancel(() -> {
 			if (STATE.compareAndSet(bridge, OPEN, CANCELLED)) {
 				bridge.exchange.abort();
@@ -177,7 +192,15 @@ final class StreamBridge implements StreamingChatResponseHandler {
 			return;
 		}
 		Usage usage = usage(response == null ? null : response.tokenUsage());
-		String finishReason = wireName(response == null ? null : response.finishReason());
+		FinishReason reason = response == null ? null : response.finishReason();
+		String finishReason = wireName(reason);
+		if (reason == null || reason == FinishReason.OTHER) {
+			// LangChain4j knows only some spellings: what it could not read, the raw event still says
+			String raw = rawFinishReason != null ? rawFinishReason : exchange.finishReasonOfLastEvents();
+			if (raw != null) {
+				finishReason = raw;
+			}
+		}
 		if (finishReason != null) {
 			sink.next(new ChatChunk("", null, finishReason, usage, List.of(), false, false));
 			sink.next(ChatChunk.done());
@@ -192,13 +215,41 @@ final class StreamBridge implements StreamingChatResponseHandler {
 	public void onError(Throwable error) {
 		int s = state;
 		if (s == OPEN && STATE.compareAndSet(this, OPEN, ENDED)) {
-			sink.error(LangChain4jErrors.translate(error, provider, exchange));
+			sink.error(errors.translate(error, exchange));
 		}
 		else if (s == ENDED) {
-			// an error after LangChain4j completed the stream has no one left to tell
-			Operators.onErrorDropped(error, Context.of(sink.contextView()));
+			// an error after LangChain4j completed the stream has no one left to tell; the hook logs
+			// it, so it goes there typed and scrubbed like an error the subscriber would have seen
+			Operators.onErrorDropped(errors.translate(error, exchange), Context.of(sink.contextView()));
 		}
 		// after a cancel: the error is the end of the exchange the bridge aborted
+	}
+
+	/**
+	 * An event LangChain4j did not map to a callback (the role chunk, the finish chunk, the usage
+	 * chunk, an error object): an error ends the stream with its typed exception, a finish reason is
+	 * kept for the completion.
+	 */
+	@Override
+	public void onUnmappedRawEvent(Object rawEvent) {
+		if (state != OPEN || !(rawEvent instanceof ServerSentEvent event)) {
+			return;
+		}
+		JsonNode root = RawEvents.object(event.data());
+		if (root == null) {
+			return;
+		}
+		ProviderException inBand = errors.inBand(root);
+		if (inBand != null) {
+			if (STATE.compareAndSet(this, OPEN, ENDED)) {
+				sink.error(inBand);
+			}
+			return;
+		}
+		String reason = RawEvents.finishReason(root);
+		if (reason != null) {
+			rawFinishReason = reason;
+		}
 	}
 
 	/** Keeps LangChain4j's handle for a cancel (what ends the stream when there is no HTTP exchange to end). */

@@ -20,7 +20,9 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.StallPhase;
 import dev.aiguard.provider.ContextLengthExceededException;
+import dev.aiguard.provider.ProviderOverloadedException;
 import dev.aiguard.provider.ProviderServerException;
+import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
 import dev.aiguard.retry.RetryRules;
@@ -37,6 +39,8 @@ import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.response.ChatResponse;
 import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 
@@ -163,6 +167,59 @@ class GuardedLangChain4jTest {
 	}
 
 	@Test
+	void anInBandRequestErrorIsTypedAndSentOnceLikeTheLibrarysOwnClient() throws InterruptedException {
+		mock.faults(mock.faults().withInBandError(0, "invalid_request_error"));
+		GuardPolicy policy = policy("in-band").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build();
+
+		StepVerifier.create(AiGuard.of(policy).call(ask("Hello"), LangChain4jStreams.of(MockModels.openAi(mock))))
+			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderStreamException.class, s -> {
+				assertThat(s.errorType()).isEqualTo("invalid_request_error");
+				assertThat(s.inBand()).isTrue();
+				assertThat(s.retryable()).isFalse();
+			}))
+			.verify(WAIT);
+
+		assertThat(report().attempts()).hasSize(1);
+		assertThat(mock.stats().requests()).as("a request the provider refused is not sent again").isEqualTo(1);
+	}
+
+	@Test
+	void anInBandOverloadKeepsItsTypeAndIsRetried() throws InterruptedException {
+		mock.faults(mock.faults().withInBandError(0, "overloaded_error"));
+		GuardPolicy policy = policy("overloaded").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build();
+
+		StepVerifier.create(AiGuard.of(policy).call(ask("Hello"), LangChain4jStreams.of(MockModels.openAi(mock))))
+			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderOverloadedException.class,
+					o -> assertThat(o.inBand()).isTrue()))
+			.verify(WAIT);
+
+		GuardReport report = report();
+		assertThat(report.outcome()).isEqualTo(Outcome.FAILURE);
+		assertThat(report.attempts()).hasSize(3)
+			.allSatisfy(a -> assertThat(a.error()).isInstanceOf(ProviderOverloadedException.class));
+		assertThat(mock.stats().requests()).isEqualTo(3);
+		assertThat(mock.stats().inBandErrors()).isEqualTo(3);
+	}
+
+	@ParameterizedTest
+	@CsvSource({ "STOP, stop", "stop, stop", "Stop, stop", "LENGTH, length", "Length, length",
+			"CONTENT_FILTER, content_filter", "Tool_Calls, tool_calls" })
+	void aFinishReasonInAnyCaseEndsTheAnswer(String sent, String reported) throws InterruptedException {
+		mock.faults(mock.faults().withFinishReason(sent));
+
+		List<ChatChunk> chunks = AiGuard.of(policy("finish").build())
+			.call(ask("Hello"), LangChain4jStreams.of(MockModels.openAi(mock)))
+			.collectList()
+			.block(WAIT);
+
+		assertThat(text(chunks)).isEqualTo(MockAnswers.text("Hello"));
+		assertThat(chunks).extracting(ChatChunk::finishReason).contains(reported);
+		GuardReport report = report();
+		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
+		assertThat(report.finishReason()).isEqualTo(reported);
+	}
+
+	@Test
 	void aRateLimitWithRetryAfterIsRetriedAfterThatWait() throws InterruptedException {
 		mock.faults(mock.faults().withErrors(1.0, 429, 1));
 		RecordingModel model = new RecordingModel(MockModels.openAi(mock), call -> {
@@ -208,18 +265,6 @@ class GuardedLangChain4jTest {
 		assertThat(mock.stats().requests()).as("the open breaker sent nothing").isEqualTo(4);
 	}
 
-	/** A conversation whose history is far over {@code limit} tokens while its system prompt and last turn fit. */
-	private static List<ChatMessage> longConversation(String question) {
-		List<ChatMessage> messages = new ArrayList<>();
-		messages.add(ChatMessage.system("Be brief."));
-		for (int i = 0; i < 6; i++) {
-			messages.add(ChatMessage.user("Earlier question " + i + ": " + "context ".repeat(40)));
-			messages.add(ChatMessage.assistant("Earlier answer " + i + ": " + "detail ".repeat(40)));
-		}
-		messages.add(ChatMessage.user(question));
-		return messages;
-	}
-
 	private static final int CONTEXT_LIMIT = 200;
 	/** Retry rules set on a policy cap its truncated attempts too: room for one truncation. */
 	private static final RetryRules TRUNCATED_RETRY = RetryRules.backoff(2, Duration.ofMillis(10));
@@ -227,7 +272,7 @@ class GuardedLangChain4jTest {
 	@Test
 	void aContextLengthErrorIsRecoveredByTruncation() throws InterruptedException {
 		String question = "What is a lane?";
-		List<ChatMessage> conversation = longConversation(question);
+		List<ChatMessage> conversation = MockModels.longConversation(question, 40);
 		assertThat(TokenCounter.estimate().count(conversation)).isGreaterThan(CONTEXT_LIMIT * 3);
 		mock.faults(mock.faults().withContextLimit(CONTEXT_LIMIT));
 		GuardPolicy policy = policy("truncate").retry(TRUNCATED_RETRY)
@@ -253,7 +298,7 @@ class GuardedLangChain4jTest {
 	void langChain4jsOwnRequestIsTruncatedKeepingItsOriginalMessages() throws InterruptedException {
 		String question = "What is a stall?";
 		List<dev.langchain4j.data.message.ChatMessage> conversation = new ArrayList<>();
-		for (ChatMessage m : longConversation(question)) {
+		for (ChatMessage m : MockModels.longConversation(question, 40)) {
 			conversation.add(switch (m.role()) {
 				case SYSTEM -> SystemMessage.from(m.content());
 				case USER -> UserMessage.from(m.content());

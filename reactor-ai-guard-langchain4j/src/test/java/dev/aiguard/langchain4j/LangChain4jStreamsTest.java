@@ -2,10 +2,13 @@ package dev.aiguard.langchain4j;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -13,6 +16,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
+import com.sun.net.httpserver.HttpServer;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.provider.ContextLengthExceededException;
@@ -28,6 +32,8 @@ import dev.langchain4j.model.chat.response.ChatResponse;
 import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
 import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
@@ -113,6 +119,47 @@ class LangChain4jStreamsTest {
 		await("LangChain4j ends the aborted call", () -> model.ended(1));
 		assertThat(model.callbacks).noneMatch(c -> c.name().equals("onPartialResponse"));
 		assertThat(subscriber.signals).as("what reached the subscriber").isEmpty();
+	}
+
+	/**
+	 * A server that sends the finish reason with the last token, in upper case: LangChain4j maps the
+	 * token and drops the reason it cannot spell; the bridge finds it in the stream's last events.
+	 */
+	@ParameterizedTest
+	@ValueSource(booleans = { true, false })
+	void aFinishReasonSentWithTheLastTokenInUpperCaseEndsTheAnswer(boolean usageChunk) throws IOException {
+		String chunk = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":";
+		String body = chunk + "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
+				+ chunk + "[{\"index\":0,\"delta\":{\"content\":\" there\"},\"finish_reason\":\"STOP\"}]}\n\n"
+				+ (usageChunk ? chunk + "[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n" : "")
+				+ "data: [DONE]\n\n";
+		HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+		server.createContext("/v1/chat/completions", exchange -> {
+			exchange.getRequestBody().readAllBytes();
+			byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+			exchange.getResponseHeaders().add("Content-Type", "text/event-stream");
+			exchange.sendResponseHeaders(200, bytes.length);
+			try (OutputStream out = exchange.getResponseBody()) {
+				out.write(bytes);
+			}
+		});
+		server.start();
+		try {
+			OpenAiStreamingChatModel model = MockModels.openAiAt(MockModels.loopback(server.getAddress().getPort()))
+				.httpClientBuilder(AbortableHttpClientBuilder.create())
+				.timeout(WAIT)
+				.build();
+
+			StepVerifier.create(LangChain4jStreams.of(model).stream(ask("Hello")))
+				.expectNext(ChatChunk.token("Hi"), ChatChunk.token(" there"))
+				.expectNextMatches(c -> "stop".equals(c.finishReason()))
+				.expectNext(ChatChunk.done())
+				.expectComplete()
+				.verify(WAIT);
+		}
+		finally {
+			server.stop(0);
+		}
 	}
 
 	@Test

@@ -1,6 +1,7 @@
 package dev.aiguard.langchain4j;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
@@ -102,6 +103,23 @@ final class MockModels {
 	 */
 	static OpenAiStreamingChatModel.OpenAiStreamingChatModelBuilder openAiAt(String baseUrl) {
 		return OpenAiStreamingChatModel.builder().baseUrl(baseUrl).apiKey("sk-test").modelName(MockModelServer.MODEL);
+	}
+
+	/**
+	 * @param words how many times each earlier turn repeats its filler word
+	 * @return a conversation of a system prompt, six earlier exchanges of about {@code words} tokens
+	 *         each, and {@code question}: a history far over a small context limit while the system
+	 *         prompt and the last turn fit
+	 */
+	static List<ChatMessage> longConversation(String question, int words) {
+		List<ChatMessage> messages = new ArrayList<>();
+		messages.add(ChatMessage.system("Be brief."));
+		for (int i = 0; i < 6; i++) {
+			messages.add(ChatMessage.user("Earlier question " + i + ": " + "context ".repeat(words)));
+			messages.add(ChatMessage.assistant("Earlier answer " + i + ": " + "detail ".repeat(words)));
+		}
+		messages.add(ChatMessage.user(question));
+		return messages;
 	}
 
 	/** @return the base URL of an OpenAI-compatible server on this machine's loopback {@code port} */

@@ -10,7 +10,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
+import dev.aiguard.core.Secrets;
+import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderConnectionException;
+import dev.aiguard.provider.ProviderOverloadedException;
+import dev.aiguard.provider.ProviderStreamException;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
@@ -22,6 +26,7 @@ import dev.langchain4j.exception.RateLimitException;
 import dev.langchain4j.exception.TimeoutException;
 import dev.langchain4j.exception.UnresolvedModelServerException;
 import dev.langchain4j.exception.UnsupportedFeatureException;
+import dev.langchain4j.http.client.sse.ServerSentEvent;
 import dev.langchain4j.model.ModelProvider;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
@@ -177,6 +182,23 @@ class StreamBridgeTest {
 	}
 
 	@Test
+	void anErrorAfterTheCompletionIsDroppedTypedAndScrubbed() {
+		ScriptedModel model = new ScriptedModel(h -> {
+			h.onCompleteResponse(response(FinishReason.STOP, null));
+			h.onError(new HttpException(401, "{\"error\":{\"message\":\"Incorrect API key provided: sk-live-abcdef123456.\"}}"));
+		});
+
+		StepVerifier.create(LangChain4jStreams.of(model).stream(REQUEST))
+			.expectNextCount(2)
+			.expectComplete()
+			.verifyThenAssertThat()
+			.hasDroppedErrorsSatisfying(errors -> assertThat(errors).singleElement()
+				.satisfies(e -> assertThat(e).isInstanceOf(ProviderClientException.class)
+					.hasMessageContaining(Secrets.REDACTED)
+					.hasMessageNotContaining("sk-live")));
+	}
+
+	@Test
 	void aModelThatThrowsEndsTheStreamWithItsError() {
 		ScriptedModel model = new ScriptedModel(h -> {
 			throw new IllegalArgumentException("bad parameter");
@@ -204,6 +226,70 @@ class StreamBridgeTest {
 				e -> assertThat(e).isInstanceOf(ProviderConnectionException.class));
 		IllegalStateException other = new IllegalStateException("a bug");
 		assertError(other, e -> assertThat(e).isSameAs(other));
+	}
+
+	@Test
+	void anErrorEventLangChain4jReportsWithItsDataAsMessageIsTyped() {
+		assertError(new RuntimeException("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"),
+				e -> assertThat(e).isInstanceOfSatisfying(ProviderOverloadedException.class, o -> {
+					assertThat(o.inBand()).isTrue();
+					assertThat(o.getMessage()).contains("Overloaded");
+				}));
+		RuntimeException notAnEvent = new RuntimeException("{\"note\":\"no error here\"}");
+		assertError(notAnEvent, e -> assertThat(e).isSameAs(notAnEvent));
+	}
+
+	@Test
+	void anUnmappedErrorEventEndsTheStreamAndTheCompletionAfterItIsIgnored() {
+		ScriptedModel model = new ScriptedModel(h -> {
+			h.onPartialResponse("Hi");
+			h.onUnmappedRawEvent(new ServerSentEvent(null,
+					"{\"error\":{\"message\":\"Incorrect API key provided: sk-live-abcdef123456.\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}"));
+			h.onCompleteResponse(response(null, null));
+		});
+
+		StepVerifier.create(LangChain4jStreams.of(model).stream(REQUEST))
+			.expectNext(ChatChunk.token("Hi"))
+			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderStreamException.class, s -> {
+				assertThat(s.errorType()).isEqualTo("invalid_request_error");
+				assertThat(s.errorCode()).isEqualTo("invalid_api_key");
+				assertThat(s.retryable()).isFalse();
+				assertThat(s.getMessage()).doesNotContain("sk-live").contains(Secrets.REDACTED);
+			}))
+			.verifyThenAssertThat()
+			.hasNotDroppedErrors();
+	}
+
+	@ParameterizedTest
+	@CsvSource({ "STOP, stop", "Length, length", "CONTENT_FILTER, content_filter", "TOOL_CALLS, tool_calls",
+			"end_turn, end_turn" })
+	void aFinishReasonLangChain4jCouldNotReadIsTakenFromItsUnmappedEvent(String sent, String wireName) {
+		ScriptedModel model = new ScriptedModel(h -> {
+			h.onPartialResponse("Hi");
+			h.onUnmappedRawEvent(new ServerSentEvent(null,
+					"{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"" + sent + "\"}]}"));
+			h.onUnmappedRawEvent(new ServerSentEvent(null, "{\"choices\":[],\"usage\":{\"prompt_tokens\":3}}"));
+			h.onCompleteResponse(response(null, null));
+		});
+
+		StepVerifier.create(LangChain4jStreams.of(model).stream(REQUEST))
+			.expectNext(ChatChunk.token("Hi"))
+			.expectNext(ChatChunk.finish(wireName))
+			.expectNext(ChatChunk.done())
+			.verifyComplete();
+	}
+
+	@Test
+	void langChain4jsOwnFinishReasonWinsOverTheRawEvent() {
+		ScriptedModel model = new ScriptedModel(h -> {
+			h.onUnmappedRawEvent(new ServerSentEvent(null, "{\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}]}"));
+			h.onCompleteResponse(response(FinishReason.LENGTH, null));
+		});
+
+		StepVerifier.create(LangChain4jStreams.of(model).stream(REQUEST))
+			.expectNext(ChatChunk.finish("length"))
+			.expectNext(ChatChunk.done())
+			.verifyComplete();
 	}
 
 	private static void assertError(Throwable langChain4jError, java.util.function.Consumer<Throwable> check) {

@@ -8,6 +8,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 import com.openai.core.http.AsyncStreamResponse;
 import org.jspecify.annotations.Nullable;
@@ -43,19 +44,28 @@ final class FluxAsyncStream<T> extends Flux<T> implements Scannable {
 	private final Supplier<? extends AsyncStreamResponse<T>> start;
 	private final int capacity;
 	private final Scheduler closeOn;
+	private final UnaryOperator<Throwable> errors;
 
+	/** A stream whose errors are mapped by {@link OpenAiSdkErrors#map(Throwable)}. */
 	FluxAsyncStream(Supplier<? extends AsyncStreamResponse<T>> start, int capacity, Scheduler closeOn) {
+		this(start, capacity, closeOn, OpenAiSdkErrors::map);
+	}
+
+	/** @param errors maps what the SDK fails with to the library's typed errors ({@link OpenAiSdkErrors#map}) */
+	FluxAsyncStream(Supplier<? extends AsyncStreamResponse<T>> start, int capacity, Scheduler closeOn,
+			UnaryOperator<Throwable> errors) {
 		this.start = Objects.requireNonNull(start, "start");
 		if (capacity < 1) {
 			throw new IllegalArgumentException("bufferSize must be at least 1, was " + capacity);
 		}
 		this.capacity = capacity;
 		this.closeOn = Objects.requireNonNull(closeOn, "closeOn");
+		this.errors = Objects.requireNonNull(errors, "errors");
 	}
 
 	@Override
 	public void subscribe(CoreSubscriber<? super T> actual) {
-		StreamSubscription<T> subscription = new StreamSubscription<>(actual, capacity, closeOn);
+		StreamSubscription<T> subscription = new StreamSubscription<>(actual, capacity, closeOn, errors);
 		actual.onSubscribe(subscription);
 		subscription.begin(start);
 	}
@@ -83,6 +93,7 @@ final class FluxAsyncStream<T> extends Flux<T> implements Scannable {
 		private final Semaphore slots;
 		private final int capacity;
 		private final Scheduler closeOn;
+		private final UnaryOperator<Throwable> errors;
 
 		@Nullable
 		private volatile AsyncStreamResponse<T> response;
@@ -106,10 +117,12 @@ final class FluxAsyncStream<T> extends Flux<T> implements Scannable {
 		private static final AtomicIntegerFieldUpdater<StreamSubscription> CLOSED =
 				AtomicIntegerFieldUpdater.newUpdater(StreamSubscription.class, "closed");
 
-		StreamSubscription(CoreSubscriber<? super T> actual, int capacity, Scheduler closeOn) {
+		StreamSubscription(CoreSubscriber<? super T> actual, int capacity, Scheduler closeOn,
+				UnaryOperator<Throwable> errors) {
 			this.actual = actual;
 			this.capacity = capacity;
 			this.closeOn = closeOn;
+			this.errors = errors;
 			// the semaphore bounds the queue, so the queue itself need not be
 			this.queue = Queues.<T>unbounded().get();
 			this.slots = new Semaphore(capacity);
@@ -179,7 +192,7 @@ final class FluxAsyncStream<T> extends Flux<T> implements Scannable {
 				return;
 			}
 			if (failure.isPresent()) {
-				error = OpenAiSdkErrors.map(failure.get());
+				error = errors.apply(failure.get());
 			}
 			done = true;
 			drain();

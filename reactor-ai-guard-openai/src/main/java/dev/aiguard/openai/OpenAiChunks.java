@@ -2,6 +2,7 @@ package dev.aiguard.openai;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
@@ -30,8 +31,8 @@ import org.jspecify.annotations.Nullable;
  * <li>content: a non-empty {@code delta.content} or {@code delta.refusal}, or a tool-call delta;</li>
  * <li>heartbeat: a reasoning delta ({@code reasoning_content}, {@code reasoning}) without content,
  * a sign of life that is not the answer;</li>
- * <li>finish reason: {@code finish_reason} as the server spelled it (the guard compares finish
- * reasons ignoring case);</li>
+ * <li>finish reason: {@code finish_reason} in lower case, whatever case the server wrote it in
+ * ({@code STOP} is {@code stop}), as the library's chunks carry it;</li>
  * <li>terminal: never. The SDK consumes {@code [DONE]} itself and only ends the stream, so a
  * stream counts as complete when it carried a finish reason.</li>
  * </ul>
@@ -166,10 +167,11 @@ public final class OpenAiChunks {
 		return value != null && value.asString().isPresent();
 	}
 
+	/** @return the finish reason in lower case; a reason already in lower case is returned as it is, not copied */
 	@Nullable
 	private static String finishReasonOf(ChatCompletionChunk.Choice choice) {
 		Optional<ChatCompletionChunk.Choice.FinishReason> reason = choice.finishReason();
-		return reason.isPresent() ? reason.get().asString() : null;
+		return reason.isPresent() ? reason.get().asString().toLowerCase(Locale.ROOT) : null;
 	}
 
 	private static List<ToolCallDelta> toolCalls(ChatCompletionChunk.Choice.Delta delta) {

@@ -20,6 +20,7 @@ import com.openai.errors.OpenAIInvalidDataException;
 import com.openai.errors.OpenAIIoException;
 import com.openai.errors.OpenAIServiceException;
 import com.openai.errors.SseException;
+import dev.aiguard.core.Secrets;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderErrors;
 import dev.aiguard.provider.ProviderException;
@@ -55,6 +56,13 @@ import dev.aiguard.provider.ProviderFormatException;
  * not retryable</td></tr>
  * <tr><td>a {@link ProviderException}, anything else</td><td>unchanged</td></tr>
  * </table>
+ *
+ * <p>Every provider text that goes into a mapped exception (the error body, the in-band event's
+ * message, a transport error's message) is scrubbed first ({@link Secrets#scrub}): the secrets
+ * given to {@link #map(Throwable, String...)} (the client's API key) and anything shaped like a
+ * credential become {@value Secrets#REDACTED}. A transport error keeps the SDK's exception as its
+ * cause unless a message in that exception's chain holds a secret; then the scrubbed message
+ * stands alone.
  */
 public final class OpenAiSdkErrors {
 
@@ -64,33 +72,56 @@ public final class OpenAiSdkErrors {
 	/** How many wrappers are looked through before giving up; a cause cycle cannot loop. */
 	private static final int MAX_WRAPPERS = 8;
 
+	private static final String[] NO_SECRETS = new String[0];
+
 	private OpenAiSdkErrors() {
 	}
 
 	/**
 	 * Maps an error of the SDK to the library's typed error; see the class documentation for the
-	 * table. Never throws; returns the argument itself when it has nothing better.
+	 * table. Never throws; returns the argument itself when it has nothing better. Provider texts
+	 * are scrubbed of anything shaped like a credential; {@link #map(Throwable, String...)} also
+	 * removes the secrets you know.
 	 *
 	 * @param error what the SDK threw or completed a future with
 	 * @return the library's typed exception, or {@code error} unchanged
 	 */
 	public static Throwable map(Throwable error) {
+		return map(error, NO_SECRETS);
+	}
+
+	/**
+	 * As {@link #map(Throwable)}, with the secrets no mapped message may show.
+	 *
+	 * <pre>{@code
+	 * catch (CompletionException e) {
+	 *     throw Exceptions.propagate(OpenAiSdkErrors.map(e, apiKey));
+	 * }
+	 * }</pre>
+	 *
+	 * @param error what the SDK threw or completed a future with
+	 * @param secrets the client's API key and any other secret a provider might echo (nulls skipped)
+	 * @return the library's typed exception, or {@code error} unchanged
+	 */
+	public static Throwable map(Throwable error, String... secrets) {
 		Objects.requireNonNull(error, "error");
+		String[] known = secrets == null ? NO_SECRETS : secrets;
 		Throwable e = unwrap(error);
 		if (e instanceof ProviderException) {
 			return e;
 		}
 		if (e instanceof SseException) {
-			return inBand((SseException) e);
+			return inBand((SseException) e, known);
 		}
 		if (e instanceof OpenAIServiceException) {
-			return fromHttp((OpenAIServiceException) e);
+			return fromHttp((OpenAIServiceException) e, known);
 		}
 		if (e instanceof OpenAIIoException || e instanceof IOException) {
-			return connection(e);
+			return connection(e, known);
 		}
 		if (e instanceof OpenAIInvalidDataException) {
-			return new ProviderFormatException(PROVIDER, "the answer could not be read: " + e.getMessage(), e);
+			return new ProviderFormatException(PROVIDER,
+					"the answer could not be read: " + Secrets.scrub(e.getMessage(), known), holdsSecret(e, known) ? null : e);
 		}
 		return error;
 	}
@@ -112,26 +143,38 @@ public final class OpenAiSdkErrors {
 		return e;
 	}
 
-	private static ProviderException inBand(SseException e) {
+	private static ProviderException inBand(SseException e, String[] secrets) {
 		String message = errorMessage(e.body());
 		return ProviderErrors.inBand(PROVIDER, e.type().orElse(null), e.code().orElse(null),
-				message != null ? message : e.getMessage());
+				Secrets.scrub(message != null ? message : e.getMessage(), secrets));
 	}
 
-	private static ProviderException fromHttp(OpenAIServiceException e) {
+	private static ProviderException fromHttp(OpenAIServiceException e, String[] secrets) {
 		Headers headers = e.headers();
 		Function<String, String> header = name -> {
 			List<String> values = headers.values(name);
 			return values.isEmpty() ? null : values.get(0);
 		};
-		return ProviderErrors.fromHttp(PROVIDER, e.statusCode(), header, errorBody(e.body()));
+		return ProviderErrors.fromHttp(PROVIDER, e.statusCode(), header, Secrets.scrub(errorBody(e.body()), secrets));
 	}
 
-	private static ProviderConnectionException connection(Throwable e) {
+	private static ProviderConnectionException connection(Throwable e, String[] secrets) {
 		Throwable cause = e instanceof OpenAIIoException && e.getCause() != null ? e.getCause() : e;
-		String detail = cause.getMessage() == null ? "" : ": " + cause.getMessage();
+		String detail = cause.getMessage() == null ? "" : ": " + Secrets.scrub(cause.getMessage(), secrets);
 		return new ProviderConnectionException(PROVIDER,
-				"transport failed (" + cause.getClass().getSimpleName() + detail + ")", e);
+				"transport failed (" + cause.getClass().getSimpleName() + detail + ")", holdsSecret(e, secrets) ? null : e);
+	}
+
+	/** @return whether a message anywhere in the chain holds something {@link Secrets#scrub} would remove */
+	private static boolean holdsSecret(Throwable error, String[] secrets) {
+		Throwable t = error;
+		for (int depth = 0; t != null && depth < MAX_WRAPPERS; depth++) {
+			if (Secrets.containsSecret(t.getMessage(), secrets)) {
+				return true;
+			}
+			t = t.getCause() == t ? null : t.getCause();
+		}
+		return false;
 	}
 
 	/**

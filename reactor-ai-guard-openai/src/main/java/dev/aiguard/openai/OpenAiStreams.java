@@ -3,6 +3,7 @@ package dev.aiguard.openai;
 import java.util.Objects;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 import com.openai.client.OpenAIClientAsync;
 import com.openai.core.http.AsyncStreamResponse;
@@ -10,6 +11,7 @@ import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.Secrets;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -75,11 +77,13 @@ public final class OpenAiStreams {
 	private final int bufferSize;
 	@Nullable
 	private final Scheduler closeOn;
+	private final String[] secrets;
 
-	private OpenAiStreams(OpenAIClientAsync client, int bufferSize, @Nullable Scheduler closeOn) {
+	private OpenAiStreams(OpenAIClientAsync client, int bufferSize, @Nullable Scheduler closeOn, String[] secrets) {
 		this.client = client;
 		this.bufferSize = bufferSize;
 		this.closeOn = closeOn;
+		this.secrets = secrets;
 	}
 
 	/**
@@ -87,7 +91,7 @@ public final class OpenAiStreams {
 	 * @return streams of that client with the default buffer and close scheduler
 	 */
 	public static OpenAiStreams create(OpenAIClientAsync client) {
-		return new OpenAiStreams(Objects.requireNonNull(client, "client"), DEFAULT_BUFFER_SIZE, null);
+		return new OpenAiStreams(Objects.requireNonNull(client, "client"), DEFAULT_BUFFER_SIZE, null, new String[0]);
 	}
 
 	/**
@@ -111,7 +115,7 @@ public final class OpenAiStreams {
 		if (chunks < 1) {
 			throw new IllegalArgumentException("bufferSize must be at least 1, was " + chunks);
 		}
-		return new OpenAiStreams(client, chunks, closeOn);
+		return new OpenAiStreams(client, chunks, closeOn, secrets);
 	}
 
 	/**
@@ -121,7 +125,34 @@ public final class OpenAiStreams {
 	 * @return a copy closing on that scheduler
 	 */
 	public OpenAiStreams closeOn(Scheduler scheduler) {
-		return new OpenAiStreams(client, bufferSize, Objects.requireNonNull(scheduler, "closeOn"));
+		return new OpenAiStreams(client, bufferSize, Objects.requireNonNull(scheduler, "closeOn"), secrets);
+	}
+
+	/**
+	 * Secrets no error of these streams ever shows: the API key the client was built with, the
+	 * password of its base URL or proxy. The SDK does not tell them, so pass them here. Provider
+	 * texts (error bodies, in-band error events, transport messages) have each of them, and anything
+	 * shaped like a key ({@code sk-...}, {@code Bearer ...}, {@code api_key=...}, a URL's user-info),
+	 * replaced by {@value Secrets#REDACTED} before they become an exception message; the shaped ones
+	 * are replaced also when no secret is given.
+	 *
+	 * <pre>{@code
+	 * Function<ChatRequest, Flux<ChatChunk>> calls = OpenAiStreams.create(client).secrets(apiKey).calls(params);
+	 * }</pre>
+	 *
+	 * @return a copy that scrubs {@code secrets} from its errors
+	 * @throws IllegalArgumentException when a secret is null
+	 */
+	public OpenAiStreams secrets(String... secrets) {
+		if (secrets == null) {
+			throw new IllegalArgumentException("secrets must not be null");
+		}
+		for (int i = 0; i < secrets.length; i++) {
+			if (secrets[i] == null) {
+				throw new IllegalArgumentException("secrets[" + i + "] must not be null");
+			}
+		}
+		return new OpenAiStreams(client, bufferSize, closeOn, secrets.clone());
 	}
 
 	/** @return the buffer size */
@@ -142,7 +173,7 @@ public final class OpenAiStreams {
 	/** @return the answer to {@code params} as the library's chunks; one SDK stream per subscription */
 	public Flux<ChatChunk> stream(ChatCompletionCreateParams params) {
 		Objects.requireNonNull(params, "params");
-		return toChatChunks(rawStream(params));
+		return toChatChunks(rawStream(params), this::mapError);
 	}
 
 	/**
@@ -151,7 +182,7 @@ public final class OpenAiStreams {
 	 * @return that stream as the library's chunks
 	 */
 	public Flux<ChatChunk> stream(Supplier<? extends AsyncStreamResponse<ChatCompletionChunk>> start) {
-		return toChatChunks(rawStream(start));
+		return toChatChunks(rawStream(start), this::mapError);
 	}
 
 	/** @return the answer to {@code params} as the SDK's chunks; one SDK stream per subscription */
@@ -162,12 +193,17 @@ public final class OpenAiStreams {
 
 	/**
 	 * @param start starts one SDK stream; called once per subscription
-	 * @return that stream's chunks, errors mapped by {@link OpenAiSdkErrors#map}
+	 * @return that stream's chunks, errors mapped by {@link OpenAiSdkErrors#map(Throwable, String...)}
+	 *         with these streams' {@link #secrets}
 	 */
 	public Flux<ChatCompletionChunk> rawStream(Supplier<? extends AsyncStreamResponse<ChatCompletionChunk>> start) {
 		Objects.requireNonNull(start, "start");
 		Scheduler scheduler = closeOn;
-		return new FluxAsyncStream<>(start, bufferSize, scheduler != null ? scheduler : Closer.SCHEDULER);
+		return new FluxAsyncStream<>(start, bufferSize, scheduler != null ? scheduler : Closer.SCHEDULER, this::mapError);
+	}
+
+	private Throwable mapError(Throwable error) {
+		return OpenAiSdkErrors.map(error, secrets);
 	}
 
 	/**
@@ -186,6 +222,10 @@ public final class OpenAiStreams {
 	 * without one, so the guard sees it incomplete).
 	 */
 	public static Flux<ChatChunk> toChatChunks(Flux<ChatCompletionChunk> chunks) {
+		return toChatChunks(chunks, OpenAiSdkErrors::map);
+	}
+
+	private static Flux<ChatChunk> toChatChunks(Flux<ChatCompletionChunk> chunks, UnaryOperator<Throwable> errors) {
 		Objects.requireNonNull(chunks, "chunks");
 		return Flux.defer(() -> {
 			FinishSeen finish = new FinishSeen();
@@ -199,7 +239,7 @@ public final class OpenAiStreams {
 				}
 			})
 				.concatWith(Mono.fromSupplier(() -> finish.seen ? ChatChunk.done() : null))
-				.onErrorMap(OpenAiSdkErrors::map);
+				.onErrorMap(errors);
 		});
 	}
 

@@ -17,6 +17,8 @@ import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.provider.ProviderFormatException;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 
@@ -86,13 +88,18 @@ class OpenAiChunksTest {
 		assertThat(OpenAiChunks.toChatChunk(next).hasContent()).isTrue();
 	}
 
+	@ParameterizedTest
+	@CsvSource({ "stop, stop", "STOP, stop", "Stop, stop", "LENGTH, length", "Content_Filter, content_filter",
+			"TOOL_CALLS, tool_calls" })
+	void theFinishReasonIsReadInAnyCaseAndCarriedInLowerCase(String sent, String carried) {
+		assertThat(OpenAiChunks.toChatChunk(delta("{}", sent))).isEqualTo(ChatChunk.finish(carried));
+		assertThat(INSPECTOR.finishReason(delta("{}", sent))).isEqualTo(carried);
+	}
+
 	@Test
-	void theFinishReasonIsKeptAsSpelled() {
-		ChatCompletionChunk stop = delta("{}", "stop");
+	void aFinishChunkIsNeitherContentNorHeartbeat() {
 		ChatCompletionChunk upper = delta("{}", "LENGTH");
 
-		assertThat(OpenAiChunks.toChatChunk(stop)).isEqualTo(ChatChunk.finish("stop"));
-		assertThat(INSPECTOR.finishReason(upper)).isEqualTo("LENGTH");
 		assertThat(INSPECTOR.flags(upper)).isEqualTo(ChunkInspector.FINISH);
 		assertThat(INSPECTOR.isContent(upper)).isFalse();
 	}
@@ -180,7 +187,7 @@ class OpenAiChunksTest {
 		GuardReport report = reports.get(0);
 		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
 		assertThat(report.tokens()).as("two content chunks; role, finish and usage chunks are not content").isEqualTo(2);
-		assertThat(report.finishReason()).isEqualTo("LENGTH");
+		assertThat(report.finishReason()).isEqualTo("length");
 		assertThat(report.outputTruncated()).isTrue();
 	}
 

@@ -22,6 +22,7 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Source;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.provider.ProviderException;
 import dev.aiguard.provider.ProviderServerException;
 import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.PartialStreamException;
@@ -32,6 +33,8 @@ import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
@@ -97,6 +100,52 @@ class OpenAiSdkRecoveryTest {
 		assertThat(report.attempts()).hasSize(1);
 		assertThat(report.finishReason()).isNull();
 		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + 1);
+	}
+
+	/**
+	 * A complete answer whose finish reason the server spelled in upper or mixed case is a
+	 * success: the subscriber gets every token and the completion, the report the lower-case reason.
+	 */
+	@ParameterizedTest
+	@CsvSource({ "STOP, stop", "stop, stop", "Stop, stop", "LENGTH, length", "Content_Filter, content_filter",
+			"TOOL_CALLS, tool_calls" })
+	void aFinishReasonInAnyCaseEndsTheAnswer(String sent, String reported) {
+		sdk.mock.faults(SdkMock.FAST.withFinishReason(sent));
+		String question = "Is this the end?";
+
+		StepVerifier.create(text(AiGuard.of(policy("sdk-finish").build())
+				.call(SdkMock.request(question), OpenAiStreams.of(sdk.client, SdkMock.params(question)))))
+			.expectNext(MockAnswers.text(question))
+			.expectComplete()
+			.verify(SdkMock.WAIT);
+
+		GuardReport report = onlyReport();
+		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
+		assertThat(report.finishReason()).isEqualTo(reported);
+	}
+
+	/**
+	 * An error event in a 200 stream keeps its type, as with the library's own client: one that
+	 * blames the request is not sent again, an overload is retried like an HTTP 529.
+	 */
+	@ParameterizedTest
+	@CsvSource({ "invalid_request_error, ProviderStreamException, 1", "overloaded_error, ProviderOverloadedException, 3" })
+	void anInBandErrorKeepsItsTypeAndIsRetriedOnlyWhenRetryable(String type, String typed, int requests) {
+		sdk.mock.faults(SdkMock.FAST.withInBandError(0, type));
+		long requestsBefore = sdk.mock.stats().requests();
+		AiGuard<ChatChunk> guard = AiGuard.of(policy("sdk-in-band").retry(RetryRules.backoff(3, Duration.ofMillis(10))).build());
+
+		StepVerifier.create(guard.call(SdkMock.request("Hello"), OpenAiStreams.of(sdk.client, SdkMock.params("Hello")))
+				.filter(ChatChunk::hasContent))
+			.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(ProviderException.class, p -> {
+				assertThat(p.getClass().getSimpleName()).isEqualTo(typed);
+				assertThat(p.errorType()).isEqualTo(type);
+				assertThat(p.inBand()).isTrue();
+			}))
+			.verify(SdkMock.WAIT);
+
+		assertThat(onlyReport().attempts()).hasSize(requests);
+		assertThat(sdk.mock.stats().requests()).isEqualTo(requestsBefore + requests);
 	}
 
 	@Test
