@@ -84,6 +84,11 @@ abstract class DemoTestSupport {
 	@Autowired
 	BucketStore bucketStore;
 
+	/** The Host, Origin, media-type and token checks; its token is the one the page's address carries. */
+	@Autowired
+	LocalAccessFilter access;
+
+	/** A client of the demo at its own address, sending the access token with every request as the page does. */
 	WebTestClient client;
 
 	/** Whether this JVM has answered through the Spring AI client yet. */
@@ -94,7 +99,9 @@ abstract class DemoTestSupport {
 
 	@BeforeEach
 	void resetTheWorld() {
-		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT).build();
+		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT)
+			.defaultHeader(LocalAccessFilter.TOKEN_HEADER, access.token())
+			.build();
 		restartTheMockWhenItsLoopsWereDisposed();
 		mock.resetFaults();
 		mock.resetProviderWindow();

@@ -54,7 +54,7 @@ class UpstreamConfigTest {
 
 	@Test
 	void propertiesNeverPrintTheKey() {
-		DemoProperties p = new DemoProperties("https://x.test/v1", "sk-very-secret", "m", null, null, null, null);
+		DemoProperties p = new DemoProperties("https://x.test/v1", "sk-very-secret", "m", null, null, null, null, null);
 		assertThat(p.toString()).doesNotContain("sk-very-secret").contains("apiKey=(set)");
 	}
 }
