@@ -41,52 +41,25 @@ import org.springframework.beans.factory.annotation.Autowired;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The page in a real browser: Debian's headless Chromium driven through its own chromedriver
- * (never a downloaded one). It fails, rather than skips, when the browser is missing:
- * {@code .ci/run} installs {@code chromium} and {@code chromium-driver}.
+ * The page in a real browser ({@link Chromium}), opened at the address the demo prints at start
+ * (its access token in the fragment). Every wait is on what the page shows; each bound is the
+ * longest the step can take by the settings, with its reason next to it.
  */
 class BrowserTest extends DemoTestSupport {
 
-	static final Path CHROMIUM = Path.of("/usr/bin/chromium");
-	static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
-	static final Path SHOTS = Path.of("target", "browser");
-
+	private Chromium chromium;
 	private WebDriver driver;
-	private Path profile;
 
 	@BeforeEach
 	void startBrowser() throws IOException {
-		assertThat(CHROMEDRIVER).as("Debian's chromedriver; install it: apt-get install -y chromium chromium-driver")
-			.isExecutable();
-		assertThat(CHROMIUM).as("Debian's chromium; install it: apt-get install -y chromium chromium-driver")
-			.isExecutable();
-		// a driver path set up front means Selenium Manager is never asked to find (or download) one
-		System.setProperty(ChromeDriverService.CHROME_DRIVER_EXE_PROPERTY, CHROMEDRIVER.toString());
-		profile = Files.createTempDirectory("aiguard-chromium-");
-		ChromeOptions options = new ChromeOptions();
-		options.setBinary(CHROMIUM.toFile());
-		options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-				"--user-data-dir=" + profile, "--window-size=1366,860");
-		ChromeDriverService service = new ChromeDriverService.Builder()
-			.usingDriverExecutable(CHROMEDRIVER.toFile())
-			.usingAnyFreePort()
-			.build();
-		driver = new ChromeDriver(service, options);
-		Files.createDirectories(SHOTS);
+		chromium = new Chromium("1366,860");
+		driver = chromium.driver();
 	}
 
 	@AfterEach
 	void stopBrowser() throws IOException {
-		try {
-			if (driver != null) {
-				driver.quit();
-			}
-		}
-		finally {
-			try (Stream<Path> files = Files.walk(profile)) {
-				files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-			}
+		if (chromium != null) {
+			chromium.close();
 		}
 	}
 
@@ -97,7 +70,7 @@ class BrowserTest extends DemoTestSupport {
 	void changesTheLivePolicyFromThePageAndShowsTheAuditTrail() throws IOException {
 		GuardPolicy original = libraryGuard.policy();
 		try {
-			driver.get("http://127.0.0.1:" + port + "/");
+			driver.get(access.pageAddress());
 			WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(20));
 			wait.until(d -> String.valueOf(original.stall().firstTokenTimeout().toMillis())
 				.equals(d.findElement(By.id("policy-first-token")).getDomProperty("value")));
@@ -132,7 +105,7 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void streamsAnAnswerThenShowsTheGuardKeepingThePageAliveWhenTheModelBreaks() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(20));
 
 		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
@@ -248,7 +221,7 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void theBreakerTreeShowsTheEndpointOpeningWhileTheSiblingAnswers() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
 		wait.until(d -> "CLOSED".equals(treeState("llm/mock/mock-large")) && "CLOSED".equals(treeState("llm/mock"))
 				&& "CLOSED".equals(treeState("llm")) && "CLOSED".equals(treeState("llm/mock/mock-small")));
@@ -281,7 +254,7 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void theTrialTenantIsRefusedOnThePageAndTheBudgetsCardShowsItsBucket() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
 		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
 		WebElement tenant = driver.findElement(By.id("tenant"));
@@ -440,9 +413,6 @@ class BrowserTest extends DemoTestSupport {
 	}
 
 	private Path shoot(String name) throws IOException {
-		Path target = SHOTS.resolve(name + ".png");
-		Path file = ((TakesScreenshot) driver).getScreenshotAs(OutputType.FILE).toPath();
-		Files.copy(file, target, StandardCopyOption.REPLACE_EXISTING);
-		return target;
+		return chromium.shoot(name);
 	}
 }

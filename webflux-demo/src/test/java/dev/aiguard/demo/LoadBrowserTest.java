@@ -71,26 +71,17 @@ class LoadBrowserTest {
 	@Autowired
 	MockModelServer mock;
 
+	@Autowired
+	LocalAccessFilter access;
+
+	private Chromium chromium;
 	private WebDriver driver;
-	private Path profile;
 	private Disposable load;
 
 	@BeforeEach
 	void startBrowser() throws IOException {
-		assertThat(BrowserTest.CHROMEDRIVER).isExecutable();
-		assertThat(BrowserTest.CHROMIUM).isExecutable();
-		System.setProperty(ChromeDriverService.CHROME_DRIVER_EXE_PROPERTY, BrowserTest.CHROMEDRIVER.toString());
-		profile = Files.createTempDirectory("aiguard-chromium-");
-		ChromeOptions options = new ChromeOptions();
-		options.setBinary(BrowserTest.CHROMIUM.toFile());
-		options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-				"--user-data-dir=" + profile, "--window-size=1366,1000");
-		driver = new ChromeDriver(new ChromeDriverService.Builder()
-			.usingDriverExecutable(BrowserTest.CHROMEDRIVER.toFile())
-			.usingAnyFreePort()
-			.build(), options);
-		Files.createDirectories(BrowserTest.SHOTS);
+		chromium = new Chromium("1366,1000");
+		driver = chromium.driver();
 	}
 
 	@AfterEach
@@ -99,15 +90,8 @@ class LoadBrowserTest {
 			load.dispose();
 		}
 		mock.resetFaults();
-		try {
-			if (driver != null) {
-				driver.quit();
-			}
-		}
-		finally {
-			try (Stream<Path> files = Files.walk(profile)) {
-				files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-			}
+		if (chromium != null) {
+			chromium.close();
 		}
 	}
 
@@ -117,7 +101,7 @@ class LoadBrowserTest {
 
 	@Test
 	void loadPressureRaisesTheLevelShedsBatchWorkThenRecovers() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
 		wait.until(d -> "HEALTHY".equals(level(d)));
 
@@ -207,7 +191,6 @@ class LoadBrowserTest {
 	}
 
 	private void shoot(String name) throws IOException {
-		Path file = ((TakesScreenshot) driver).getScreenshotAs(OutputType.FILE).toPath();
-		Files.copy(file, BrowserTest.SHOTS.resolve(name + ".png"), StandardCopyOption.REPLACE_EXISTING);
+		chromium.shoot(name);
 	}
 }
