@@ -12,6 +12,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.stream.Stream;
 
@@ -20,6 +21,8 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockAnswers;
 import org.junit.jupiter.api.AfterEach;
@@ -188,10 +191,11 @@ class BrowserTest extends DemoTestSupport {
 		// Spring AI call): start this step from a closed tree with empty windows
 		closeWithEmptyWindows(tree);
 		wait.until(d -> "CLOSED".equals(breakerState()));
+		WebDriverWait answered = new WebDriverWait(driver, noFirstTokenBound(), Duration.ofMillis(20));
 		for (int i = 0; i < 4 && !"OPEN".equals(breakerState()); i++) {
 			int answers = answers().size();
-				type("question number " + i + " while the model is down");
-			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
+			type("question number " + i + " while the model is down");
+			answered.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
 		}
 		wait.until(d -> "OPEN".equals(breakerState()));
 		// the first open lasts aiguard.breakers.model.open-wait (60 s here, and up to 10 % jitter), and the page counts it down
@@ -228,9 +232,8 @@ class BrowserTest extends DemoTestSupport {
 
 		driver.findElement(By.id("fault-primary-down")).click();
 		wait.until(d -> mock.faults().failingModels().equals(Set.of(PRIMARY)));
-		// an answer here goes through failed attempts, their backoffs and the ladder: on a loaded 2-core
-		// machine in the full suite that once took more than the usual wait
-		WebDriverWait answered = new WebDriverWait(driver, WAIT.multipliedBy(3), Duration.ofMillis(50));
+		// an answer here goes through failed attempts, their backoffs and the ladder
+		WebDriverWait answered = new WebDriverWait(driver, noFirstTokenBound(), Duration.ofMillis(50));
 		for (int i = 0; i < 4 && breaker.state() != BreakerState.OPEN; i++) {
 			int answers = answers().size();
 			type("tree question " + i);
@@ -282,6 +285,27 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(driver.findElement(By.id("budgets-card")).isDisplayed()).isTrue();
 		assertThat(driver.findElement(By.id("budget-tenant-refusals")).getText()).isEqualTo("1");
 		shoot("5-budgets");
+	}
+
+	/**
+	 * The bound of a wait for an answer whose model gives no first token (it fails, or is down):
+	 * the longest the guard may take to end it by the library client's policy — each attempt up to
+	 * its first-token deadline, then the longest wait before the next (its backoff, or a server's
+	 * {@code Retry-After} up to the cap), then each rung of the ladder up to its timeout. The page
+	 * asks one question at a time, so nothing queues in its lane. {@link #WAIT} on top: the page's
+	 * round trip and drawing, and slack for a loaded 2-core machine, where the server's threads and
+	 * the browser's wait for a core. An answer that takes longer is a finding, not a slow machine.
+	 */
+	private Duration noFirstTokenBound() {
+		GuardPolicy policy = libraryGuard.policy();
+		RetryRules retry = policy.retry(Priority.P1);
+		Duration longestWait = retry.maxBackoff().compareTo(retry.maxRetryAfter()) >= 0 ? retry.maxBackoff()
+				: retry.maxRetryAfter();
+		Duration attempts = policy.stall(Priority.P1).firstTokenTimeout().plus(longestWait)
+			.multipliedBy(retry.maxAttempts());
+		FallbackChain<?> ladder = Objects.requireNonNull(policy.fallback(), "the demo's ladder");
+		Duration rungs = ladder.timeout().orElseThrow().multipliedBy(ladder.steps().size());
+		return attempts.plus(rungs).plus(WAIT);
 	}
 
 	/** @return the state the page's tree shows for a breaker, read in one go (the list is redrawn every second) */

@@ -53,6 +53,13 @@ import tools.jackson.databind.json.JsonMapper;
 		"aiguard.load.enabled=false" })
 abstract class DemoTestSupport {
 
+	/**
+	 * The bound of a wait for one quick thing: an answer of the well-behaved mock (5 ms to the first
+	 * token, 2 ms between tokens), an answer the guard ends by a deadline of under 2 s, a switch's
+	 * round trip, the page's next poll (every second). Those take well under a second on an idle
+	 * machine; the rest is slack for a loaded 2-core machine. A wait whose answer goes through
+	 * failed attempts, backoffs and the ladder computes its bound from the policy instead.
+	 */
 	static final Duration WAIT = Duration.ofSeconds(20);
 
 	static final ParameterizedTypeReference<ServerSentEvent<String>> SSE = new ParameterizedTypeReference<>() {
