@@ -99,6 +99,8 @@ final class LocalAccessFilter implements WebFilter, Ordered, ApplicationListener
 		this.tokenText = token;
 		this.token = token.getBytes(StandardCharsets.UTF_8);
 		this.json = json;
+		// Jackson builds its serializer for a type under a lock on first use: not on an event loop
+		json.writeValueAsBytes(new LinkedHashMap<>(Map.of("error", "warm", "message", "up")));
 	}
 
 	/** Before every other filter, so nothing runs for a request refused here. */
