@@ -4,6 +4,24 @@
   'use strict';
 
   const $ = (id) => document.getElementById(id);
+
+  // The access token the demo printed at start in the page's address (#token=...). Changes (fault
+  // switches, live policy) send it; a question needs none. Kept for this tab, and taken out of the
+  // address bar so a shared link or screenshot does not carry it.
+  const TOKEN_KEY = 'aiguard-demo-token';
+  const accessToken = (() => {
+    const found = /(?:^#|&)token=([^&]+)/.exec(window.location.hash);
+    if (found) {
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(found[1]));
+      window.history.replaceState(null, '', window.location.pathname + window.location.search);
+    }
+    return sessionStorage.getItem(TOKEN_KEY) || '';
+  })();
+
+  /** @return the headers of a change, with the access token when the page has one */
+  function changeHeaders(headers) {
+    return accessToken ? Object.assign({ 'X-Demo-Token': accessToken }, headers) : headers;
+  }
   const history = [];                // the conversation sent with each request
   let current = null;                // { controller, bubble } of the answer streaming now
 
@@ -285,7 +303,7 @@
     try {
       const response = await fetch('/api/faults', {
         method,
-        headers: body ? { 'Content-Type': 'application/json' } : {},
+        headers: changeHeaders(body ? { 'Content-Type': 'application/json' } : {}),
         body: body ? JSON.stringify(body) : undefined,
       });
       const json = await response.json();
@@ -771,7 +789,7 @@
     body.priorities = { P0: p0 == null ? null : { firstTokenTimeoutMs: p0 }, P2: p2 == null ? null : { maxAttempts: p2 } };
     try {
       const response = await fetch('/api/policy', {
-        method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body)
+        method: 'PUT', headers: changeHeaders({ 'Content-Type': 'application/json' }), body: JSON.stringify(body)
       });
       const json = await response.json();
       if (!response.ok) {

@@ -35,9 +35,17 @@ import tools.jackson.databind.node.ObjectNode;
 final class ChatEvents {
 
 	private final JsonMapper json;
+	private final ClientText text;
 
+	/** Events whose error messages pass through {@link ClientText#PATTERNS} only. */
 	ChatEvents(JsonMapper json) {
+		this(json, ClientText.PATTERNS);
+	}
+
+	/** @param text what an error message may tell the client (no key, no upstream address) */
+	ChatEvents(JsonMapper json, ClientText text) {
 		this.json = json;
+		this.text = text;
 	}
 
 	ServerSentEvent<String> meta(String requestId, Priority priority, AnswerClient client, Tenant tenant) {
@@ -74,9 +82,10 @@ final class ChatEvents {
 	ServerSentEvent<String> error(Throwable error, boolean partial) {
 		Throwable cause = rootOf(error);
 		String type = type(cause);
-		// unknown errors may carry anything: say what happened, not what the exception says
+		// unknown errors may carry anything: say what happened, not what the exception says; the
+		// others keep their sentence without the key and the upstream's address (the log has those)
 		String message = "internal".equals(type) || cause.getMessage() == null ? "the answer failed unexpectedly"
-				: cause.getMessage();
+				: text.of(cause.getMessage());
 		return event("error", json.createObjectNode()
 			.put("type", type)
 			.put("message", message)

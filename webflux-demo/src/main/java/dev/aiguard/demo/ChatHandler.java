@@ -53,6 +53,7 @@ final class ChatHandler {
 	private final AnswerClient defaultClient;
 	private final JsonMapper json;
 	private final ChatEvents events;
+	private final ClientText text;
 	private final int maxBodyBytes;
 	@Nullable
 	private final LoadGovernor governor;
@@ -78,7 +79,8 @@ final class ChatHandler {
 		this.springAi = springAi;
 		this.defaultClient = defaultClient;
 		this.json = json;
-		this.events = new ChatEvents(json);
+		this.text = new ClientText(upstream.apiKey());
+		this.events = new ChatEvents(json, text);
 		this.maxBodyBytes = maxBodyBytes;
 		this.governor = governor;
 		this.defaultTenant = defaultTenant;
@@ -92,7 +94,7 @@ final class ChatHandler {
 			.map(body -> ChatInput.parse(json, body, header, client, defaultClient, tenantHeader, defaultTenant))
 			.flatMap(input -> {
 				AdmissionRejectedException shed = shedNow(input.priority());
-				return shed != null ? ErrorResponses.shed(shed) : respond(input);
+				return shed != null ? ErrorResponses.shed(shed, text) : respond(input);
 			})
 			.onErrorResume(BadRequestException.class, e -> ErrorResponses.of(e));
 	}
@@ -115,7 +117,7 @@ final class ChatHandler {
 			return admission.decided(ADMISSION_HOLD)
 				.flatMap(refusal -> {
 					running.dispose();
-					return ErrorResponses.budget(refusal, input.tenant());
+					return ErrorResponses.budget(refusal, input.tenant(), text);
 				})
 				.switchIfEmpty(Mono.defer(() -> ServerResponse.ok()
 					.contentType(MediaType.TEXT_EVENT_STREAM)

@@ -1,6 +1,7 @@
 package dev.aiguard.demo;
 
 import java.time.Duration;
+import java.util.List;
 
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -22,7 +23,7 @@ import org.springframework.util.unit.DataSize;
 @ConfigurationProperties("aiguard")
 record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullable String model,
 		@DefaultValue Chat chat, @DefaultValue Mock mock, @DefaultValue Fallback fallback,
-		@DefaultValue SpringAi springAi) {
+		@DefaultValue SpringAi springAi, @DefaultValue Access access) {
 
 	/** @return whether the embedded mock model answers */
 	boolean usesMock() {
@@ -33,7 +34,8 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 	@Override
 	public String toString() {
 		return "DemoProperties{baseUrl=" + (usesMock() ? "(embedded mock)" : baseUrl) + ", apiKey="
-				+ (apiKey == null || apiKey.isBlank() ? "(none)" : "(set)") + ", model=" + model + '}';
+				+ (apiKey == null || apiKey.isBlank() ? "(none)" : "(set)") + ", model=" + model + ", access="
+				+ access + '}';
 	}
 
 	/**
@@ -88,6 +90,24 @@ record DemoProperties(@Nullable String baseUrl, @Nullable String apiKey, @Nullab
 			if (timeout.isNegative() || timeout.isZero()) {
 				throw new IllegalArgumentException("aiguard.spring-ai.timeout must be positive, was " + timeout);
 			}
+		}
+	}
+
+	/**
+	 * Who may use the demo ({@link LocalAccessFilter}).
+	 *
+	 * @param token the access token that changes (faults, policy, breakers, lanes) need; empty: a
+	 *        random one, new at each start. Printed at start in the page's address, never otherwise.
+	 * @param allowedHosts host names, besides the loopback names and {@code server.address}, that
+	 *        the demo answers to (e.g. the machine's name when it listens on {@code 0.0.0.0})
+	 */
+	record Access(@Nullable String token, @DefaultValue List<String> allowedHosts) {
+
+		/** The token must not reach a log line through an accidental {@code toString()}. */
+		@Override
+		public String toString() {
+			return "Access{token=" + (token == null || token.isBlank() ? "(random)" : "(set)") + ", allowedHosts="
+					+ allowedHosts + '}';
 		}
 	}
 }

@@ -33,6 +33,7 @@ import org.springframework.context.annotation.Condition;
 import org.springframework.context.annotation.ConditionContext;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
@@ -227,6 +228,17 @@ class GuardConfiguration {
 			.GET("/api/policy", livePolicy::get)
 			.PUT("/api/policy", livePolicy::put)
 			.build();
+	}
+
+	/**
+	 * The Host, Origin, media-type and token checks in front of every route, Actuator's included.
+	 * Without {@code aiguard.access.token} the token is new at each start.
+	 */
+	@Bean
+	LocalAccessFilter localAccessFilter(DemoProperties properties, Environment environment, JsonMapper json) {
+		DemoProperties.Access access = properties.access();
+		String token = access.token() == null || access.token().isBlank() ? LocalAccessFilter.newToken() : access.token();
+		return new LocalAccessFilter(environment.getProperty("server.address"), access.allowedHosts(), token, json);
 	}
 
 	/** The mock runs unless {@code aiguard.base-url} ({@code AIGUARD_BASE_URL}) names a real server. */

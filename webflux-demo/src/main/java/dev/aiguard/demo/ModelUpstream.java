@@ -5,6 +5,7 @@ import java.util.Objects;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.Secrets;
 import dev.aiguard.test.mock.MockModelServer;
 import dev.aiguard.provider.OpenAiCompatibleClient;
 import org.jspecify.annotations.Nullable;
@@ -17,6 +18,9 @@ import reactor.core.publisher.Flux;
  * the port changed.
  */
 final class ModelUpstream {
+
+	/** The key sent to the mock, which takes any. */
+	static final String MOCK_KEY = "mock-accepts-any-key";
 
 	private final DemoProperties properties;
 	@Nullable
@@ -43,12 +47,12 @@ final class ModelUpstream {
 			return;
 		}
 		if (isBlank(properties.apiKey())) {
-			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + properties.baseUrl()
+			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + Secrets.withoutCredentials(properties.baseUrl())
 					+ ") but AIGUARD_API_KEY is not. Set the key of that server (any placeholder for a local "
 					+ "server that needs none), or unset AIGUARD_BASE_URL to use the embedded mock model.");
 		}
 		if (isBlank(properties.model())) {
-			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + properties.baseUrl()
+			throw new IllegalStateException("AIGUARD_BASE_URL is set (" + Secrets.withoutCredentials(properties.baseUrl())
 					+ ") but AIGUARD_MODEL is not. Name the model to ask, e.g. AIGUARD_MODEL=gpt-4o-mini.");
 		}
 		this.client = new Client(properties.baseUrl(), OpenAiCompatibleClient.builder(properties.baseUrl())
@@ -70,7 +74,7 @@ final class ModelUpstream {
 
 	/** @return the bearer token for {@link #baseUrl()}; a placeholder for the mock, which takes any */
 	String apiKey() {
-		return mock != null ? "mock-accepts-any-key" : Objects.requireNonNull(properties.apiKey(), "apiKey");
+		return mock != null ? MOCK_KEY : Objects.requireNonNull(properties.apiKey(), "apiKey");
 	}
 
 	/** @return the model asked, for the request body: the primary model of the mock, or {@code AIGUARD_MODEL} */
@@ -78,9 +82,13 @@ final class ModelUpstream {
 		return properties.usesMock() ? mockModel : properties.model();
 	}
 
-	/** @return where answers come from, safe to show (never the key) */
+	/**
+	 * @return where answers come from, safe to show: never the key, nor credentials written into the
+	 *         base URL ({@code https://user:pass@host} shows as {@code https://host})
+	 */
 	String describe() {
-		return properties.usesMock() ? "embedded mock model" : properties.baseUrl() + " (" + properties.model() + ")";
+		return properties.usesMock() ? "embedded mock model"
+				: Secrets.withoutCredentials(properties.baseUrl()) + " (" + properties.model() + ")";
 	}
 
 	/** @return the mock, when it is the upstream */
@@ -97,7 +105,9 @@ final class ModelUpstream {
 		String url = mock.baseUrl();
 		if (c == null || !c.baseUrl().equals(url)) {
 			// racing calls may each build one; they are equivalent and cheap
+			// the mock's placeholder key, as the Spring AI client sends it: a mock that echoes keys echoes this one
 			c = new Client(url, OpenAiCompatibleClient.builder(url)
+				.apiKey(apiKey())
 				.model(mockModel)
 				.responseTimeout(Duration.ofSeconds(30))
 				.build());

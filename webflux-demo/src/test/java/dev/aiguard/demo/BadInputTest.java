@@ -16,7 +16,7 @@ class BadInputTest extends DemoTestSupport {
 	}
 
 	private void refused(String body, String priorityHeader, int status, String code, String messagePart) {
-		long calls = mock.stats().requests();
+		long calls = mockRequests();
 		client.post().uri("/api/chat")
 			.contentType(MediaType.APPLICATION_JSON)
 			.headers(h -> {
@@ -31,7 +31,7 @@ class BadInputTest extends DemoTestSupport {
 			.expectBody()
 			.jsonPath("$.error").isEqualTo(code)
 			.jsonPath("$.message").value(m -> assertThat((String) m).contains(messagePart));
-		assertThat(mock.stats().requests()).as("no upstream call for refused input").isEqualTo(calls);
+		assertThat(mockRequests()).as("no upstream call for refused input").isEqualTo(calls);
 	}
 
 	@Test
@@ -72,14 +72,14 @@ class BadInputTest extends DemoTestSupport {
 				"unknown_client", "client 'langchain' is not one of library, spring-ai");
 		refused("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"client\": 1}", 400,
 				"unknown_client", "must be a string");
-		long calls = mock.stats().requests();
+		long calls = mockRequests();
 		client.post().uri("/api/chat?client=openai").contentType(MediaType.APPLICATION_JSON).bodyValue(ask("hi"))
 			.exchange()
 			.expectStatus().isBadRequest()
 			.expectBody()
 			.jsonPath("$.error").isEqualTo("unknown_client")
 			.jsonPath("$.message").isEqualTo("query parameter client 'openai' is not one of library, spring-ai");
-		assertThat(mock.stats().requests()).isEqualTo(calls);
+		assertThat(mockRequests()).isEqualTo(calls);
 	}
 
 	@Test

@@ -12,6 +12,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.stream.Stream;
 
@@ -20,6 +21,8 @@ import dev.aiguard.GuardPolicy;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Priority;
+import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.retry.RetryRules;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockAnswers;
 import org.junit.jupiter.api.AfterEach;
@@ -41,52 +44,25 @@ import org.springframework.beans.factory.annotation.Autowired;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The page in a real browser: Debian's headless Chromium driven through its own chromedriver
- * (never a downloaded one). It fails, rather than skips, when the browser is missing:
- * {@code .ci/run} installs {@code chromium} and {@code chromium-driver}.
+ * The page in a real browser ({@link Chromium}), opened at the address the demo prints at start
+ * (its access token in the fragment). Every wait is on what the page shows; each bound is the
+ * longest the step can take by the settings, with its reason next to it.
  */
 class BrowserTest extends DemoTestSupport {
 
-	static final Path CHROMIUM = Path.of("/usr/bin/chromium");
-	static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
-	static final Path SHOTS = Path.of("target", "browser");
-
+	private Chromium chromium;
 	private WebDriver driver;
-	private Path profile;
 
 	@BeforeEach
 	void startBrowser() throws IOException {
-		assertThat(CHROMEDRIVER).as("Debian's chromedriver; install it: apt-get install -y chromium chromium-driver")
-			.isExecutable();
-		assertThat(CHROMIUM).as("Debian's chromium; install it: apt-get install -y chromium chromium-driver")
-			.isExecutable();
-		// a driver path set up front means Selenium Manager is never asked to find (or download) one
-		System.setProperty(ChromeDriverService.CHROME_DRIVER_EXE_PROPERTY, CHROMEDRIVER.toString());
-		profile = Files.createTempDirectory("aiguard-chromium-");
-		ChromeOptions options = new ChromeOptions();
-		options.setBinary(CHROMIUM.toFile());
-		options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-				"--user-data-dir=" + profile, "--window-size=1366,860");
-		ChromeDriverService service = new ChromeDriverService.Builder()
-			.usingDriverExecutable(CHROMEDRIVER.toFile())
-			.usingAnyFreePort()
-			.build();
-		driver = new ChromeDriver(service, options);
-		Files.createDirectories(SHOTS);
+		chromium = new Chromium("1366,860");
+		driver = chromium.driver();
 	}
 
 	@AfterEach
 	void stopBrowser() throws IOException {
-		try {
-			if (driver != null) {
-				driver.quit();
-			}
-		}
-		finally {
-			try (Stream<Path> files = Files.walk(profile)) {
-				files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-			}
+		if (chromium != null) {
+			chromium.close();
 		}
 	}
 
@@ -97,7 +73,7 @@ class BrowserTest extends DemoTestSupport {
 	void changesTheLivePolicyFromThePageAndShowsTheAuditTrail() throws IOException {
 		GuardPolicy original = libraryGuard.policy();
 		try {
-			driver.get("http://127.0.0.1:" + port + "/");
+			driver.get(access.pageAddress());
 			WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(20));
 			wait.until(d -> String.valueOf(original.stall().firstTokenTimeout().toMillis())
 				.equals(d.findElement(By.id("policy-first-token")).getDomProperty("value")));
@@ -132,7 +108,7 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void streamsAnAnswerThenShowsTheGuardKeepingThePageAliveWhenTheModelBreaks() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(20));
 
 		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
@@ -215,10 +191,11 @@ class BrowserTest extends DemoTestSupport {
 		// Spring AI call): start this step from a closed tree with empty windows
 		closeWithEmptyWindows(tree);
 		wait.until(d -> "CLOSED".equals(breakerState()));
+		WebDriverWait answered = new WebDriverWait(driver, noFirstTokenBound(), Duration.ofMillis(20));
 		for (int i = 0; i < 4 && !"OPEN".equals(breakerState()); i++) {
 			int answers = answers().size();
-				type("question number " + i + " while the model is down");
-			wait.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
+			type("question number " + i + " while the model is down");
+			answered.until(d -> answers().size() == answers + 1 && ended(answers().get(answers)));
 		}
 		wait.until(d -> "OPEN".equals(breakerState()));
 		// the first open lasts aiguard.breakers.model.open-wait (60 s here, and up to 10 % jitter), and the page counts it down
@@ -248,16 +225,15 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void theBreakerTreeShowsTheEndpointOpeningWhileTheSiblingAnswers() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
 		wait.until(d -> "CLOSED".equals(treeState("llm/mock/mock-large")) && "CLOSED".equals(treeState("llm/mock"))
 				&& "CLOSED".equals(treeState("llm")) && "CLOSED".equals(treeState("llm/mock/mock-small")));
 
 		driver.findElement(By.id("fault-primary-down")).click();
 		wait.until(d -> mock.faults().failingModels().equals(Set.of(PRIMARY)));
-		// an answer here goes through failed attempts, their backoffs and the ladder: on a loaded 2-core
-		// machine in the full suite that once took more than the usual wait
-		WebDriverWait answered = new WebDriverWait(driver, WAIT.multipliedBy(3), Duration.ofMillis(50));
+		// an answer here goes through failed attempts, their backoffs and the ladder
+		WebDriverWait answered = new WebDriverWait(driver, noFirstTokenBound(), Duration.ofMillis(50));
 		for (int i = 0; i < 4 && breaker.state() != BreakerState.OPEN; i++) {
 			int answers = answers().size();
 			type("tree question " + i);
@@ -281,7 +257,7 @@ class BrowserTest extends DemoTestSupport {
 
 	@Test
 	void theTrialTenantIsRefusedOnThePageAndTheBudgetsCardShowsItsBucket() throws IOException {
-		driver.get("http://127.0.0.1:" + port + "/");
+		driver.get(access.pageAddress());
 		WebDriverWait wait = new WebDriverWait(driver, WAIT, Duration.ofMillis(50));
 		wait.until(d -> d.findElements(By.cssSelector("#lanes .lane")).size() == 3);
 		WebElement tenant = driver.findElement(By.id("tenant"));
@@ -309,6 +285,27 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(driver.findElement(By.id("budgets-card")).isDisplayed()).isTrue();
 		assertThat(driver.findElement(By.id("budget-tenant-refusals")).getText()).isEqualTo("1");
 		shoot("5-budgets");
+	}
+
+	/**
+	 * The bound of a wait for an answer whose model gives no first token (it fails, or is down):
+	 * the longest the guard may take to end it by the library client's policy — each attempt up to
+	 * its first-token deadline, then the longest wait before the next (its backoff, or a server's
+	 * {@code Retry-After} up to the cap), then each rung of the ladder up to its timeout. The page
+	 * asks one question at a time, so nothing queues in its lane. {@link #WAIT} on top: the page's
+	 * round trip and drawing, and slack for a loaded 2-core machine, where the server's threads and
+	 * the browser's wait for a core. An answer that takes longer is a finding, not a slow machine.
+	 */
+	private Duration noFirstTokenBound() {
+		GuardPolicy policy = libraryGuard.policy();
+		RetryRules retry = policy.retry(Priority.P1);
+		Duration longestWait = retry.maxBackoff().compareTo(retry.maxRetryAfter()) >= 0 ? retry.maxBackoff()
+				: retry.maxRetryAfter();
+		Duration attempts = policy.stall(Priority.P1).firstTokenTimeout().plus(longestWait)
+			.multipliedBy(retry.maxAttempts());
+		FallbackChain<?> ladder = Objects.requireNonNull(policy.fallback(), "the demo's ladder");
+		Duration rungs = ladder.timeout().orElseThrow().multipliedBy(ladder.steps().size());
+		return attempts.plus(rungs).plus(WAIT);
 	}
 
 	/** @return the state the page's tree shows for a breaker, read in one go (the list is redrawn every second) */
@@ -440,9 +437,6 @@ class BrowserTest extends DemoTestSupport {
 	}
 
 	private Path shoot(String name) throws IOException {
-		Path target = SHOTS.resolve(name + ".png");
-		Path file = ((TakesScreenshot) driver).getScreenshotAs(OutputType.FILE).toPath();
-		Files.copy(file, target, StandardCopyOption.REPLACE_EXISTING);
-		return target;
+		return chromium.shoot(name);
 	}
 }

@@ -53,6 +53,13 @@ import tools.jackson.databind.json.JsonMapper;
 		"aiguard.load.enabled=false" })
 abstract class DemoTestSupport {
 
+	/**
+	 * The bound of a wait for one quick thing: an answer of the well-behaved mock (5 ms to the first
+	 * token, 2 ms between tokens), an answer the guard ends by a deadline of under 2 s, a switch's
+	 * round trip, the page's next poll (every second). Those take well under a second on an idle
+	 * machine; the rest is slack for a loaded 2-core machine. A wait whose answer goes through
+	 * failed attempts, backoffs and the ladder computes its bound from the policy instead.
+	 */
 	static final Duration WAIT = Duration.ofSeconds(20);
 
 	static final ParameterizedTypeReference<ServerSentEvent<String>> SSE = new ParameterizedTypeReference<>() {
@@ -84,6 +91,11 @@ abstract class DemoTestSupport {
 	@Autowired
 	BucketStore bucketStore;
 
+	/** The Host, Origin, media-type and token checks; its token is the one the page's address carries. */
+	@Autowired
+	LocalAccessFilter access;
+
+	/** A client of the demo at its own address, sending the access token with every request as the page does. */
 	WebTestClient client;
 
 	/** Whether this JVM has answered through the Spring AI client yet. */
@@ -94,7 +106,9 @@ abstract class DemoTestSupport {
 
 	@BeforeEach
 	void resetTheWorld() {
-		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT).build();
+		client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(WAIT)
+			.defaultHeader(LocalAccessFilter.TOKEN_HEADER, access.token())
+			.build();
 		restartTheMockWhenItsLoopsWereDisposed();
 		mock.resetFaults();
 		mock.resetProviderWindow();
@@ -170,10 +184,23 @@ abstract class DemoTestSupport {
 	private void warmUpSpringAi() {
 		synchronized (DemoTestSupport.class) {
 			if (!springAiWarm) {
-				chatToEnd(ask("warm up", AnswerClient.SPRING_AI));
+				chatToEnd(ask(WARM_UP, AnswerClient.SPRING_AI));
 				springAiWarm = true;
 			}
 		}
+	}
+
+	/** The warm-up's question. */
+	static final String WARM_UP = "warm up";
+
+	/**
+	 * @return the requests the mock received since this test started, the warm-up's left out: a
+	 *         warm-up attempt the guard gave up on (its first token past the deadline while the
+	 *         SDK's classes loaded) may still be on its way on a blocked SDK thread, and reach the
+	 *         mock during the JVM's first test
+	 */
+	long mockRequests() {
+		return mock.requests().stream().filter(r -> !r.body().contains(WARM_UP)).count();
 	}
 
 	/** @return a chat body with one user message */

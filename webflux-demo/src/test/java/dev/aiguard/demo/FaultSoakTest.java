@@ -141,6 +141,10 @@ class FaultSoakTest {
 	@Autowired
 	DemoProperties properties;
 
+	/** Its token goes with the fault changes, as the page sends it. */
+	@Autowired
+	LocalAccessFilter access;
+
 	CircuitBreaker breaker;
 
 	/** The chat policy's endpoint breaker ({@code llm/mock/mock-large}), as the starter built it. */
@@ -560,6 +564,7 @@ class FaultSoakTest {
 	private WebClient client(ConnectionProvider connections) {
 		return WebClient.builder()
 			.baseUrl("http://127.0.0.1:" + port)
+			.defaultHeader(LocalAccessFilter.TOKEN_HEADER, access.token())
 			.clientConnector(new ReactorClientHttpConnector(HttpClient.create(connections)))
 			.build();
 	}

@@ -91,11 +91,11 @@ class SiblingFallbackTest extends DemoTestSupport {
 		assertThat(tree.root().breaker().state()).as("one provider failing cannot trip the system")
 			.isEqualTo(BreakerState.CLOSED);
 
-		long upstream = mock.stats().requests();
+		long upstream = mockRequests();
 		long refusedByProvider = treeBreaker("mock").rejectedCalls();
 		List<ServerSentEvent<String>> events = chatToEnd(ask("anyone there?"));
 		assertThat(data(last(events)).get("source").stringValue()).isEqualTo("STATIC");
-		assertThat(mock.stats().requests()).as("the provider refuses the primary, and has no sibling to offer")
+		assertThat(mockRequests()).as("the provider refuses the primary, and has no sibling to offer")
 			.isEqualTo(upstream);
 		assertThat(treeBreaker("mock").rejectedCalls()).isGreaterThan(refusedByProvider);
 

@@ -29,7 +29,7 @@ class SpringAiClientTest extends DemoTestSupport {
 	void aNormalAnswerIsTheMocksAnswerInTheContractsEventsAtTheRequestedPriority() {
 		String question = "What does Spring AI's ChatClient add?";
 		long requestsBefore = stats.requests();
-		long calls = mock.stats().requests();
+		long calls = mockRequests();
 		String body = json.writeValueAsString(((ObjectNode) json.readTree(ask(question, AnswerClient.SPRING_AI)))
 			.put("priority", "P2"));
 
@@ -50,7 +50,7 @@ class SpringAiClientTest extends DemoTestSupport {
 		assertThat(data(done).get("source").stringValue()).isEqualTo("REALTIME");
 		assertThat(data(done).get("finishReason").stringValue()).as("as the library client says it").isEqualTo("stop");
 		assertThat(data(done).get("tokens").longValue()).isEqualTo(expected.size());
-		assertThat(mock.stats().requests()).isEqualTo(calls + 1);
+		assertThat(mockRequests()).isEqualTo(calls + 1);
 
 		when(stats::requests, requestsBefore + 1).block(WAIT);
 		GuardStats.Recent report = stats.recent().get(stats.recent().size() - 1);

@@ -94,7 +94,7 @@ class ValidationFaultsTest extends DemoTestSupport {
 		patch("{\"finishReason\": \"content_filter\"}");
 		long invalidBefore = invalidCount();
 		long requestsBefore = stats.requests();
-		long upstreamBefore = mock.stats().requests();
+		long upstreamBefore = mockRequests();
 
 		List<ServerSentEvent<String>> events = chatToEnd(ask("filter this"));
 
@@ -105,7 +105,7 @@ class ValidationFaultsTest extends DemoTestSupport {
 		assertThat(error.get("type").stringValue()).isEqualTo("invalid_output");
 		assertThat(error.get("partial").booleanValue()).isTrue();
 		assertThat(error.get("message").stringValue()).contains("content_filter");
-		assertThat(mock.stats().requests() - upstreamBefore).as("content was delivered: never retried").isEqualTo(1);
+		assertThat(mockRequests() - upstreamBefore).as("content was delivered: never retried").isEqualTo(1);
 		GuardStats.Recent report = reportAfter(requestsBefore);
 		assertThat(report.outcome()).isEqualTo("INVALID");
 		assertThat(report.attemptOutcomes()).containsExactly("INVALID");
