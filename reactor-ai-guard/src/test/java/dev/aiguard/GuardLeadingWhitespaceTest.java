@@ -1,6 +1,7 @@
 package dev.aiguard;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -8,6 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.aiguard.budget.BudgetSpec;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -351,7 +353,56 @@ class GuardLeadingWhitespaceTest {
 		assertThat(reports.last().tokens()).isZero();
 	}
 
+	@Test
+	void anAnswerTheOutputCapEndsWhileItsWhitespaceIsHeldStandsWithItsWhitespace() {
+		// the cap ends an answer as complete without a verdict: what was held is delivered, in order
+		AiGuard<ChatChunk> guard = AiGuard.of(policy().budget(BudgetSpec.defaults().outputCap(2)).build());
+		StepVerifier.withVirtualTime(() -> guard.call(ASK, r -> answer(" ", "\n", "Hi")), () -> vts, 0)
+				.expectSubscription()
+				.expectNoEvent(LONG)
+				.thenRequest(1)
+				.expectNext(ChatChunk.token(" "))
+				.expectNoEvent(LONG)
+				.thenRequest(1)
+				.expectNext(ChatChunk.token("\n"))
+				.verifyComplete();
+		GuardReport report = reports.last();
+		assertThat(report.outcome()).isEqualTo(Outcome.SUCCESS);
+		assertThat(report.outputCapped()).isTrue();
+		assertThat(report.finishReason()).as("the cap's, not the release's").isEqualTo("length");
+		assertThat(report.tokens()).isEqualTo(2);
+	}
+
 	// ---- what it costs, and the tap's other work ----
+
+	@Test
+	void aVisibleAnswerAllocatesNothingPerChunkWithOrWithoutLeadingWhitespace() {
+		com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+		AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("it-blank-cost").validate(Validators.emptyAnswer())
+				.build());
+		ChatChunk word = ChatChunk.token("w");
+		for (int leading : new int[] { 0, 3 }) {
+			ChatChunk[] chunks = new ChatChunk[200_000];
+			java.util.Arrays.fill(chunks, word);
+			for (int i = 0; i < leading; i++) {
+				chunks[i] = ChatChunk.token(" ");
+			}
+			chunks[chunks.length - 2] = ChatChunk.finish("stop");
+			chunks[chunks.length - 1] = ChatChunk.done();
+			Flux<ChatChunk> source = Flux.fromArray(chunks);
+			long[] seen = new long[1];
+			for (int warm = 0; warm < 3; warm++) {
+				source.transform(guard).subscribe(c -> seen[0]++);
+			}
+			long tid = Thread.currentThread().getId();
+			long before = threads.getThreadAllocatedBytes(tid);
+			source.transform(guard).subscribe(c -> seen[0]++);
+			long allocated = threads.getThreadAllocatedBytes(tid) - before;
+			assertThat(seen[0]).isEqualTo(4L * chunks.length);
+			// one object per chunk would be at least 16 bytes x 200 000 = 3.2 MB; a request's own objects are a few KiB
+			assertThat(allocated).as("leading whitespace chunks: " + leading).isLessThan(64 * 1024L);
+		}
+	}
 
 	@Test
 	void theHoldStepsOutOfThePathWithTheFirstVisibleChunk() {
