@@ -27,7 +27,6 @@ import dev.aiguard.testing.Policies;
 import dev.aiguard.testing.RecordingMetrics;
 import dev.aiguard.testing.Reports;
 import dev.aiguard.validation.InvalidOutputException;
-import dev.aiguard.validation.StreamingValidator;
 import dev.aiguard.validation.Validators;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -432,39 +431,11 @@ class GuardLeadingWhitespaceTest {
 		return watch.scanUnsafe(Scannable.Attr.ACTUAL);
 	}
 
-	/** Keeps the texts its watch was given. */
-	static final class Texts implements StreamingValidator {
-
-		final List<String> texts = new CopyOnWriteArrayList<>();
-
-		@Override
-		public String name() {
-			return "texts";
-		}
-
-		@Override
-		public Watch newWatch() {
-			return new Watch() {
-				@Override
-				public void reset() {
-					texts.clear();
-				}
-
-				@Override
-				@Nullable
-				public InvalidOutputException onText(String text) {
-					texts.add(text);
-					return null;
-				}
-			};
-		}
-	}
-
 	@Test
 	void theValidatorsSeeEachTextOnceWhetherTheWatchOrTheTapFeedsThem() {
 		// a response cache puts the tap in the path for the whole answer (it records it)
 		for (boolean cached : new boolean[] { false, true }) {
-			Texts texts = new Texts();
+			GuardValidationPathTest.Recorder texts = new GuardValidationPathTest.Recorder(null);
 			GuardPolicy.Builder b = policy().validateStreaming(texts);
 			if (cached) {
 				b.responseCache(ResponseCache.caffeine());
