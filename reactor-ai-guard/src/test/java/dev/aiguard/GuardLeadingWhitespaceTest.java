@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.aiguard.budget.BudgetSpec;
@@ -32,8 +33,11 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
 import reactor.core.Scannable;
+import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
 import reactor.test.StepVerifier;
+import reactor.test.util.RaceTestUtils;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -370,6 +374,63 @@ class GuardLeadingWhitespaceTest {
 		assertThat(report.outputCapped()).isTrue();
 		assertThat(report.finishReason()).as("the cap's, not the release's").isEqualTo("length");
 		assertThat(report.tokens()).isEqualTo(2);
+	}
+
+	@Test
+	void requestsRacingHeldWhitespaceNeverOverDeliverAndLoseNoText() {
+		AiGuard<ChatChunk> guard = AiGuard.of(GuardPolicy.builder("it-blank-race").validate(Validators.emptyAnswer())
+				.build());
+		for (int round = 0; round < 2_000; round++) {
+			Sinks.Many<ChatChunk> model = Sinks.many().unicast().onBackpressureBuffer();
+			AtomicLong requested = new AtomicLong();
+			AtomicInteger overDelivered = new AtomicInteger();
+			StringBuilder text = new StringBuilder();
+			AtomicBoolean done = new AtomicBoolean();
+			BaseSubscriber<ChatChunk> user = new BaseSubscriber<>() {
+				long received;
+
+				@Override
+				protected void hookOnSubscribe(Subscription s) {
+					ask(1);
+				}
+
+				private void ask(long n) {
+					requested.addAndGet(n);
+					request(n);
+				}
+
+				@Override
+				protected void hookOnNext(ChatChunk c) {
+					if (++received > requested.get()) {
+						overDelivered.incrementAndGet();
+					}
+					text.append(c.text());
+				}
+
+				@Override
+				protected void hookOnComplete() {
+					done.set(true);
+				}
+			};
+			guard.call(ASK, r -> model.asFlux()).subscribe(user);
+			RaceTestUtils.race(() -> {
+				model.tryEmitNext(ChatChunk.token(" "));
+				model.tryEmitNext(ChatChunk.token("\n"));
+				model.tryEmitNext(ChatChunk.token("Hi"));
+			}, () -> {
+				requested.addAndGet(1);
+				user.request(1);
+			});
+			requested.addAndGet(100);
+			user.request(100);
+			model.tryEmitNext(ChatChunk.token("!"));
+			model.tryEmitNext(ChatChunk.finish("stop"));
+			model.tryEmitNext(ChatChunk.done());
+			model.tryEmitComplete();
+			assertThat(done).as("round " + round).isTrue();
+			assertThat(overDelivered).as("round " + round).hasValue(0);
+			assertThat(text.toString()).as("round " + round).isEqualTo(" \nHi!");
+		}
 	}
 
 	// ---- what it costs, and the tap's other work ----
