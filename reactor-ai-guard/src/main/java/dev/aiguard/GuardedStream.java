@@ -526,7 +526,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		}
 		tap.recording = record;
 		tap.transcribing = transcribe;
-		// a tap that only holds leading whitespace leaves the validation to the watch, which it leaves
+		// a tap that only holds leading whitespace leaves feeding the validation to the watch: it steps
+		// out of the path with the first visible chunk
 		tap.validating = validate && !onlyBlanks;
 		tap.holding = false;
 		tap.holdLeadingWhitespace(holdBlanks, onlyBlanks);
