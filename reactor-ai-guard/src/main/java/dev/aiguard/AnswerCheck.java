@@ -42,6 +42,9 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 	@Nullable
 	private List<ToolCallParts> toolCalls;
 
+	/** A validator asks for an attempt's leading whitespace-only chunks to be held ({@link AnswerTap}). */
+	final boolean holdsLeadingWhitespace;
+
 	/** Rejections so far: a retry after a rejection is granted once per request. */
 	private int rejections;
 	/** The last rejection's validator, answer and reason, for the retry request. */
@@ -60,9 +63,12 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 		}
 		this.watch = watches.length == 0 ? null : watches.length == 1 ? watches[0] : new AllWatches(watches);
 		boolean keepText = false;
+		boolean holdsBlanks = false;
 		for (OutputValidator v : this.validators) {
 			keepText |= v.needsText();
+			holdsBlanks |= v.holdsLeadingWhitespace();
 		}
+		this.holdsLeadingWhitespace = holdsBlanks;
 		this.text = keepText ? new StringBuilder() : null;
 		this.blank = true;
 		this.readsText = true;

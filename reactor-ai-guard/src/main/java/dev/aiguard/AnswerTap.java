@@ -2,7 +2,9 @@ package dev.aiguard;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongConsumer;
 
+import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.fallback.recording.AnswerRecorder;
 import dev.aiguard.fallback.ResponseCache;
@@ -16,10 +18,26 @@ import reactor.util.context.Context;
 /**
  * Sits between an attempt and the subscriber when something must see the chunks: it records a
  * realtime answer for the response cache, keeps the transcript a continuation builds on, holds
- * an answer back until it passed validation, and then also feeds the output validation
+ * an answer back until it passed validation, holds an answer's leading whitespace-only chunks
+ * until its first visible character, and then also feeds the output validation
  * ({@link AnswerCheck}), which may cut the stream. One per request, reused across attempts;
  * without any of these the attempt delivers straight to the subscriber, and validation that
  * neither holds the answer nor keeps its text is fed by the watch itself.
+ *
+ * <h2>Leading whitespace</h2>
+ * While an attempt has said nothing visible, a content chunk whose text is only whitespace (and
+ * that carries no tool call) is held, not delivered; chunks without content pass. The first
+ * visible chunk releases the held ones, in order, before itself. A held chunk serves none of the
+ * subscriber's demand, so when it used the last the upstream was asked for, one more is asked
+ * ("borrowed", through the request's demand hand-over, which the watch's deadlines then see).
+ * At the release the subscriber is owed the held chunks and the visible one but asked only for
+ * that many minus the borrowed ones: the texts of the last {@code borrowed} held chunks go in
+ * front of the visible chunk's text, one chunk carrying them, so the subscriber receives exactly
+ * what it asked for and the upstream's demand and the subscriber's agree again. If the attempt
+ * ends while chunks are held, the coordinator drops them (giving back the demand they took) or,
+ * when the answer stands anyway, releases them. A tap that does nothing else steps out of the
+ * watch's path with the first visible chunk ({@link StallWatch#passOnTo}), so the rest of the
+ * answer costs nothing here.
  */
 final class AnswerTap<T> implements CoreSubscriber<T> {
 
@@ -46,9 +64,24 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	/** The attempt whose chunks pass now; set before it is subscribed. */
 	StallWatch<T> watch;
 
+	/** Adds to the subscriber's demand as the request's demand hand-over counts it. */
+	private final LongConsumer demand;
+	/** The current attempt has said nothing visible yet, and its leading whitespace is held. */
+	private boolean leading;
+	/** The tap has nothing else to do in this attempt: it steps out of the path once the leading chunks are through. */
+	private boolean leadingOnly;
+	/** The whitespace-only chunks held while {@link #leading}; allocated with the first one. */
+	@Nullable
+	private ArrayList<ChatChunk> blanks;
+	/** How many chunks {@link #blanks} holds; a plain count, which a cancel may read without touching the list. */
+	private int blankCount;
+	/** Of the held chunks, how many the upstream was asked for on top of the subscriber's demand. */
+	private int borrowed;
+
 	AnswerTap(CoreSubscriber<? super T> actual, @Nullable ResponseCache<T> cache,
-			@Nullable ContinuationSupport<T> continuation, @Nullable AnswerCheck check) {
+			@Nullable ContinuationSupport<T> continuation, @Nullable AnswerCheck check, LongConsumer demand) {
 		this.actual = actual;
+		this.demand = demand;
 		this.check = check;
 		this.cache = cache;
 		this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
@@ -82,6 +115,52 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		return new Held<>(this);
 	}
 
+	/**
+	 * Whether the next attempt holds its leading whitespace-only chunks.
+	 *
+	 * @param only the tap has nothing else to do in that attempt (the watch feeds the validation)
+	 */
+	void holdLeadingWhitespace(boolean hold, boolean only) {
+		leading = hold;
+		leadingOnly = only;
+		blanks = null;
+		blankCount = 0;
+		borrowed = 0;
+	}
+
+	/** @return whether the ended attempt's chunks are held still: none of its content reached the subscriber */
+	boolean holdsBlanks() {
+		return leading && blankCount > 0;
+	}
+
+	/**
+	 * The attempt failed while whitespace was held: it is dropped, never delivered, and the
+	 * subscriber's demand it took is given back for the next attempt. Not for a cancel: a chunk may
+	 * still be on its way into the list then, and the request ends anyway.
+	 */
+	void dropBlanks() {
+		int giveBack = blankCount - borrowed;
+		leading = false;
+		blanks = null;
+		blankCount = 0;
+		borrowed = 0;
+		if (giveBack > 0) {
+			demand.accept(giveBack);
+		}
+	}
+
+	/**
+	 * The attempt completed while whitespace was held and its answer stands (it passed its
+	 * validators, or the output cap ended it): the held chunks are handed over once, to be
+	 * delivered with the subscriber's demand, which gets back what they took.
+	 */
+	@SuppressWarnings("unchecked")
+	List<T> takeBlanks() {
+		List<T> held = blanks != null ? (List<T>) (List<?>) blanks : List.of();
+		dropBlanks();
+		return held;
+	}
+
 	/** @return the held answer, handed over once (the tap holds nothing afterwards) */
 	List<T> takeHeld() {
 		List<T> answer = held != null ? held : List.of();
@@ -113,6 +192,76 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		// the watch already asked the inspector: reuse its answer rather than call user code while
 		// the chunk is marked as being delivered
 		int f = watch.chunkFlags();
+		if (leading && (f & ChunkInspector.CONTENT) != 0) {
+			ChatChunk c = (ChatChunk) t;
+			if (!c.hasToolCalls() && c.text().isBlank()) {
+				holdBlank(c);
+			}
+			else {
+				release(c, f);
+			}
+		}
+		else {
+			pass(t, f);
+		}
+		if (validating && (f & ChunkInspector.CONTENT) != 0) {
+			// a cut is thrown: the watch ends the attempt with what its subscriber throws, the chunk
+			// counted as delivered
+			check.afterContent(t);
+		}
+	}
+
+	private void holdBlank(ChatChunk c) {
+		ArrayList<ChatChunk> b = blanks;
+		if (b == null) {
+			b = new ArrayList<>(4);
+			blanks = b;
+		}
+		b.add(c);
+		blankCount++;
+		// the held chunk served none of the subscriber's demand: if it used the last of what the
+		// upstream was asked for, the upstream is asked for one more, or the answer would wait forever
+		long r = watch.requested();
+		if (r != Long.MAX_VALUE && r - watch.emitted() <= 0L) {
+			borrowed++;
+			demand.accept(1L);
+		}
+	}
+
+	/** The first visible chunk: the held whitespace goes first, the borrowed part of it in front of this chunk's text. */
+	@SuppressWarnings("unchecked")
+	private void release(ChatChunk visible, int f) {
+		ArrayList<ChatChunk> b = blanks;
+		int lent = borrowed;
+		// cleared first: whatever the subscriber throws, the attempt holds nothing afterwards
+		leading = false;
+		blanks = null;
+		blankCount = 0;
+		borrowed = 0;
+		ChatChunk last = visible;
+		if (b != null) {
+			int alone = b.size() - lent;
+			for (int i = 0; i < alone; i++) {
+				pass((T) b.get(i), f);
+			}
+			if (lent > 0) {
+				StringBuilder text = new StringBuilder();
+				for (int i = alone; i < b.size(); i++) {
+					text.append(b.get(i).text());
+				}
+				last = new ChatChunk(text.append(visible.text()).toString(), visible.role(), visible.finishReason(),
+						visible.usage(), visible.toolCalls(), visible.heartbeat(), visible.terminal());
+			}
+		}
+		pass((T) last, f);
+		if (leadingOnly) {
+			// nothing else to do here: the rest of the answer goes straight to the subscriber
+			watch.passOnTo(actual);
+		}
+	}
+
+	/** Records, transcribes, holds or delivers one chunk; {@code f} says whether it is content. */
+	private void pass(T t, int f) {
 		if (recording && recorder != null
 				&& (f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT)) != ChunkInspector.HEARTBEAT) {
 			recorder.record(t);
@@ -130,11 +279,6 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		}
 		else {
 			actual.onNext(t);
-		}
-		if (validating && (f & ChunkInspector.CONTENT) != 0) {
-			// a cut is thrown: the watch ends the attempt with what its subscriber throws, the chunk
-			// counted as delivered
-			check.afterContent(t);
 		}
 	}
 

@@ -11,6 +11,7 @@ import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.budget.BudgetGate;
 import dev.aiguard.budget.Take;
+import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.OutputLimits;
@@ -91,6 +92,9 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	/** The request's output validation, created with its first validated attempt. */
 	@Nullable
 	private AnswerCheck check;
+	/** The finish reason of the attempt whose held answer is released: the answer's, whatever the release sees. */
+	@Nullable
+	private String releasedReason;
 	/** The current attempt is validated (a realtime attempt of a policy with validators). */
 	private boolean validating;
 	/** The answer's source was announced to GuardSignals (at the first content chunk). */
@@ -503,22 +507,30 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			check.startAttempt();
 		}
 		boolean hold = validate && check.holds(request);
-		if (!record && !transcribe && !hold) {
+		// leading whitespace is held only while a retry is still possible: nothing delivered yet
+		boolean holdBlanks = validate && !hold && check.holdsLeadingWhitespace && deliveredTokens() == 0L
+				&& guard.inspector().chunkType() == ChatChunk.class;
+		boolean onlyBlanks = !record && !transcribe && !hold;
+		if (onlyBlanks && !holdBlanks) {
 			if (tap != null) {
 				tap.holding = false;
+				tap.holdLeadingWhitespace(false, false);
 			}
 			return actual;
 		}
 		if (tap == null) {
-			tap = new AnswerTap<>(actual, cache, continuation, check);
+			tap = new AnswerTap<>(actual, cache, continuation, check, this::addDemand);
 		}
 		else if (record && continuations == 0) {
 			tap.restartRecording();
 		}
 		tap.recording = record;
 		tap.transcribing = transcribe;
-		tap.validating = validate;
+		// a tap that only holds leading whitespace leaves feeding the validation to the watch: it steps
+		// out of the path with the first visible chunk
+		tap.validating = validate && !onlyBlanks;
 		tap.holding = false;
+		tap.holdLeadingWhitespace(holdBlanks, onlyBlanks);
 		return hold ? tap.hold() : tap;
 	}
 
@@ -528,7 +540,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	 *         (a tap feeds it otherwise), else {@code null}
 	 */
 	private StallWatch.@Nullable ContentCheck<Object> checkFor(CoreSubscriber<? super T> target) {
-		return validating && target == actual ? check : null;
+		return validating && (target == actual || !tap.validating) ? check : null;
 	}
 
 	// ---- the end of an attempt ----
@@ -555,6 +567,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		}
 		AnswerTap<T> t = tap;
 		boolean held = t != null && t.holding;
+		// leading whitespace still held: nothing of this attempt's content reached the subscriber
+		boolean blanks = t != null && t.holdsBlanks();
 		if (end == StallWatch.End.COMPLETED && validating && !watch.capped()) {
 			// the verdict at the end of the attempt: a rejected answer makes it a failed one
 			InvalidOutputException rejected = check.verdict(watch.finishReason(), request, actual.currentContext());
@@ -574,22 +588,26 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			permit.promptTokens(promptTokens())
 					.record(settings.countedByBreaker ? outcome : Outcome.CANCELLED, watch.timeToFirstTokenNanos());
 		}
-		attemptEnded(watch, outcome, error, held);
+		attemptEnded(watch, outcome, error, held || blanks);
 		settle(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
 				answerCompleted();
-				if (held) {
-					release();
+				if (held || blanks) {
+					release(watch, blanks);
 					break;
 				}
-				storeAnswer(watch);
+				storeAnswer(watch.finishReason());
 				complete(Outcome.SUCCESS, true, watch.finishReason());
 				break;
 			case CANCELLED:
 				finish(outcome, null, watch.finishReason());
 				break;
 			default:
+				if (blanks) {
+					// before any next attempt: the demand the held chunks took goes back to the subscriber
+					t.dropBlanks();
+				}
 				lastError = error;
 				lastOutcome = outcome;
 				attemptFailed(outcome, error);
@@ -829,8 +847,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		switch (end) {
 			case COMPLETED:
 				if (stage == Stage.RELEASE) {
-					storeAnswer(watch);
-					complete(Outcome.SUCCESS, true, watch.finishReason());
+					storeAnswer(releasedReason);
+					complete(Outcome.SUCCESS, true, releasedReason);
 					break;
 				}
 				// a notice ends the answer, but the attempt still failed (its error is in the attempts)
@@ -850,20 +868,31 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		}
 	}
 
-	/** The held answer passed its validators: it goes to the subscriber now, with the subscriber's demand. */
-	private void release() {
+	/**
+	 * The held answer stands (it passed its validators, or the output cap ended it): it goes to the
+	 * subscriber now, with the subscriber's demand. Held leading whitespace goes through the tap, so
+	 * that the answer is recorded and transcribed as delivered; the attempt's finish reason stays the
+	 * answer's.
+	 */
+	private void release(StallWatch<T> attempt, boolean blanks) {
 		AnswerTap<T> t = tap;
-		t.holding = false;
-		subscribe(Flux.fromIterable(t.takeHeld()), settings.tailStall, Stage.RELEASE, actual, null);
+		releasedReason = attempt.finishReason();
+		if (!blanks) {
+			t.holding = false;
+			subscribe(Flux.fromIterable(t.takeHeld()), settings.tailStall, Stage.RELEASE, actual, null);
+			return;
+		}
+		t.validating = false;
+		subscribe(Flux.fromIterable(t.takeBlanks()), settings.tailStall, Stage.RELEASE, t, t);
 	}
 
-	private void storeAnswer(StallWatch<T> watch) {
+	private void storeAnswer(@Nullable String finishReason) {
 		AnswerTap<T> t = tap;
 		ResponseCache<T> cache = view.responseCache();
 		if (t == null || t.recorder() == null || cache == null || continuations > 0) {
 			return;
 		}
 		t.recorder().storeIfComplete(cache, CacheKeys.keyOf(policy.cacheKey(), originalRequest), Outcome.SUCCESS,
-				OutputLimits.isTruncation(watch.finishReason()), blockingScheduler());
+				OutputLimits.isTruncation(finishReason), blockingScheduler());
 	}
 }

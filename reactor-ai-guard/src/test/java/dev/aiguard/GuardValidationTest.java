@@ -391,6 +391,20 @@ class GuardValidationTest {
 	}
 
 	@Test
+	void aHeldAnswerTheOutputCapEndedIsReleasedWithTheCapsFinishReason() {
+		Upstream upstream = new Upstream(answer("stop", "{\"city\":", "\"Rome\"}", " "));
+		AiGuard<ChatChunk> guard = AiGuard.of(policy().validate(Validators.jsonSchema())
+				.budget(dev.aiguard.budget.BudgetSpec.defaults().outputCap(2)).build());
+		StepVerifier.withVirtualTime(() -> guard.call(ASK_JSON, upstream), () -> vts, Long.MAX_VALUE)
+				.expectNext(ChatChunk.token("{\"city\":"), ChatChunk.token("\"Rome\"}"))
+				.verifyComplete();
+		GuardReport report = reports.last();
+		assertThat(report.outputCapped()).isTrue();
+		assertThat(report.finishReason()).as("the attempt's, though the release saw none").isEqualTo("length");
+		assertThat(report.outputTruncated()).isTrue();
+	}
+
+	@Test
 	void aCancelWhileTheAnswerIsHeldEndsTheRequestCancelled() {
 		Upstream upstream = new Upstream(Flux.concat(Flux.just(ChatChunk.token("{\"city\":")),
 				Flux.just(ChatChunk.token("\"Rome\"}")).delayElements(Duration.ofSeconds(1), vts),

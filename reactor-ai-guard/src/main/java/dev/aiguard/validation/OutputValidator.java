@@ -68,4 +68,16 @@ public interface OutputValidator {
 	default boolean holdsAnswer(@Nullable ChatRequest request) {
 		return false;
 	}
+
+	/**
+	 * @return whether the guard holds back an attempt's leading chunks whose text is only
+	 *         whitespace, until the first chunk with a visible character or a tool call (default
+	 *         {@code false}). A validator that rejects a blank answer and wants it retried asks for
+	 *         this: a blank answer then ends with nothing delivered, so its rejection can be retried
+	 *         or sent down the fallback ladder. An answer that says something is delivered as usual,
+	 *         the held whitespace first. {@link Validators#emptyAnswer()} asks for it
+	 */
+	default boolean holdsLeadingWhitespace() {
+		return false;
+	}
 }

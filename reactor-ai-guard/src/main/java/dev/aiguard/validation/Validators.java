@@ -36,7 +36,8 @@ public final class Validators {
 	/**
 	 * Rejects an answer with no content (no text, or whitespace only, and no tool call) and one
 	 * whose tool calls lack arguments. Named {@code empty}; retryable; reads no text, so the guard
-	 * keeps none for it.
+	 * keeps none for it. It {@linkplain OutputValidator#holdsLeadingWhitespace() holds leading
+	 * whitespace}: an answer of whitespace chunks reaches nobody, so its rejection is retried.
 	 */
 	public static OutputValidator emptyAnswer() {
 		return EMPTY;
@@ -158,6 +159,11 @@ public final class Validators {
 
 		@Override
 		public boolean retryable() {
+			return true;
+		}
+
+		@Override
+		public boolean holdsLeadingWhitespace() {
 			return true;
 		}
 

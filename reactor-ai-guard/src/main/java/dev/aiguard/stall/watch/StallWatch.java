@@ -166,7 +166,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** The finish reason of an answer the output cap ended. */
 	public static final String OUTPUT_CAP_REASON = "length";
 
-	final CoreSubscriber<? super T> actual;
+	/**
+	 * Changed only from inside its own {@code onNext} ({@link #passOnTo}), so chunks read it on the
+	 * delivering thread; other threads read only its context, the same for every value it takes.
+	 */
+	CoreSubscriber<? super T> actual;
 	private final ChunkInspector<T> inspector;
 	private final Terminal<T> terminal;
 	/** The timer's clock; its scheduler runs the deadline task. */
@@ -858,6 +862,18 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	}
 
 	/**
+	 * From the next chunk on, chunks go to {@code next} instead of the current subscriber: a
+	 * subscriber that only had to see an attempt's first chunks steps out of the per-chunk path.
+	 * Call it only from inside the current subscriber's {@code onNext}, on the delivering thread;
+	 * the next chunk is delivered after it, like any two chunks. The {@link ContentCheck} stays.
+	 *
+	 * @param next receives the following chunks; shares the current subscriber's context
+	 */
+	public void passOnTo(CoreSubscriber<? super T> next) {
+		actual = next;
+	}
+
+	/**
 	 * Ends the attempt as complete, with finish reason {@code length} and its upstream cancelled,
 	 * once it has delivered {@code contentChunks} content chunks. Call before subscribing it; the
 	 * per-chunk cost is one comparison.
@@ -890,6 +906,11 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** @return content chunks received so far (final once ended) */
 	public long tokens() {
 		return tokens;
+	}
+
+	/** @return the demand asked of this attempt so far, {@code Long.MAX_VALUE} when unbounded */
+	public long requested() {
+		return requested;
 	}
 
 	/** @return chunks of any kind passed downstream (final once ended) */
