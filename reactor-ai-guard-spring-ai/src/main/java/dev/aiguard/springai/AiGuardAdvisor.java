@@ -65,7 +65,8 @@ import reactor.util.context.ContextView;
  * scheduler} ({@code boundedElastic} by default) as a one-response stream the guard watches, and the
  * calling thread waits for the guarded answer. So deadlines, retries, the breaker, lanes and fallbacks
  * apply; the first-token deadline bounds the time to the whole answer. A deadline frees the caller
- * at once; the abandoned HTTP call ends on the call scheduler when the client's own timeout ends it.
+ * at once; the abandoned HTTP call ends on the call scheduler when the client's read timeout ends it
+ * ({@link OpenAiHttpCustomizer}), and what it ends with is logged at DEBUG, not signalled.
  * {@code .call()} blocks by nature: called on a thread of Reactor's non-blocking schedulers
  * ({@code parallel}, an event loop) it throws an {@code IllegalStateException} before anything is
  * sent, instead of blocking that thread.</li>

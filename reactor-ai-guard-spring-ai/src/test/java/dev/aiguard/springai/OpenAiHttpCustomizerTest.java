@@ -105,28 +105,42 @@ class OpenAiHttpCustomizerTest extends AdvisorFixture {
 			.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("readTimeout");
 	}
 
-	// Durations below are the docs' recipe scaled down 25 times (idle 10 s -> 400 ms, read timeout
-	// 12 s -> 480 ms, whole call 10 min -> 24 s), so the answer outlasts the read timeout in ~2 s.
-	private static final Duration IDLE = Duration.ofMillis(400);
+	// Durations below are the docs' recipe scaled down 25 times (the first-token deadline 10 s ->
+	// 400 ms, read timeout 12 s -> 480 ms, whole call 10 min -> 24 s), so the answer outlasts three
+	// read timeouts in about 1.6 s.
+	private static final Duration DEADLINE = Duration.ofMillis(400);
 	private static final Duration READ = Duration.ofMillis(480);
 	private static final Duration WHOLE_CALL = Duration.ofSeconds(24);
-	/** A token every 40 ms: every gap far below the read timeout, the whole answer about 2 s. */
-	private static final long TOKEN_INTERVAL_MS = 40;
+	/** A token every 45 ms: every gap far below the read timeout and the deadline. */
+	private static final long TOKEN_INTERVAL_MS = 45;
+	private static final String LONG_QUESTION = "Why do streams stall?";
+
+	/** @return the model as the recipe builds it: the whole call capped apart from the read timeout */
+	private OpenAiChatModel readTimeoutApart() {
+		return OpenAiChatModel.builder()
+			.options(ai.options().timeout(WHOLE_CALL).build())
+			.httpClientBuilderCustomizer(OpenAiHttpCustomizer.builder().readTimeout(READ).build())
+			.build();
+	}
+
+	/**
+	 * @return a client of {@code model} whose guard has an idle deadline of {@link #DEADLINE}; the
+	 *         first token gets longer (a busy machine sets requests up slowly), the gaps are what
+	 *         these tests are about
+	 */
+	private ChatClient idleGuarded(OpenAiChatModel model) {
+		StallSpec stall = StallSpec.defaults().firstTokenTimeout(Duration.ofSeconds(5)).idleTimeout(DEADLINE);
+		return ChatClient.builder(model).defaultAdvisors(AiGuardAdvisor.of(policy().stall(stall).build())).build();
+	}
 
 	@Test
 	void aLongHealthyAnswerOutlastsTheReadTimeoutWhenTheCallIsCappedApart() {
 		ai.mock.faults(ai.mock.faults().withPace(0, TOKEN_INTERVAL_MS));
-		int expected = MockAnswers.tokens("Why do streams stall?").size();
+		int expected = MockAnswers.tokens(LONG_QUESTION).size();
 		assertThat(Duration.ofMillis(TOKEN_INTERVAL_MS * expected)).isGreaterThan(READ.multipliedBy(3));
-		OpenAiChatModel model = OpenAiChatModel.builder()
-			.options(ai.options().timeout(WHOLE_CALL).build())
-			.httpClientBuilderCustomizer(OpenAiHttpCustomizer.builder().readTimeout(READ).build())
-			.build();
-		ChatClient chat = ChatClient.builder(model)
-			.defaultAdvisors(AiGuardAdvisor.of(policy().stall(StallSpec.defaults().idleTimeout(IDLE)).build()))
-			.build();
+		ChatClient chat = idleGuarded(readTimeoutApart());
 
-		List<String> tokens = chat.prompt("Why do streams stall?").stream().content().collectList().block(WAIT);
+		List<String> tokens = chat.prompt(LONG_QUESTION).stream().content().collectList().block(WAIT);
 
 		assertThat(tokens).hasSize(expected);
 		assertThat(reports.next().block(WAIT).outcome()).isEqualTo(Outcome.SUCCESS);
@@ -136,28 +150,19 @@ class OpenAiHttpCustomizerTest extends AdvisorFixture {
 	@Test
 	void springAisOneTimeoutNearTheDeadlinesCutsTheSameAnswer() {
 		ai.mock.faults(ai.mock.faults().withPace(0, TOKEN_INTERVAL_MS));
-		OpenAiChatModel model = OpenAiChatModel.builder().options(ai.options().timeout(READ).build()).build();
-		ChatClient chat = ChatClient.builder(model)
-			.defaultAdvisors(AiGuardAdvisor.of(policy().stall(StallSpec.defaults().idleTimeout(IDLE)).build()))
-			.build();
+		ChatClient chat = idleGuarded(OpenAiChatModel.builder().options(ai.options().timeout(READ).build()).build());
 
-		StepVerifier.create(chat.prompt("Why do streams stall?").stream().content())
+		StepVerifier.create(chat.prompt(LONG_QUESTION).stream().content())
 			.thenConsumeWhile(t -> true)
 			.expectError(PartialStreamException.class)
 			.verify(WAIT);
-		assertThat(reports.next().block(WAIT).tokens()).isLessThan(MockAnswers.tokens("Why do streams stall?").size());
+		assertThat(reports.next().block(WAIT).tokens()).isLessThan(MockAnswers.tokens(LONG_QUESTION).size());
 	}
 
 	@Test
 	void theReadTimeoutClosesAStalledAnswersConnectionSoonAfterTheDeadline() {
 		ai.mock.faults(ai.mock.faults().withStallAfter(3));
-		OpenAiChatModel model = OpenAiChatModel.builder()
-			.options(ai.options().timeout(WHOLE_CALL).build())
-			.httpClientBuilderCustomizer(OpenAiHttpCustomizer.builder().readTimeout(READ).build())
-			.build();
-		ChatClient chat = ChatClient.builder(model)
-			.defaultAdvisors(AiGuardAdvisor.of(policy().stall(StallSpec.defaults().idleTimeout(IDLE)).build()))
-			.build();
+		ChatClient chat = idleGuarded(readTimeoutApart());
 
 		StepVerifier.create(chat.prompt("Hello").stream().content())
 			.expectNextCount(3)
@@ -165,7 +170,7 @@ class OpenAiHttpCustomizerTest extends AdvisorFixture {
 			.verify(WAIT);
 
 		assertThat(reports.next().block(WAIT).outcome()).isEqualTo(Outcome.STALLED);
-		// within the read timeout (plus scheduling), not the whole-call cap of 24 s
+		// within the read timeout (plus scheduling): noneInProgress waits 5 s, the whole-call cap is 24 s
 		assertThat(ai.noneInProgress().block(WAIT)).isZero();
 	}
 }
