@@ -12,6 +12,7 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Secrets;
 import dev.aiguard.core.Tenant;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
@@ -64,7 +65,8 @@ import reactor.util.context.ContextView;
  * scheduler} ({@code boundedElastic} by default) as a one-response stream the guard watches, and the
  * calling thread waits for the guarded answer. So deadlines, retries, the breaker, lanes and fallbacks
  * apply; the first-token deadline bounds the time to the whole answer. A deadline frees the caller
- * at once; the abandoned HTTP call ends on the call scheduler when the client's own timeout ends it.
+ * at once; the abandoned HTTP call ends on the call scheduler when the client's read timeout ends it
+ * ({@link OpenAiHttpCustomizer}), and what it ends with is logged at DEBUG, not signalled.
  * {@code .call()} blocks by nature: called on a thread of Reactor's non-blocking schedulers
  * ({@code parallel}, an event loop) it throws an {@code IllegalStateException} before anything is
  * sent, instead of blocking that thread.</li>
@@ -110,6 +112,7 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 	private final Scheduler callScheduler;
 	private final Scheduler streamScheduler;
 	private final Function<Throwable, Throwable> errors;
+	private final String[] secrets;
 
 	private AiGuardAdvisor(Builder b) {
 		this.name = b.name;
@@ -117,7 +120,12 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 		this.guard = AiGuard.of(b.policy, new AnswerInspector(b.inspector));
 		this.callScheduler = b.callScheduler;
 		this.streamScheduler = b.streamScheduler;
-		this.errors = b.errors;
+		this.secrets = b.secrets.clone();
+		Function<Throwable, Throwable> mapper = b.errors;
+		String[] known = this.secrets;
+		// after any mapper, the user's too: no attempt error reaches the guard, its report, its
+		// metrics or a log with a credential in it
+		this.errors = e -> ScrubbedErrors.scrub(mapper.apply(e), known);
 	}
 
 	/**
@@ -161,17 +169,22 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 				// subscribing the chain may block (the OpenAI SDK reads jar files the first time it
 				// prepares a request; building a request may read system properties files): never on
 				// the subscriber's thread, which may be an event loop
-				.call(conversion.request(), sent -> Flux.defer(() -> chain.copy(this)
-					.nextStream(conversion.toClientRequest(forwarded, sent)))
-					.subscribeOn(streamScheduler)
-					.onErrorMap(errors))
+				.call(conversion.request(), sent -> Flux.defer(() -> {
+					AbandonableAttempt attempt = new AbandonableAttempt(secrets);
+					// a cancelled stream's blocked read ends later with an error nobody waits for
+					return Flux.defer(() -> chain.copy(this).nextStream(conversion.toClientRequest(forwarded, sent)))
+						.subscribeOn(streamScheduler)
+						.onErrorMap(errors)
+						.doOnCancel(attempt::abandon)
+						.onErrorResume(attempt::afterAbandoned);
+				}))
 				.<ChatClientResponse>handle((chunk, sink) -> {
 					ChatClientResponse response = ChunkConversion.toResponse(chunk, forwarded);
 					if (response != null) {
 						sink.next(response);
 					}
 				})
-				.contextWrite(routing::writeTo);
+				.contextWrite(c -> AbandonableAttempt.quietDrops(routing.writeTo(c), secrets));
 		});
 	}
 
@@ -188,11 +201,18 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 		ChatClientRequest forwarded = routing.forward(request);
 		PromptConversion conversion = PromptConversion.of(forwarded.prompt());
 		List<Object> chunks = guard
-			.call(conversion.request(), sent -> Mono
-				.fromCallable(() -> chain.copy(this).nextCall(conversion.toClientRequest(forwarded, sent)))
-				.onErrorMap(errors)
-				.subscribeOn(callScheduler))
-			.contextWrite(routing::writeTo)
+			.call(conversion.request(), sent -> Mono.defer(() -> {
+				AbandonableAttempt attempt = new AbandonableAttempt(secrets);
+				// abandoned before subscribeOn cancels the task: the HTTP call runs on until the
+				// client's timeout ends it, and what it ends with must not be dropped with a stack trace
+				return Mono
+					.fromCallable(() -> attempt.run(() -> chain.copy(this)
+						.nextCall(conversion.toClientRequest(forwarded, sent))))
+					.onErrorMap(errors)
+					.subscribeOn(callScheduler)
+					.doOnCancel(attempt::abandon);
+			}))
+			.contextWrite(c -> AbandonableAttempt.quietDrops(routing.writeTo(c), secrets))
 			.collectList()
 			.block();
 		return ChunkConversion.aggregate(chunks == null ? List.of() : chunks, forwarded);
@@ -354,6 +374,7 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 		private Scheduler callScheduler = Schedulers.boundedElastic();
 		private Scheduler streamScheduler = Schedulers.boundedElastic();
 		private Function<Throwable, Throwable> errors = SpringAiErrors::map;
+		private String[] secrets = new String[0];
 
 		private Builder(GuardPolicy policy) {
 			this.policy = Objects.requireNonNull(policy, "policy");
@@ -424,6 +445,29 @@ public final class AiGuardAdvisor implements CallAdvisor, StreamAdvisor {
 				throw new IllegalArgumentException("errors must not be null");
 			}
 			this.errors = mapper;
+			return this;
+		}
+
+		/**
+		 * @param knownSecrets the credentials of the model behind the advisor (its API key), removed
+		 *        wherever they appear in the message of an error the guard sees, reports or logs, and
+		 *        in the messages of its causes. Text shaped like a credential ({@code sk-...},
+		 *        {@code Bearer ...}, {@code api_key=...}) is removed without being named here, but a key
+		 *        of another shape only when it is. Each at least {@value Secrets#MIN_KNOWN_SECRET}
+		 *        characters, not blank
+		 */
+		public Builder secrets(String... knownSecrets) {
+			if (knownSecrets == null) {
+				throw new IllegalArgumentException("secrets must not be null");
+			}
+			for (String secret : knownSecrets) {
+				if (secret == null || secret.isBlank() || secret.length() < Secrets.MIN_KNOWN_SECRET) {
+					throw new IllegalArgumentException("secrets must each be at least " + Secrets.MIN_KNOWN_SECRET
+							+ " characters and not blank, one was " + (secret == null ? "null"
+									: secret.length() + " characters long"));
+				}
+			}
+			this.secrets = knownSecrets.clone();
 			return this;
 		}
 

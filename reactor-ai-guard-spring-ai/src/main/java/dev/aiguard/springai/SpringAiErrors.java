@@ -10,6 +10,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.openai.errors.OpenAIException;
+import dev.aiguard.core.Secrets;
 import dev.aiguard.openai.OpenAiSdkErrors;
 import dev.aiguard.provider.ProviderConnectionException;
 import dev.aiguard.provider.ProviderErrors;
@@ -52,6 +53,10 @@ import reactor.core.Exceptions;
  *
  * Spring AI's retry exceptions and Spring's HTTP client exceptions are recognised when their
  * modules ({@code spring-ai-retry}, {@code spring-web}, {@code spring-webflux}) are on the class path.
+ *
+ * <p>What comes out holds no credential: a provider that echoes the key in its error ("Incorrect
+ * API key provided: sk-...") has it replaced by {@value Secrets#REDACTED} in the message and in the
+ * messages of the causes ({@link #scrub}).
  */
 public final class SpringAiErrors {
 
@@ -92,6 +97,32 @@ public final class SpringAiErrors {
 	public static Throwable map(Throwable error, String provider) {
 		Objects.requireNonNull(error, "error");
 		Objects.requireNonNull(provider, "provider");
+		return ScrubbedErrors.scrub(typed(error, provider));
+	}
+
+	/**
+	 * Removes credentials from an error: when its message, or the message of one of its causes,
+	 * holds one of {@code knownSecrets} or text shaped like a credential ({@link Secrets#scrub}), the
+	 * error is replaced by a copy of the same type ({@link ProviderException}s) with the same fields
+	 * and scrubbed messages; an error of another type by a {@code RuntimeException} whose message
+	 * names its class. An error with nothing to hide is returned as it is. {@link #map} does this
+	 * for credential-shaped text; {@link AiGuardAdvisor.Builder#secrets} adds the configured key.
+	 *
+	 * <pre>{@code
+	 * chatModel.stream(prompt)
+	 *     .onErrorMap(e -> SpringAiErrors.scrub(SpringAiErrors.map(e), apiKey))
+	 * }</pre>
+	 *
+	 * @param error any error
+	 * @param knownSecrets credentials to remove wherever they appear (the configured API key)
+	 * @return {@code error}, or a copy of it without the secrets
+	 */
+	public static Throwable scrub(Throwable error, String... knownSecrets) {
+		Objects.requireNonNull(error, "error");
+		return ScrubbedErrors.scrub(error, knownSecrets);
+	}
+
+	private static Throwable typed(Throwable error, String provider) {
 		Throwable e = unwrap(error);
 		// an HTTP answer with its status (and headers) says most: look for one first, anywhere in the chain
 		Throwable c = e;

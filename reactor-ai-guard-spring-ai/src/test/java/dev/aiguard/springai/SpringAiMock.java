@@ -93,6 +93,21 @@ final class SpringAiMock implements AutoCloseable {
 			watched.prompt("warm up").stream().content().onErrorComplete().blockLast(Duration.ofMinutes(1));
 			mock.faults(mock.faults().withStallAfter(null).withPace(1_000, 1));
 			watched.prompt("warm up").stream().content().onErrorComplete().blockLast(Duration.ofMinutes(1));
+			// the error paths: typing and scrubbing an error loads the SDK's error classes, Jackson's
+			// readers and the scrubbing patterns, hundreds of ms the first time (more under BlockHound),
+			// which a test's idle deadline would count as model silence
+			mock.faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1)).withDropAfter(1));
+			plain.prompt("warm up").stream().content().onErrorComplete().blockLast(Duration.ofMinutes(1));
+			mock.faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1)).withInBandError(1, "invalid_api_key"));
+			plain.prompt("warm up").stream().content().onErrorComplete().blockLast(Duration.ofMinutes(1));
+			mock.faults(FaultProfile.defaults(Duration.ZERO, Duration.ofMillis(1)).withErrors(1.0, 401, 0)
+				.withErrorBody("{\"error\":{\"message\":\"Incorrect API key provided: {api_key}.\"}}"));
+			try {
+				plain.prompt("warm up").call().content();
+			}
+			catch (RuntimeException expected) {
+				// the 401 it was asked for
+			}
 		}
 		// closing the mock closed the connections of the stalled answers
 		warm = true;
