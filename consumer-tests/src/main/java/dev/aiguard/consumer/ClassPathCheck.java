@@ -164,8 +164,11 @@ public final class ClassPathCheck {
 		},
 		MICROMETER("micrometer", "Micrometer", jar -> jar.groupId.equals("io.micrometer")
 				&& jar.artifactId.startsWith("micrometer-") && !jar.artifactId.startsWith("micrometer-tracing")),
+		// kotlin-stdlib-common is left out: its jars hold Kotlin metadata and no JVM class, and since
+		// Kotlin 2.0 it is a pom (which is how the Kotlin BOM manages it), so okio's 1.9 jar stays as it is
 		KOTLIN("kotlin", "Kotlin standard library", jar -> jar.groupId.equals("org.jetbrains.kotlin")
-				&& (jar.artifactId.startsWith("kotlin-stdlib") || jar.artifactId.equals("kotlin-reflect"))),
+				&& (jar.artifactId.startsWith("kotlin-stdlib") && !jar.artifactId.equals("kotlin-stdlib-common")
+						|| jar.artifactId.equals("kotlin-reflect"))),
 		NETTY("netty", "Netty", jar -> jar.groupId.equals("io.netty") && jar.artifactId.startsWith("netty-")
 				&& !jar.artifactId.startsWith("netty-tcnative") && !jar.artifactId.startsWith("netty-incubator")
 				&& !jar.artifactId.startsWith("netty-jni-util")),

@@ -21,6 +21,6 @@ class StarterConsumerTest {
 		new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class))
 			.withPropertyValues("aiguard.policies.chat.stall.first-token-timeout=10s")
-			.run(context -> assertNotNull(context.getBean("chat", AiGuard.class)));
+			.run(context -> assertNotNull(context.getBean("aiguard.chat", AiGuard.class)));
 	}
 }
