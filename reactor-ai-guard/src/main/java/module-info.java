@@ -20,10 +20,15 @@ module dev.aiguard {
 	requires static io.netty.transport;
 	requires static io.netty.codec.http;
 	requires static spring.core;
+	// jtokkit 1.1.0's jar names no module (no module-info, no Automatic-Module-Name), so its name is
+	// derived from the file name, "jtokkit", and the compiler warns about that. Static, so it only
+	// matters to a module-path application that counts tokens with it; consumer-tests' module-path
+	// project adds it by that name, so a jtokkit that names itself otherwise fails the build.
 	requires static jtokkit;
 	requires static com.github.benmanes.caffeine;
 	requires static com.networknt.schema;
 	requires static io.github.bucket4j.core;
+	// only to compile AiGuardBlockHoundIntegration
 	requires static reactor.blockhound;
 
 	exports dev.aiguard;
@@ -42,6 +47,8 @@ module dev.aiguard {
 	exports dev.aiguard.truncation;
 	exports dev.aiguard.validation;
 
-	provides reactor.blockhound.integration.BlockHoundIntegration
-			with dev.aiguard.internal.AiGuardBlockHoundIntegration;
+	// No "provides" of BlockHound's integration: a provides clause needs its service type's module at
+	// start-up even when the requires is static, so a module path without BlockHound would not start.
+	// The integration is registered through META-INF/services, which BlockHound reads on the class
+	// path, where tests that install it run.
 }
