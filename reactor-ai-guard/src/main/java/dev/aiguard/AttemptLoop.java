@@ -1,9 +1,12 @@
 package dev.aiguard;
 
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import java.util.function.Supplier;
 
+import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.LaneAdmission;
 import dev.aiguard.admission.LanePermit;
 import dev.aiguard.admission.PreemptedException;
@@ -22,6 +25,7 @@ import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.Scannable;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -65,6 +69,10 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 
 	/** The attempt running now, for cancellation and preemption. */
 	volatile StallWatch<T> active;
+
+	/** The hop of the attempt being set up, handed to its watch by {@link #subscribe}. */
+	@Nullable
+	private LaneThreadCall pendingHop;
 
 	/** Set once when the lanes take the permit back; every phase of the request looks at it. */
 	@Nullable
@@ -267,6 +275,68 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		return lp != null ? lp.scheduler() : Schedulers.boundedElastic();
 	}
 
+	/**
+	 * @return {@code call} made on the request's lane threads ({@link #blockingScheduler()}), if
+	 *         the attempt still wants it when the hop lands there; pass it to {@link #subscribe}
+	 */
+	final Publisher<T> onLaneThread(Supplier<Publisher<? extends T>> call) {
+		LaneThreadCall hop = new LaneThreadCall(call);
+		pendingHop = hop;
+		return Flux.defer(hop).subscribeOn(blockingScheduler());
+	}
+
+	/**
+	 * The longest an attempt waits for a lane thread before its upstream is called: the queue wait
+	 * of the request's lane; without lanes, the first-token timeout (or no bound without one).
+	 */
+	final long laneThreadWaitNanos() {
+		PriorityLanes lanes = policy.lanes();
+		if (lanes != null) {
+			return lanes.spec(priority).maxQueueWait().toNanos();
+		}
+		long firstToken = settings.stall.firstTokenNanos();
+		return firstToken > 0L ? firstToken : Long.MAX_VALUE;
+	}
+
+	/**
+	 * @return why an attempt whose wait for a lane thread ran out never called its upstream: the
+	 *         lane's {@code WAIT_TIMEOUT}, like a queue wait that ran out
+	 */
+	final AdmissionRejectedException laneThreadTimeout() {
+		return new AdmissionRejectedException(priority, AdmissionRejectedException.Reason.WAIT_TIMEOUT,
+				"no thread was free for the blocking upstream of a " + priority + " request within "
+						+ Duration.ofNanos(laneThreadWaitNanos()));
+	}
+
+	/**
+	 * A blocking upstream's call, made once the hop onto the lane thread lands. The attempt may
+	 * have been cancelled or preempted meanwhile, its permit taken back (the lanes claim it before
+	 * the request hears of the preemption), or its wait for the thread may have run out: then the
+	 * upstream is never called, and the one who stopped the attempt ends it. Otherwise the
+	 * attempt's deadlines start here.
+	 */
+	final class LaneThreadCall implements Supplier<Publisher<T>> {
+
+		private final Supplier<Publisher<? extends T>> call;
+		/** Set by {@link #subscribe} before the hop is scheduled. */
+		@Nullable
+		StallWatch<T> watch;
+
+		LaneThreadCall(Supplier<Publisher<? extends T>> call) {
+			this.call = call;
+		}
+
+		@Override
+		@SuppressWarnings("unchecked") // a publisher of T's subtypes only ever hands out Ts
+		public Publisher<T> get() {
+			LanePermit lp = lanePermit;
+			if (cancelled != 0 || preemption != null || lp != null && !lp.held() || !watch.startUpstream()) {
+				return Flux.never();
+			}
+			return (Publisher<T>) call.get();
+		}
+	}
+
 	// ---- attempts ----
 
 	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless preempted first. */
@@ -343,6 +413,13 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		}
 		if (tap != null) {
 			tap.watch = watch;
+		}
+		LaneThreadCall hop = pendingHop;
+		if (hop != null) {
+			// the upstream is called on a lane thread later: its deadlines start then
+			pendingHop = null;
+			hop.watch = watch;
+			watch.awaitUpstream(laneThreadWaitNanos());
 		}
 		if (target instanceof AnswerTap.Held) {
 			// a held answer is read whole, whatever the subscriber asked for so far; asked before the

@@ -188,8 +188,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		ChatRequest sent = request;
 		// a blocking upstream is called, not only subscribed, on the request's lane threads: after a
 		// backoff this code runs on the timer
-		Publisher<? extends T> source = policy.blockingUpstream()
-				? Flux.defer(() -> open(sent)).subscribeOn(blockingScheduler()) : open(sent);
+		Publisher<? extends T> source = policy.blockingUpstream() ? onLaneThread(() -> open(sent)) : open(sent);
 		if (budget != null && budget.limitsProvider()) {
 			// the client tells the budget what its rate-limit headers say (RateLimitListener)
 			RateLimitListener listener = budget.headerListener();
@@ -565,6 +564,13 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			tailEnded(watch, end, error);
 			return;
 		}
+		boolean threadWaitOver = end == StallWatch.End.STALLED && !watch.upstreamStarted();
+		if (threadWaitOver) {
+			// no lane thread was free in time and the upstream was never called: the model had no
+			// chance to stall, so this is the lane's refusal, not a failure for the breaker
+			end = StallWatch.End.ERROR;
+			error = laneThreadTimeout();
+		}
 		AnswerTap<T> t = tap;
 		boolean held = t != null && t.holding;
 		// leading whitespace still held: nothing of this attempt's content reached the subscriber
@@ -580,7 +586,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		if (error instanceof InvalidOutputException) {
 			invalidAnswer(((InvalidOutputException) error).validator());
 		}
-		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
+		Outcome outcome = threadWaitOver ? Outcome.REJECTED
+				: ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
@@ -610,6 +617,11 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 				}
 				lastError = error;
 				lastOutcome = outcome;
+				if (threadWaitOver && deliveredTokens() == 0L) {
+					// like a queue wait that ran out: the ladder's REJECTED step, not a retry on the same busy lane
+					notAdmitted(error);
+					break;
+				}
 				attemptFailed(outcome, error);
 		}
 	}

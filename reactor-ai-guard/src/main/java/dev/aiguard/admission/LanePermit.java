@@ -39,6 +39,14 @@ public interface LanePermit {
 	void release();
 
 	/**
+	 * @return whether the capacity is still this request's: false once released, and once the
+	 *         lanes claimed it for preemption (before the {@link #onPreempted} actions run). Work
+	 *         that starts later than the request decided it (a blocking call after a hop onto the
+	 *         lane's Scheduler) checks it first.
+	 */
+	boolean held();
+
+	/**
 	 * Registers what to do when this permit is preempted (only permits lent under the
 	 * work-conserving option can be). Runs at once if the permit was already preempted. The
 	 * permit is released by the lanes before the action runs.

@@ -171,6 +171,11 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	}
 
 	@Override
+	public boolean held() {
+		return released == 0;
+	}
+
+	@Override
 	public void onPreempted(Consumer<PreemptedException> action) {
 		if (action == null) {
 			throw new NullPointerException("action");

@@ -103,7 +103,7 @@ final class FallbackWalk<T> extends Flux<T> {
 
 		/** Subscribes the next step, or ends the walk when none is left. */
 		void advance() {
-			if (cancelled != 0) {
+			if (stopped()) {
 				return;
 			}
 			int index = nextIndex;
@@ -131,7 +131,10 @@ final class FallbackWalk<T> extends Flux<T> {
 				}
 			}
 			if (step.mayBlock()) {
-				Flux.defer(() -> step.answer(walk.request)).subscribeOn(walk.blockingScheduler).subscribe(s);
+				// the hop may land after the subscriber stopped wanting the answer: the step then never starts
+				Flux.defer(() -> stopped() ? Flux.<T>never() : step.answer(walk.request))
+						.subscribeOn(walk.blockingScheduler)
+						.subscribe(s);
 				return;
 			}
 			Publisher<T> answer;
@@ -144,6 +147,15 @@ final class FallbackWalk<T> extends Flux<T> {
 				return;
 			}
 			answer.subscribe(s);
+		}
+
+		/**
+		 * @return whether no step may start: the walk was cancelled, or its subscriber scans as
+		 *         cancelled — a guard's attempt being aborted (a preempted request) says so before it
+		 *         cancels the walk, and cancels it soon after
+		 */
+		boolean stopped() {
+			return cancelled != 0 || Boolean.TRUE.equals(Scannable.from(actual).scanUnsafe(Attr.CANCELLED));
 		}
 
 		// ---- step ends (each called by the winner of the step's state CAS) ----

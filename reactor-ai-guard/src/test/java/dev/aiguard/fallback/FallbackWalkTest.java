@@ -21,6 +21,9 @@ import dev.aiguard.metrics.GuardMetrics;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscriber;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.Scannable;
 import reactor.blockhound.BlockingOperationError;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -67,6 +70,83 @@ class FallbackWalkTest {
 
 	static Fallback<String> fixed(String... chunks) {
 		return Fallback.staticAnswer(List.of(chunks));
+	}
+
+	/** A subscriber that may scan as cancelled before it cancels (as a guard's attempt being aborted does). */
+	static final class StoppingSubscriber implements CoreSubscriber<String>, Scannable {
+
+		volatile boolean stopping;
+		volatile Throwable error;
+
+		@Override
+		public void onSubscribe(Subscription s) {
+			s.request(Long.MAX_VALUE);
+		}
+
+		@Override
+		public void onNext(String chunk) {
+		}
+
+		@Override
+		public void onError(Throwable t) {
+			error = t;
+		}
+
+		@Override
+		public void onComplete() {
+		}
+
+		@Override
+		public Object scanUnsafe(Attr key) {
+			return key == Attr.CANCELLED ? stopping : null;
+		}
+	}
+
+	// ---- a subscriber that stops wanting the answer ----
+
+	@Test
+	void noFurtherStepStartsOnceTheSubscriberScansAsCancelled() {
+		TestPublisher<String> first = TestPublisher.create();
+		TestStep<String> second = TestStep.of(Source.STATIC, () -> Flux.just("second"));
+		StoppingSubscriber subscriber = new StoppingSubscriber();
+		walk(chain(TestStep.of(Source.CACHE, first::flux), second)).subscribe(subscriber);
+
+		subscriber.stopping = true;
+		first.error(new IllegalStateException("miss"));
+
+		assertThat(second.calls).hasValue(0);
+		assertThat(subscriber.error).as("the subscriber ends the walk itself").isNull();
+	}
+
+	@Test
+	void aBlockingStepWhoseHopLandsAfterTheSubscriberStoppedNeverStarts() throws InterruptedException {
+		Scheduler oneThread = Schedulers.newSingle("walk-hop");
+		try {
+			CountDownLatch held = new CountDownLatch(1);
+			oneThread.schedule(() -> {
+				try {
+					held.await();
+				}
+				catch (InterruptedException e) {
+					Thread.currentThread().interrupt();
+				}
+			});
+			TestStep<String> blocking = TestStep.blocking(Source.LIGHTWEIGHT, () -> Flux.just("late"));
+			StoppingSubscriber subscriber = new StoppingSubscriber();
+			chain(blocking).answer(request(), oneThread, chosen::add, metrics, "chat")
+					.subscribe(subscriber);
+
+			subscriber.stopping = true;
+			held.countDown();
+			CountDownLatch drained = new CountDownLatch(1);
+			oneThread.schedule(drained::countDown);
+			assertThat(drained.await(10, TimeUnit.SECONDS)).isTrue();
+
+			assertThat(blocking.calls).hasValue(0);
+		}
+		finally {
+			oneThread.dispose();
+		}
 	}
 
 	// ---- falling through ----

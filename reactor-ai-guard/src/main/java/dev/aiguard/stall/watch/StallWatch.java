@@ -228,6 +228,18 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	static final AtomicIntegerFieldUpdater<StallWatch> ENDED =
 			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "ended");
 
+	/**
+	 * When the upstream was called: the origin of every deadline and of the attempt's times. Set in
+	 * {@code onSubscribe}, or for a watch given {@link #awaitUpstream} by {@link #startUpstream()};
+	 * {@link #NOT_STARTED} until then, {@link #WAIT_OVER} once the wait's bound passed first. One
+	 * CAS out of {@link #NOT_STARTED} decides between the two.
+	 */
+	volatile long upstreamAt = NOT_STARTED;
+	static final AtomicLongFieldUpdater<StallWatch> UPSTREAM_AT =
+			AtomicLongFieldUpdater.newUpdater(StallWatch.class, "upstreamAt");
+	static final long NOT_STARTED = -1L;
+	static final long WAIT_OVER = Long.MIN_VALUE;
+
 	// Written by onNext before its release store of seq; read by the deadline task after reading seq.
 	long tokens;
 	/** Heartbeats received; they count as activity only when {@link StallSpec#heartbeatsExtendIdle()}. */
@@ -245,6 +257,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private long outputCap = Long.MAX_VALUE;
 	/** Whether {@link #outputCap} ended the attempt. */
 	private volatile boolean capped;
+	/** The bound on the wait for {@link #startUpstream()}; 0 when the upstream is called at subscription. */
+	private long upstreamWaitNanos;
 
 	// Touched only by the deadline task (one run at a time: each run schedules at most the next).
 	private long seenActivity;
@@ -255,6 +269,8 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	private StallPhase pendingPhase;
 	private long pendingActivity;
 	private long decidedAt;
+	/** The watch waits for {@link #startUpstream()}: no deadline runs yet, only the wait's bound. */
+	private boolean awaitingUpstream;
 
 	long startNanos;
 	long endNanos;
@@ -311,7 +327,14 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			return;
 		}
 		startNanos = clock.nanos();
-		firstTokenDeadline = spec.firstTokenNanos() > 0 ? startNanos + spec.firstTokenNanos() : 0L;
+		if (upstreamWaitNanos == 0L) {
+			upstreamAt = startNanos;
+			firstTokenDeadline = spec.firstTokenNanos() > 0 ? startNanos + spec.firstTokenNanos() : 0L;
+		}
+		else {
+			// the deadline task adopts the start once the upstream is called (startUpstream)
+			awaitingUpstream = true;
+		}
 		upstream = s;
 		if (ended != 0) {
 			// cancelled before the upstream arrived: cancel() may not have seen it
@@ -326,7 +349,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			s.request(p);
 		}
 		// armed after the first request: a stream that completed while being subscribed (a replayed
-		// or cached answer) never touches the timer; deadlines still count from startNanos
+		// or cached answer) never touches the timer; deadlines still count from their start
 		if (ended == 0) {
 			armNext(clock.nanos());
 		}
@@ -621,7 +644,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			}
 			return;
 		}
-		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - startNanos)));
+		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - origin())));
 		cancelUpstreamOffTimer();
 	}
 
@@ -715,7 +738,20 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** @return the deadline passed, or {@code null}; updates the idle bookkeeping. */
 	@Nullable
 	private StallPhase evaluate(long now) {
-		if (spec.maxDurationNanos() > 0L && now - startNanos >= spec.maxDurationNanos()) {
+		if (awaitingUpstream) {
+			long at = upstreamAt;
+			if (at < 0L) {
+				// the upstream was not called yet, so the model cannot be late: only the wait is bounded,
+				// and a wait that runs out ends the attempt before it can be called
+				if (now - startNanos >= upstreamWaitNanos && UPSTREAM_AT.compareAndSet(this, NOT_STARTED, WAIT_OVER)) {
+					return StallPhase.FIRST_TOKEN;
+				}
+				return null;
+			}
+			awaitingUpstream = false;
+			firstTokenDeadline = spec.firstTokenNanos() > 0 ? at + spec.firstTokenNanos() : 0L;
+		}
+		if (spec.maxDurationNanos() > 0L && now - origin() >= spec.maxDurationNanos()) {
 			return StallPhase.MAX_DURATION;
 		}
 		long s = (long) SEQ.getVolatile(this);
@@ -758,9 +794,13 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	/** Schedules the next wake-up of the deadline task, if any deadline remains. */
 	private void armNext(long now) {
+		if (awaitingUpstream) {
+			armWhileAwaiting(now);
+			return;
+		}
 		long delay = Long.MAX_VALUE;
 		if (spec.maxDurationNanos() > 0L) {
-			delay = Math.max(0L, startNanos + spec.maxDurationNanos() - now);
+			delay = Math.max(0L, origin() + spec.maxDurationNanos() - now);
 		}
 		if (tokens == 0L && firstTokenDeadline != 0L) {
 			delay = Math.min(delay, Math.max(0L, firstTokenDeadline - now));
@@ -779,6 +819,30 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (delay != Long.MAX_VALUE) {
 			schedule(delay);
 		}
+	}
+
+	/**
+	 * While the upstream is not called: wakes when the wait's bound passes, and every shortest
+	 * deadline span meanwhile. A deadline counts from a start later than the last wake-up that did
+	 * not see it, so waking one span after that wake-up is never late for it.
+	 */
+	private void armWhileAwaiting(long now) {
+		long delay = Math.max(0L, upstreamWaitNanos - Math.max(0L, now - startNanos));
+		delay = Math.min(delay, shortestSpan(spec.firstTokenNanos(), shortestSpan(spec.idleTickNanos(),
+				shortestSpan(spec.maxDurationNanos(), Long.MAX_VALUE))));
+		if (delay != Long.MAX_VALUE) {
+			schedule(delay);
+		}
+	}
+
+	private static long shortestSpan(long span, long other) {
+		return span > 0L ? Math.min(span, other) : other;
+	}
+
+	/** @return when the deadlines started: the upstream's call, else (still waiting for it) the subscription */
+	private long origin() {
+		long at = upstreamAt;
+		return at >= 0L ? at : startNanos;
 	}
 
 	private void schedule(long delayNanos) {
@@ -889,6 +953,45 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return this;
 	}
 
+	/**
+	 * The upstream is called later than this watch is subscribed, on another thread (a blocking
+	 * client, after a hop onto its own Scheduler): no deadline runs until {@link #startUpstream()}
+	 * says it is called, and then each counts from there. The wait is bounded by
+	 * {@code maxWaitNanos}; when it passes first, the attempt ends {@link End#STALLED} with
+	 * {@link #upstreamStarted()} false, which a coordinator reads as "the upstream never saw it".
+	 * Call before subscribing the watch.
+	 *
+	 * @param maxWaitNanos {@code > 0}; {@link Long#MAX_VALUE} for no bound
+	 * @return this watch
+	 */
+	public StallWatch<T> awaitUpstream(long maxWaitNanos) {
+		if (maxWaitNanos <= 0L) {
+			throw new IllegalArgumentException("maxWaitNanos must be > 0, was " + maxWaitNanos);
+		}
+		upstreamWaitNanos = maxWaitNanos;
+		return this;
+	}
+
+	/**
+	 * For a watch given {@link #awaitUpstream}: the upstream is about to be called, and its
+	 * deadlines start now. Call it on the thread that calls the upstream, right before.
+	 *
+	 * @return false when the attempt no longer wants its upstream — it ended, is being aborted, or
+	 *         its wait's bound passed — and the upstream must not be called; whoever stopped the
+	 *         attempt ends it
+	 */
+	public boolean startUpstream() {
+		if (ended != 0 || abortCause != null) {
+			return false;
+		}
+		return UPSTREAM_AT.compareAndSet(this, NOT_STARTED, clock.nanos());
+	}
+
+	/** @return whether the upstream was called: false only for an {@link #awaitUpstream} watch that it never reached */
+	public boolean upstreamStarted() {
+		return upstreamAt >= 0L;
+	}
+
 	/** @return whether the output cap ({@link #capOutput}) ended the attempt */
 	public boolean capped() {
 		return capped;
@@ -918,20 +1021,23 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		return ((long) SEQ.getVolatile(this) + 1L) >>> 1;
 	}
 
-	/** @return nanoseconds from subscription to the first content chunk, or -1 when none arrived */
+	/** @return nanoseconds from the upstream's subscription to the first content chunk, or -1 when none arrived */
 	public long timeToFirstTokenNanos() {
 		long f = firstTokenAt;
-		return f < 0L ? -1L : f - startNanos;
+		return f < 0L ? -1L : f - origin();
 	}
 
-	/** @return the timer's clock reading at subscription, in nanoseconds */
+	/**
+	 * @return the timer's clock reading when the upstream was subscribed (for an
+	 *         {@link #awaitUpstream} watch whose upstream was never called: when the watch was), in nanoseconds
+	 */
 	public long startNanos() {
-		return startNanos;
+		return origin();
 	}
 
-	/** @return nanoseconds from subscription to the end (valid once ended) */
+	/** @return nanoseconds from {@link #startNanos()} to the end (valid once ended) */
 	public long durationNanos() {
-		return endNanos - startNanos;
+		return endNanos - origin();
 	}
 
 	/** @return the last finish reason seen, or {@code null} */
@@ -953,7 +1059,9 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 			return state == DONE;
 		}
 		if (key == Attr.CANCELLED) {
-			return ended != 0 && state != DONE;
+			// an abort in progress counts: the upstream is about to be cancelled, and a source that
+			// starts work in steps (a fallback ladder) reads this to start none
+			return ended != 0 && state != DONE || abortCause != null;
 		}
 		if (key == Attr.REQUESTED_FROM_DOWNSTREAM) {
 			return requested;
