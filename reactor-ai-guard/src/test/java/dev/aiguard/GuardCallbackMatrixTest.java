@@ -24,6 +24,7 @@ import java.util.logging.Logger;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerConfig;
@@ -542,11 +543,17 @@ class GuardCallbackMatrixTest {
 			case FUNCTION:
 				if (c == Callback.UPSTREAM_FUNCTION && blocks) {
 					// declared blocking, it runs on the lane's threads (BlockHound stays quiet); its slowness is
-					// the upstream's, so the first-token deadline may end the attempt: answered or STALLED, in time
+					// the upstream's, so the first-token deadline may end the attempt: answered or STALLED, in time.
+					// A retry then waits for the lane thread the first call still blocks; how far virtual time has
+					// run when that thread frees up depends on the machine's load, so the retry may also be refused
+					// for want of a thread (WAIT_TIMEOUT, never a stall the model caused)
 					soft.assertThat(run.fault.detections).as("[deadline waited] no blocking call on a non-blocking thread")
 							.isEmpty();
-					soft.assertThat(error == null || causes(error).stream().anyMatch(t -> t instanceof StreamStalledException))
-							.as("[wrong error] answered, or stalled by the first-token deadline: %s", run.summary().terminal)
+					soft.assertThat(error == null || causes(error).stream().anyMatch(t -> t instanceof StreamStalledException
+							|| t instanceof AdmissionRejectedException rejected
+									&& rejected.reason() == AdmissionRejectedException.Reason.WAIT_TIMEOUT))
+							.as("[wrong error] answered, stalled by the first-token deadline, or refused waiting for a "
+									+ "lane thread: %s", run.summary().terminal)
 							.isTrue();
 				}
 				else if (c == Callback.UPSTREAM_FUNCTION && run.failure == Failure.THROWS) {
