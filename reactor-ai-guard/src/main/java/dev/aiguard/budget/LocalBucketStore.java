@@ -342,7 +342,13 @@ public final class LocalBucketStore implements BucketStore {
 
 		@Override
 		public long available(BucketSpec spec, String id) {
-			// a slot forgotten meanwhile was full: what it said is what a new one holds
+			// a bucket never used (or let go when full) holds its capacity; a read makes none, so a gauge
+			// sampled after its tenant was let go leaves nothing behind
+			ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
+			Slot s = shelf == null ? null : shelf.get(id);
+			if (s == null || s.state == Slot.GONE) {
+				return spec.capacity();
+			}
 			return slot(spec, id).bucket.getAvailableTokens();
 		}
 

@@ -104,6 +104,13 @@ class TenantBoundsTest {
 	}
 
 	@Test
+	void readingABucketMakesNone() {
+		BucketSpec rpm = BucketSpec.of("tenant.requests", 60, Duration.ofMinutes(1));
+		assertThat(store.immediate().available(rpm, "acme")).isEqualTo(60);
+		assertThat(store.immediate().size()).isZero();
+	}
+
+	@Test
 	void anIdleTenantIsLetGoOnlyOnceItsBucketsAreFullAgain() {
 		BudgetGate gate = BudgetGate.create("chat", spec.tenantIdle(Duration.ofMinutes(10)), store, GuardMetrics.noop(),
 				nanos::get);
@@ -146,7 +153,7 @@ class TenantBoundsTest {
 		BudgetSpec one = BudgetSpec.defaults().tenants(TenantLimits.unlimited().requestsPerMinute(60));
 		BudgetGate gate = BudgetGate.create("chat", one, store, GuardMetrics.noop(), nanos::get);
 		BudgetGate.TenantBudget acme = gate.tenant("acme");
-		store.immediate().available(acme.requests, "acme"); // the bucket exists, full
+		store.immediate().giveBack(acme.requests, "acme", 1); // the bucket exists, full
 		nanos.addAndGet(Duration.ofMinutes(11).toNanos()); // idle: the sweep may let it go
 		Sink sink = new Sink();
 		RaceTestUtils.race(() -> gate.admit(acme, Priority.P1, 1, 0, sink), () -> gate.sweepTenants(1));
@@ -161,7 +168,7 @@ class TenantBoundsTest {
 	void forgettingABucketRacingATakeLosesNoTake() {
 		BucketSpec rpm = BucketSpec.of("tenant.requests", 60, Duration.ofMinutes(1));
 		BucketStore.Immediate now = store.immediate();
-		now.available(rpm, "acme");
+		now.giveBack(rpm, "acme", 1); // the bucket exists, full
 		RaceTestUtils.race(() -> now.tryTake(rpm, "acme", 1), () -> now.forget(rpm, "acme", false));
 		assertThat(now.available(rpm, "acme")).isEqualTo(59);
 		assertThat(now.size()).isOne();
