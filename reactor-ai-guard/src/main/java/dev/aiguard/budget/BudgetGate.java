@@ -1,10 +1,7 @@
 package dev.aiguard.budget;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.PriorityQueue;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -264,45 +261,7 @@ public final class BudgetGate {
 		if (top < 0) {
 			throw new IllegalArgumentException("top must be >= 0, was " + top);
 		}
-		// the most drained on top of a heap of the top ones: the least full leaves last
-		PriorityQueue<Map.Entry<Double, TenantBudget>> kept = new PriorityQueue<>(
-				(x, y) -> Double.compare(y.getKey(), x.getKey()));
-		int held = 0;
-		for (TenantBudget t : tenants.all()) {
-			held++;
-			if (top == 0 || !t.limited()) {
-				continue;
-			}
-			double share = Double.MAX_VALUE;
-			for (int i = 0; i < 3; i++) {
-				BucketSpec b = t.bucket(i);
-				if (b != null) {
-					share = Math.min(share, remaining(t, i) / (double) b.capacity());
-				}
-			}
-			if (kept.size() < top) {
-				kept.add(Map.entry(share, t));
-			}
-			else if (share < kept.peek().getKey()) {
-				kept.poll();
-				kept.add(Map.entry(share, t));
-			}
-		}
-		List<Map.Entry<Double, TenantBudget>> least = new ArrayList<>(kept);
-		least.sort(Map.Entry.comparingByKey());
-		List<TenantSummary.TenantStatus> statuses = new ArrayList<>(least.size());
-		for (Map.Entry<Double, TenantBudget> e : least) {
-			TenantBudget t = e.getValue();
-			List<TenantSummary.Limit> limits = new ArrayList<>(3);
-			for (int i = 0; i < 3; i++) {
-				BucketSpec b = t.bucket(i);
-				if (b != null) {
-					limits.add(new TenantSummary.Limit(LIMITS[i], b.capacity(), remaining(t, i), b.period().toSeconds()));
-				}
-			}
-			statuses.add(new TenantSummary.TenantStatus(t.id, List.copyOf(limits)));
-		}
-		return new TenantSummary(held, spec.maxTenants(), List.copyOf(statuses));
+		return tenants.summary(top, this::remaining);
 	}
 
 	/** Steps the sweep of idle tenants {@code rounds} times now (tests, and callers that want it at once). */

@@ -1,11 +1,16 @@
 package dev.aiguard.budget;
 
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.function.ToLongBiFunction;
 
 import dev.aiguard.budget.BudgetGate.TenantBudget;
 import org.jspecify.annotations.Nullable;
@@ -91,9 +96,48 @@ final class TenantTable {
 		return tenants.size();
 	}
 
-	/** @return the tenants held now, weakly consistent */
-	Iterable<TenantBudget> all() {
-		return tenants.values();
+	/** The held tenants summarised ({@link BudgetGate#summary}); reads each one's buckets once. */
+	TenantSummary summary(int top, ToLongBiFunction<TenantBudget, Integer> remaining) {
+		// the least drained of those kept is on top of the heap, so it is the one a more drained tenant replaces
+		PriorityQueue<Map.Entry<Double, TenantBudget>> kept = new PriorityQueue<>(
+				(x, y) -> Double.compare(y.getKey(), x.getKey()));
+		int held = 0;
+		for (TenantBudget t : tenants.values()) {
+			held++;
+			if (top == 0 || !t.limited()) {
+				continue;
+			}
+			double share = Double.MAX_VALUE;
+			for (int i = 0; i < 3; i++) {
+				BucketSpec b = t.bucket(i);
+				if (b != null) {
+					share = Math.min(share, remaining.applyAsLong(t, i) / (double) b.capacity());
+				}
+			}
+			if (kept.size() < top) {
+				kept.add(Map.entry(share, t));
+			}
+			else if (share < kept.peek().getKey()) {
+				kept.poll();
+				kept.add(Map.entry(share, t));
+			}
+		}
+		List<Map.Entry<Double, TenantBudget>> least = new ArrayList<>(kept);
+		least.sort(Map.Entry.comparingByKey());
+		List<TenantSummary.TenantStatus> statuses = new ArrayList<>(least.size());
+		for (Map.Entry<Double, TenantBudget> e : least) {
+			TenantBudget t = e.getValue();
+			List<TenantSummary.Limit> limits = new ArrayList<>(3);
+			for (int i = 0; i < 3; i++) {
+				BucketSpec b = t.bucket(i);
+				if (b != null) {
+					limits.add(new TenantSummary.Limit(BudgetGate.LIMITS[i], b.capacity(), remaining.applyAsLong(t, i),
+							b.period().toSeconds()));
+				}
+			}
+			statuses.add(new TenantSummary.TenantStatus(t.id, List.copyOf(limits)));
+		}
+		return new TenantSummary(held, max, List.copyOf(statuses));
 	}
 
 	/** Steps the sweep on behalf of a test or a caller that wants it now; {@code rounds} steps. */
