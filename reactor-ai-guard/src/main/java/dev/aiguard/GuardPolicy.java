@@ -150,7 +150,8 @@ public final class GuardPolicy {
 		// the default store is in-process, on the policy's clock like every other time-based behaviour
 		this.bucketStore = b.bucketStore != null ? b.bucketStore
 				: b.budget != null && b.budget.needsBuckets() ? LocalBucketStore.create(() -> clock().nanos()) : null;
-		this.budgetGate = b.budget == null ? null : BudgetGate.create(b.name, b.budget, bucketStore, metrics);
+		this.budgetGate = b.budget == null ? null : BudgetGate.create(b.name, b.budget, bucketStore, metrics,
+				() -> clock().nanos());
 		Priority[] all = Priority.values();
 		this.resolved = new Resolved[all.length];
 		for (Priority p : all) {

@@ -69,7 +69,7 @@ class GuardBudgetTest {
 	}
 
 	GuardPolicy.Builder policy(BudgetSpec budget) {
-		return GuardPolicy.builder("budgeted").timer(vts).onReport(reports).metrics(new MicrometerGuardMetrics(registry))
+		return GuardPolicy.builder("budgeted").timer(vts).onReport(reports).metrics(new MicrometerGuardMetrics(registry, 100))
 				.budget(budget);
 	}
 

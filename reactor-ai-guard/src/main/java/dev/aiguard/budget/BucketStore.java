@@ -154,6 +154,28 @@ public interface BucketStore {
 		long available(BucketSpec spec, String id);
 
 		/**
+		 * Lets the bucket of {@code spec} and {@code id} go when that loses nothing: it is full, so a
+		 * new one would start the same. An operation racing with it either lands on the bucket that
+		 * is kept or on the one that replaces it, never on one thrown away.
+		 *
+		 * <p>The default keeps its buckets (or expires them by itself) and answers {@code true}: the
+		 * caller has nothing to hold on to for it.
+		 *
+		 * @param evenIfDrained lets it go whatever it holds (the caller's hard cap): its next use
+		 *        starts full
+		 * @return whether the caller may forget the bucket: it is gone, or this store keeps no state
+		 *         the caller must return to; {@code false} while it holds less than its capacity
+		 */
+		default boolean forget(BucketSpec spec, String id, boolean evenIfDrained) {
+			return true;
+		}
+
+		/** @return the buckets this store holds, {@code -1} when it does not count them */
+		default int size() {
+			return -1;
+		}
+
+		/**
 		 * @return the bucket of {@code spec} and {@code id}, looked up once for a caller that takes
 		 *         from it on every request (the guard keeps one per tenant bucket); the default looks
 		 *         it up on each take

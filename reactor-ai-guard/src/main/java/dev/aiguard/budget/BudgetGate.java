@@ -42,6 +42,7 @@ public final class BudgetGate {
 	static final String REQUESTS = "requests";
 	static final String TOKENS = "tokens";
 	static final String COST = "cost";
+	static final String[] LIMITS = { REQUESTS, TOKENS, COST };
 
 	/**
 	 * The cost buckets count micro-units (1e-6) of the currency: nano-units would limit a day's budget
@@ -97,6 +98,12 @@ public final class BudgetGate {
 		BucketStore.Immediate.@Nullable Resolved requestsAt;
 		BucketStore.Immediate.@Nullable Resolved tokensAt;
 		BucketStore.Immediate.@Nullable Resolved costAt;
+		/** The clock's nanos when a request last named this tenant (to within 1/64 of the idle time). */
+		volatile long lastUsed;
+		/** Set while a sweep lets this tenant go ({@link TenantTable#touched}). */
+		volatile boolean lettingGo;
+		/** With a store that answers later: what each bucket (requests, tokens, cost) last said it held. */
+		final long[] seen;
 
 		TenantBudget(String id, TenantLimits limits, BudgetSpec spec) {
 			this.id = id;
@@ -109,6 +116,7 @@ public final class BudgetGate {
 					? BucketSpec.of("tenant.cost", Math.max(1L, costUnits(Money.nanos("costPerDay", limits.costPerDay()))),
 							Duration.ofDays(1))
 					: null;
+			this.seen = new long[] { capacity(requests), capacity(tokens), capacity(cost) };
 			Priority[] all = Priority.values();
 			this.floors = new long[all.length][3];
 			for (Priority p : all) {
@@ -117,6 +125,15 @@ public final class BudgetGate {
 				floors[p.ordinal()][1] = floor(tokens, f);
 				floors[p.ordinal()][2] = floor(cost, f);
 			}
+		}
+
+		private static long capacity(@Nullable BucketSpec spec) {
+			return spec == null ? 0L : spec.capacity();
+		}
+
+		@Nullable
+		BucketSpec bucket(int i) {
+			return i == 0 ? requests : i == 1 ? tokens : cost;
 		}
 
 		private static long floor(@Nullable BucketSpec spec, double fraction) {
@@ -139,18 +156,21 @@ public final class BudgetGate {
 	private final BucketStore store;
 	private final BucketStore.@Nullable Immediate now;
 	private final GuardMetrics metrics;
-	private final ConcurrentHashMap<String, TenantBudget> tenants = new ConcurrentHashMap<>();
+	private final TenantTable tenants;
 	private final ConcurrentHashMap<String, TokenCounter> countersByModel = new ConcurrentHashMap<>();
 	@Nullable
 	private final BucketSpec providerRequests;
 	@Nullable
 	private final BucketSpec providerTokens;
 	private final RateLimitListener headers = this::heard;
-	/** What a shared store last said each bucket holds, for the gauges. */
+	/** What a shared store last said the provider key's buckets hold, for the gauges. */
 	private final ConcurrentHashMap<String, long[]> lastSeen = new ConcurrentHashMap<>();
 
-	private BudgetGate(String policy, BudgetSpec spec, @Nullable BucketStore store, GuardMetrics metrics) {
+	private BudgetGate(String policy, BudgetSpec spec, @Nullable BucketStore store, GuardMetrics metrics,
+			LongSupplier nanoClock) {
 		this.policy = policy;
+		this.tenants = new TenantTable(this::newTenant, this::release, nanoClock, spec.tenantIdle().toNanos(),
+				spec.maxTenants());
 		this.spec = spec;
 		this.store = store;
 		this.now = store == null ? null : store.immediate();
@@ -177,14 +197,24 @@ public final class BudgetGate {
 	 * @throws IllegalArgumentException when the spec needs buckets and there is no store
 	 */
 	public static BudgetGate create(String policy, BudgetSpec spec, @Nullable BucketStore store, GuardMetrics metrics) {
+		return create(policy, spec, store, metrics, System::nanoTime);
+	}
+
+	/**
+	 * @param nanoClock the clock tenants' idle time is measured on (the policy's)
+	 * @see #create(String, BudgetSpec, BucketStore, GuardMetrics)
+	 */
+	public static BudgetGate create(String policy, BudgetSpec spec, @Nullable BucketStore store, GuardMetrics metrics,
+			LongSupplier nanoClock) {
 		Objects.requireNonNull(policy, "policy");
+		Objects.requireNonNull(nanoClock, "nanoClock");
 		Objects.requireNonNull(spec, "spec");
 		Objects.requireNonNull(metrics, "metrics");
 		spec.check();
 		if (store == null && spec.needsBuckets()) {
 			throw new IllegalArgumentException("budget needs a bucketStore for its tenant or provider limits, was none");
 		}
-		return new BudgetGate(policy, spec, store, metrics);
+		return new BudgetGate(policy, spec, store, metrics, nanoClock);
 	}
 
 	/** @return the spec this gate applies */
@@ -209,13 +239,51 @@ public final class BudgetGate {
 		return tenant(Tenant.from(context).map(Tenant::id).orElse(spec.defaultTenant()));
 	}
 
-	/** @return the budget of the tenant with this id, resolved on first use */
+	/**
+	 * @return the budget of the tenant with this id, resolved on first use and held while it is in
+	 *         use ({@link BudgetSpec#tenantIdle}, {@link BudgetSpec#maxTenants})
+	 */
 	public TenantBudget tenant(String id) {
-		TenantBudget t = tenants.get(id);
-		if (t == null) {
-			t = tenants.computeIfAbsent(id, this::newTenant);
+		return tenants.get(id);
+	}
+
+	/** @return how many tenants the gate holds now, at most about {@link BudgetSpec#maxTenants()} */
+	public int tenantCount() {
+		return tenants.size();
+	}
+
+	/**
+	 * @param top how many of the most drained tenants to list, {@code >= 0}
+	 * @return the count of tenants held and the {@code top} with the smallest share left of any of
+	 *         their limits; reads each held tenant's buckets once
+	 */
+	public TenantSummary summary(int top) {
+		if (top < 0) {
+			throw new IllegalArgumentException("top must be >= 0, was " + top);
 		}
-		return t;
+		return tenants.summary(top, this::remaining);
+	}
+
+	/** Steps the sweep of idle tenants {@code rounds} times now (tests, and callers that want it at once). */
+	void sweepTenants(int rounds) {
+		tenants.sweepNow(rounds);
+	}
+
+	/** Lets a tenant's buckets go when they are full (or whatever they hold): see {@link TenantTable}. */
+	private boolean release(TenantBudget t, boolean evenIfDrained) {
+		BucketStore.Immediate sync = now;
+		if (sync != null) {
+			for (int i = 0; i < 3; i++) {
+				BucketSpec b = t.bucket(i);
+				if (b != null && !sync.forget(b, t.id, evenIfDrained)) {
+					return false; // the ones already let go were full: a new one starts the same
+				}
+			}
+		}
+		if (store != null) {
+			metrics.budgetForgotten(policy, "tenant", t.id);
+		}
+		return true;
 	}
 
 	private TenantBudget newTenant(String id) {
@@ -227,9 +295,14 @@ public final class BudgetGate {
 			t.costAt = resolve(sync, t.cost, id);
 		}
 		if (store != null) {
-			gauge("tenant", id, REQUESTS, t.requests);
-			gauge("tenant", id, TOKENS, t.tokens);
-			gauge("tenant", id, COST, t.cost);
+			for (int i = 0; i < 3; i++) {
+				BucketSpec b = t.bucket(i);
+				if (b != null) {
+					int at = i;
+					metrics.budgetRemaining(policy, "tenant", id, LIMITS[i],
+							sync != null ? () -> sync.available(b, id) : () -> t.seen[at]);
+				}
+			}
 		}
 		return t;
 	}
@@ -248,6 +321,13 @@ public final class BudgetGate {
 			remaining = () -> seen[0];
 		}
 		metrics.budgetRemaining(policy, scope, id, limit, remaining);
+	}
+
+	/** @return what the tenant's bucket {@code i} (requests, tokens, cost) holds now, or last said it held */
+	long remaining(TenantBudget t, int i) {
+		BucketSpec b = t.bucket(i);
+		BucketStore.Immediate sync = now;
+		return b == null ? 0L : sync != null ? sync.available(b, t.id) : t.seen[i];
 	}
 
 	private void saw(BucketSpec bucket, String id, long remaining) {
@@ -344,6 +424,15 @@ public final class BudgetGate {
 	 * calling thread with a store that answers at once.
 	 */
 	public void admit(TenantBudget tenant, Priority priority, long promptTokens, long promptCostNanos, Admission to) {
+		try {
+			take(tenant, priority, promptTokens, promptCostNanos, to);
+		}
+		finally {
+			tenants.touched(tenant);
+		}
+	}
+
+	private void take(TenantBudget tenant, Priority priority, long promptTokens, long promptCostNanos, Admission to) {
 		long tokenUnits = Math.max(1L, promptTokens);
 		long costUnits = Math.max(1L, costUnits(promptCostNanos));
 		long[] floors = tenant.floors[priority.ordinal()];
@@ -461,8 +550,9 @@ public final class BudgetGate {
 			this.to = to;
 		}
 
+		@Nullable
 		BucketSpec bucket(int i) {
-			return i == 0 ? tenant.requests : i == 1 ? tenant.tokens : tenant.cost;
+			return tenant.bucket(i);
 		}
 
 		void step(int i) {
@@ -491,7 +581,7 @@ public final class BudgetGate {
 					return;
 				}
 				if (take.taken()) {
-					saw(b, tenant.id, take.remaining());
+					tenant.seen[at] = take.remaining();
 				}
 				long packed = keepFloor(take.pack(), b, units[at], floors[at],
 						() -> store.giveBack(b, tenant.id, units[at]));
@@ -770,6 +860,7 @@ public final class BudgetGate {
 		}
 		adjust(tenant.tokens, tenant.id, tokens - tenantTokensTaken);
 		adjust(tenant.cost, tenant.id, costUnits(costNanos) - tenantCostTaken);
+		tenants.touched(tenant);
 		if (providerTokens != null) {
 			adjust(providerTokens, spec.providerKey(), tokens - providerTokensTaken);
 		}

@@ -36,7 +36,7 @@ public final class BudgetSpec {
 
 	private static final BudgetSpec DEFAULTS = new BudgetSpec(0, PromptCapAction.REFUSE, 0L, PriceTable.none(),
 			TokenCounter.estimate(), Map.of(), TenantLimits.unlimited(), Map.of(), Map.of(), null,
-			ProviderLimits.unlimited(), Duration.ofSeconds(30), "default", null);
+			ProviderLimits.unlimited(), Duration.ofSeconds(30), "default", null, Duration.ofMinutes(10), 10_000);
 
 	/** The most tenants with limits of their own. */
 	public static final int MAX_TENANT_OVERRIDES = 10_000;
@@ -58,11 +58,16 @@ public final class BudgetSpec {
 	private final String defaultTenant;
 	@Nullable
 	private final String defaultModel;
+	private final Duration tenantIdle;
+	private final int maxTenants;
 
 	private BudgetSpec(int promptCap, PromptCapAction promptCapAction, long outputCap, PriceTable prices,
 			TokenCounter counter, Map<String, TokenCounter> counters, TenantLimits tenants,
 			Map<String, TenantLimits> tenantOverrides, Map<Priority, Double> reserves, @Nullable String providerKey,
-			ProviderLimits provider, Duration maxWait, String defaultTenant, @Nullable String defaultModel) {
+			ProviderLimits provider, Duration maxWait, String defaultTenant, @Nullable String defaultModel,
+			Duration tenantIdle, int maxTenants) {
+		this.tenantIdle = tenantIdle;
+		this.maxTenants = maxTenants;
 		this.promptCap = promptCap;
 		this.promptCapAction = promptCapAction;
 		this.outputCap = outputCap;
@@ -89,7 +94,8 @@ public final class BudgetSpec {
 			Map<String, TenantLimits> tenantOverrides, Map<Priority, Double> reserves, @Nullable String providerKey,
 			ProviderLimits provider, Duration maxWait, String defaultTenant, @Nullable String defaultModel) {
 		return new BudgetSpec(promptCap, promptCapAction, outputCap, prices, counter, counters, tenants,
-				tenantOverrides, reserves, providerKey, provider, maxWait, defaultTenant, defaultModel);
+				tenantOverrides, reserves, providerKey, provider, maxWait, defaultTenant, defaultModel, tenantIdle,
+				maxTenants);
 	}
 
 	/**
@@ -256,6 +262,48 @@ public final class BudgetSpec {
 				providerKey, provider, maxWait, defaultTenant, model);
 	}
 
+	/**
+	 * How long the gate keeps a tenant it has not seen: after {@code idle} without a request, the
+	 * tenant is let go once its buckets are full again (a full bucket loses nothing when dropped; a
+	 * drained one is kept until it has refilled), with its {@code aiguard.budget.remaining} gauges.
+	 *
+	 * @param idle {@code > 0} (default 10 minutes)
+	 */
+	public BudgetSpec tenantIdle(Duration idle) {
+		Objects.requireNonNull(idle, "budget.tenantIdle");
+		if (idle.isZero() || idle.isNegative()) {
+			throw new IllegalArgumentException("budget.tenantIdle must be > 0, was " + idle);
+		}
+		return new BudgetSpec(promptCap, promptCapAction, outputCap, prices, counter, counters, tenants, tenantOverrides,
+				reserves, providerKey, provider, maxWait, defaultTenant, defaultModel, idle, maxTenants);
+	}
+
+	/**
+	 * The most tenants the gate holds at once (and so the most tenant buckets in a local store, three
+	 * per tenant). A new tenant beyond it makes room by letting go of the longest idle of a sample of
+	 * held tenants, even one whose buckets are not full: that tenant starts full when it returns, so
+	 * the cap errs on the side of admitting, never refuses a tenant for being new.
+	 *
+	 * @param tenants {@code >= 1} (default 10 000)
+	 */
+	public BudgetSpec maxTenants(int tenants) {
+		if (tenants < 1) {
+			throw new IllegalArgumentException("budget.maxTenants must be >= 1, was " + tenants);
+		}
+		return new BudgetSpec(promptCap, promptCapAction, outputCap, prices, counter, counters, this.tenants,
+				tenantOverrides, reserves, providerKey, provider, maxWait, defaultTenant, defaultModel, tenantIdle, tenants);
+	}
+
+	/** @return how long a tenant without requests is held ({@link #tenantIdle(Duration)}) */
+	public Duration tenantIdle() {
+		return tenantIdle;
+	}
+
+	/** @return the most tenants held at once ({@link #maxTenants(int)}) */
+	public int maxTenants() {
+		return maxTenants;
+	}
+
 	/** @return the prompt cap in tokens, {@code 0} when none */
 	public int promptCap() {
 		return promptCap;
@@ -382,6 +430,8 @@ public final class BudgetSpec {
 		d.put("budget.maxWait", maxWait.toString());
 		d.put("budget.defaultTenant", defaultTenant);
 		d.put("budget.defaultModel", String.valueOf(defaultModel));
+		d.put("budget.tenantIdle", tenantIdle.toString());
+		d.put("budget.maxTenants", String.valueOf(maxTenants));
 		return d;
 	}
 

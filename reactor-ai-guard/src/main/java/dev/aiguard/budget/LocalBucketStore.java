@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.LongSupplier;
 
 import io.github.bucket4j.Bucket;
@@ -29,19 +30,40 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * <p>Like a shared breaker, a store is shared by the policies that use it and keeps its own clock:
- * give it the virtual scheduler's clock in tests. Buckets are kept until {@link #clear()}; a
- * service with an unbounded set of tenant ids should bound it at its edge.
+ * give it the virtual scheduler's clock in tests. A bucket is kept until {@link #clear()} or until
+ * its user lets it go ({@link BucketStore.Immediate#forget}): the budget gate does so for tenants it
+ * has not seen for a while once their buckets are full again, so a full bucket that is dropped
+ * loses nothing (a new one starts full).
  */
 public final class LocalBucketStore implements BucketStore {
 
-	/** One bucket and the spec it was last configured with. */
+	/**
+	 * One bucket and the spec it was last configured with. A slot leaves its shelf in two steps
+	 * ({@link #forget}): {@code LIVE -> RETIRING} (then the bucket is checked), {@code RETIRING ->
+	 * GONE} (then it is removed). Every operation reads the state after it touched the bucket: a
+	 * {@code RETIRING} slot is taken back to {@code LIVE} (the operation counts, the slot stays), a
+	 * {@code GONE} one makes the operation start again on the slot that replaces it. One CAS on the
+	 * state decides, so no take lands on a bucket that is then thrown away.
+	 */
 	private static final class Slot {
+		static final int LIVE = 0;
+		static final int RETIRING = 1;
+		static final int GONE = 2;
+		static final AtomicIntegerFieldUpdater<Slot> STATE = AtomicIntegerFieldUpdater.newUpdater(Slot.class, "state");
+
 		final LocalBucket bucket;
 		volatile BucketSpec spec;
+		volatile int state;
 
 		Slot(LocalBucket bucket, BucketSpec spec) {
 			this.bucket = bucket;
 			this.spec = spec;
+		}
+
+		/** @return whether what was just done to the bucket counts: the slot is (again) live */
+		boolean kept() {
+			int s = state;
+			return s == LIVE || s == RETIRING && (STATE.compareAndSet(this, RETIRING, LIVE) || state == LIVE);
 		}
 	}
 
@@ -96,17 +118,16 @@ public final class LocalBucketStore implements BucketStore {
 		generation.incrementAndGet(); // resolved buckets look theirs up again
 	}
 
-	private Bucket bucket(BucketSpec spec, String id) {
-		return slot(spec, id).bucket;
-	}
-
 	private Slot slot(BucketSpec spec, String id) {
 		ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
 		if (shelf == null) {
 			shelf = shelves.computeIfAbsent(spec.name(), n -> new ConcurrentHashMap<>());
 		}
 		Slot slot = shelf.get(id);
-		if (slot == null) {
+		while (slot == null || slot.state == Slot.GONE) {
+			if (slot != null) {
+				shelf.remove(id, slot); // helps a forget() that has not removed it yet
+			}
 			slot = shelf.computeIfAbsent(id, i -> new Slot(newBucket(Bucket4jSpecs.configuration(spec)), spec));
 		}
 		BucketSpec current = slot.spec;
@@ -129,22 +150,36 @@ public final class LocalBucketStore implements BucketStore {
 
 		@Override
 		public long tryTake(long units) {
-			return take(bucket(), checkUnits(units, 1));
+			checkUnits(units, 1);
+			while (true) {
+				Slot s = slot();
+				long packed = take(s.bucket, units);
+				if (s.kept()) {
+					return packed;
+				}
+			}
 		}
 
 		@Override
 		public boolean tryTakeQuietly(long units) {
-			return bucket().tryConsume(checkUnits(units, 1));
+			checkUnits(units, 1);
+			while (true) {
+				Slot s = slot();
+				boolean taken = s.bucket.tryConsume(units);
+				if (s.kept()) {
+					return taken;
+				}
+			}
 		}
 
-		private Bucket bucket() {
+		private Slot slot() {
 			int g = generation.get(); // read before any lookup: a clear() after it makes the next take look again
 			Binding b = binding;
-			if (b == null || b.generation != g || b.slot.spec != spec) {
-				b = new Binding(slot(spec, id), g);
+			if (b == null || b.generation != g || b.slot.spec != spec || b.slot.state == Slot.GONE) {
+				b = new Binding(LocalBucketStore.this.slot(spec, id), g);
 				binding = b;
 			}
-			return b.slot.bucket;
+			return b.slot;
 		}
 	}
 
@@ -210,48 +245,111 @@ public final class LocalBucketStore implements BucketStore {
 				long taken = tryTake(spec, id, units);
 				return Take.isTaken(taken) ? 0L : taken;
 			}
-			Bucket bucket = bucket(spec, id);
 			WaitHeard heard = WAIT_HEARD.get();
-			heard.nanos = 0L;
-			if (bucket.asBlocking().tryConsumeUninterruptibly(units, maxWaitNanos, heard)) {
-				return heard.nanos;
+			while (true) {
+				Slot s = slot(spec, id);
+				heard.nanos = 0L;
+				long packed = s.bucket.asBlocking().tryConsumeUninterruptibly(units, maxWaitNanos, heard) ? heard.nanos
+						: Take.packRefused(s.bucket.estimateAbilityToConsume(units).getNanosToWaitForRefill());
+				if (s.kept()) {
+					return packed;
+				}
 			}
-			return Take.packRefused(bucket.estimateAbilityToConsume(units).getNanosToWaitForRefill());
 		}
 
 		@Override
 		public long tryTake(BucketSpec spec, String id, long units) {
-			return take(bucket(spec, id), checkUnits(units, 1));
+			checkUnits(units, 1);
+			while (true) {
+				Slot s = slot(spec, id);
+				long packed = take(s.bucket, units);
+				if (s.kept()) {
+					return packed;
+				}
+			}
 		}
 
 		@Override
 		public void takeRegardless(BucketSpec spec, String id, long units) {
 			if (checkUnits(units, 0) > 0) {
-				bucket(spec, id).consumeIgnoringRateLimits(units);
+				Slot s;
+				do {
+					s = slot(spec, id);
+					s.bucket.consumeIgnoringRateLimits(units);
+				}
+				while (!s.kept());
 			}
 		}
 
 		@Override
 		public void giveBack(BucketSpec spec, String id, long units) {
 			if (checkUnits(units, 0) > 0) {
-				bucket(spec, id).addTokens(units);
+				Slot s;
+				do {
+					s = slot(spec, id);
+					s.bucket.addTokens(units);
+				}
+				while (!s.kept());
 			}
 		}
 
 		@Override
 		public void pause(BucketSpec spec, String id, Duration duration) {
 			Objects.requireNonNull(duration, "duration");
-			Bucket bucket = bucket(spec, id);
-			// hold -refilledIn(duration) afterwards: the bucket is back to zero when the pause ends
-			long units = bucket.getAvailableTokens() + spec.refilledIn(duration);
-			if (units > 0) {
-				bucket.consumeIgnoringRateLimits(units);
+			Slot s;
+			do {
+				s = slot(spec, id);
+				// hold -refilledIn(duration) afterwards: the bucket is back to zero when the pause ends
+				long units = s.bucket.getAvailableTokens() + spec.refilledIn(duration);
+				if (units > 0) {
+					s.bucket.consumeIgnoringRateLimits(units);
+				}
 			}
+			while (!s.kept());
+		}
+
+		@Override
+		public boolean forget(BucketSpec spec, String id, boolean evenIfDrained) {
+			ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
+			Slot s = shelf == null ? null : shelf.get(id);
+			if (s == null) {
+				return true;
+			}
+			if (!Slot.STATE.compareAndSet(s, Slot.LIVE, Slot.RETIRING)) {
+				return s.state == Slot.GONE;
+			}
+			// checked after RETIRING: an operation before this check left the bucket short (or it refilled
+			// since, and then dropping it loses nothing); one after it finds RETIRING and keeps the slot
+			if (!evenIfDrained && s.bucket.getAvailableTokens() < s.spec.capacity()) {
+				Slot.STATE.compareAndSet(s, Slot.RETIRING, Slot.LIVE);
+				return false;
+			}
+			if (!Slot.STATE.compareAndSet(s, Slot.RETIRING, Slot.GONE)) {
+				return false; // an operation took it back: it is in use
+			}
+			shelf.remove(id, s);
+			return true;
+		}
+
+		@Override
+		public int size() {
+			int n = 0;
+			for (ConcurrentHashMap<String, Slot> shelf : shelves.values()) {
+				n += shelf.size();
+			}
+			return n;
 		}
 
 		@Override
 		public long available(BucketSpec spec, String id) {
-			return bucket(spec, id).getAvailableTokens();
+			// a bucket never used (or let go when full) holds its capacity; a read makes none, so a gauge
+			// sampled after its tenant was let go leaves nothing behind
+			ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
+			Slot s = shelf == null ? null : shelf.get(id);
+			if (s == null || s.state == Slot.GONE) {
+				return spec.capacity();
+			}
+			return slot(spec, id).bucket.getAvailableTokens();
 		}
 
 		@Override

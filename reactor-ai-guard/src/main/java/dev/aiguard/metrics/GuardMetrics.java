@@ -250,6 +250,16 @@ public interface GuardMetrics {
 	default void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
 	}
 
+	/**
+	 * A budget let go of a tenant's buckets (idle, or beyond its cap of tenants): gauges registered
+	 * for them by {@link #budgetRemaining} should go.
+	 *
+	 * @param scope {@code tenant}
+	 * @param id the tenant
+	 */
+	default void budgetForgotten(String policy, String scope, String id) {
+	}
+
 	/** A policy with budgets was built; {@code mode} says where its buckets are (a {@code BucketStore.Mode}). */
 	default void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
 	}

@@ -347,6 +347,16 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
+	public void budgetForgotten(String policy, String scope, String id) {
+		try {
+			delegate.budgetForgotten(policy, scope, id);
+		}
+		catch (Throwable meterFailure) {
+			Callbacks.dropped(meterFailure);
+		}
+	}
+
+	@Override
 	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
 		try {
 			delegate.bucketStoreMode(policy, mode);

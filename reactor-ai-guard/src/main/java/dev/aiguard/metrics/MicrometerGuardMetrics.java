@@ -2,8 +2,10 @@ package dev.aiguard.metrics;
 
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -15,6 +17,7 @@ import dev.aiguard.core.Source;
 import dev.aiguard.core.StallPhase;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 
@@ -25,8 +28,15 @@ import io.micrometer.core.instrument.Timer;
  * <p>Meters recorded once per stream are looked up in per-policy arrays built on first use, so
  * recording allocates nothing and touches no registry map.
  *
+ * <p>Tenant ids are untrusted input, so they become tag values only by choice and only so many:
+ * by default every tenant is tagged {@value #OTHER_TENANTS}; with {@code tenantSeries > 0} the first
+ * {@code tenantSeries} distinct tenants get series of their own (and their
+ * {@code aiguard.budget.remaining} gauges, removed again when the budget lets the tenant go), the
+ * rest share {@value #OTHER_TENANTS}.
+ *
  * <pre>{@code
  * GuardMetrics metrics = new MicrometerGuardMetrics(meterRegistry);
+ * GuardMetrics perTenant = new MicrometerGuardMetrics(meterRegistry, 100);   // 100 tenants' own series
  * }</pre>
  */
 public final class MicrometerGuardMetrics implements GuardMetrics {
@@ -36,12 +46,57 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	private static final StallPhase[] PHASES = StallPhase.values();
 	private static final Source[] SOURCES = Source.values();
 
+	/** The tag value of tenants without series of their own. */
+	public static final String OTHER_TENANTS = "__other__";
+
 	private final MeterRegistry registry;
 	private final ConcurrentHashMap<String, PolicyMeters> policies = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<String, Timer[]> laneWaits = new ConcurrentHashMap<>();
+	private final int tenantSeries;
+	/** The tenants with series of their own: the first {@link #tenantSeries} seen, kept. */
+	private final Set<String> ownSeries = ConcurrentHashMap.newKeySet();
+	private final AtomicInteger ownSeriesClaimed = new AtomicInteger();
+	/** Policy and tenant, to the tenant's {@code aiguard.budget.remaining} gauges. */
+	private final ConcurrentHashMap<String, Set<Meter.Id>> tenantGauges = new ConcurrentHashMap<>();
 
+	/** Meters without per-tenant series: every tenant is tagged {@value #OTHER_TENANTS}. */
 	public MicrometerGuardMetrics(MeterRegistry registry) {
+		this(registry, 0);
+	}
+
+	/**
+	 * @param tenantSeries how many tenants get series of their own, {@code >= 0}: the first that many
+	 *        seen; the others are tagged {@value #OTHER_TENANTS}. Each costs about a dozen series per
+	 *        policy and model, so keep it to the customers you watch.
+	 */
+	public MicrometerGuardMetrics(MeterRegistry registry, int tenantSeries) {
 		this.registry = Objects.requireNonNull(registry, "registry");
+		if (tenantSeries < 0) {
+			throw new IllegalArgumentException("tenantSeries must be >= 0, was " + tenantSeries);
+		}
+		this.tenantSeries = tenantSeries;
+	}
+
+	/** @return the tag value of {@code tenant}: itself when it has series of its own, else {@value #OTHER_TENANTS} */
+	String tenantTag(String tenant) {
+		if (tenantSeries == 0) {
+			return OTHER_TENANTS;
+		}
+		if (ownSeries.contains(tenant)) {
+			return tenant;
+		}
+		int claimed = ownSeriesClaimed.get();
+		while (claimed < tenantSeries) {
+			if (ownSeriesClaimed.compareAndSet(claimed, claimed + 1)) {
+				if (ownSeries.add(tenant)) {
+					return tenant;
+				}
+				ownSeriesClaimed.decrementAndGet(); // another thread added it first: its claim counts
+				return tenant;
+			}
+			claimed = ownSeriesClaimed.get();
+		}
+		return OTHER_TENANTS;
 	}
 
 	/** @return the registry meters are registered in. */
@@ -348,10 +403,10 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	public void tokensUsed(String policy, String model, String tenant, String source, long promptTokens,
 			long completionTokens) {
 		if (promptTokens > 0L) {
-			usedTokens(policy, model, tenant, source, "prompt").increment(promptTokens);
+			usedTokens(policy, model, tenantTag(tenant), source, "prompt").increment(promptTokens);
 		}
 		if (completionTokens > 0L) {
-			usedTokens(policy, model, tenant, source, "completion").increment(completionTokens);
+			usedTokens(policy, model, tenantTag(tenant), source, "completion").increment(completionTokens);
 		}
 	}
 
@@ -367,7 +422,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		Counter.builder("aiguard.cost")
 				.description("What attempts cost by the policy's price table")
 				.baseUnit(currency)
-				.tags("policy", policy, "model", model, "tenant", tenant, "source", source, "currency", currency)
+				.tags("policy", policy, "model", model, "tenant", tenantTag(tenant), "source", source, "currency", currency)
 				.register(registry)
 				.increment(amount);
 	}
@@ -375,12 +430,13 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	@Override
 	public void retryCost(String policy, String model, String tenant, long promptTokens, long completionTokens,
 			String currency, double amount) {
-		retryTokens(policy, model, tenant, "prompt", promptTokens);
-		retryTokens(policy, model, tenant, "completion", completionTokens);
+		String tag = tenantTag(tenant);
+		retryTokens(policy, model, tag, "prompt", promptTokens);
+		retryTokens(policy, model, tag, "completion", completionTokens);
 		Counter.builder("aiguard.retry.cost")
 				.description("Cost of attempts whose text did not become the answer")
 				.baseUnit(currency)
-				.tags("policy", policy, "model", model, "tenant", tenant, "currency", currency)
+				.tags("policy", policy, "model", model, "tenant", tag, "currency", currency)
 				.register(registry)
 				.increment(amount);
 	}
@@ -415,11 +471,26 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 
 	@Override
 	public void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
-		Gauge.builder("aiguard.budget.remaining", remaining, r -> (double) r.getAsLong())
+		boolean tenant = "tenant".equals(scope);
+		if (tenant && !tenantTag(id).equals(id)) {
+			return; // a gauge of "other tenants" would say nothing: their buckets are many
+		}
+		Gauge g = Gauge.builder("aiguard.budget.remaining", remaining, r -> (double) r.getAsLong())
 				.description("What a budget bucket holds now (negative while in debt); cost in micro-units")
 				.tags("policy", policy, "scope", scope, "id", id, "limit", limit)
 				.strongReference(true)
 				.register(registry);
+		if (tenant) {
+			tenantGauges.computeIfAbsent(policy + '\n' + id, k -> ConcurrentHashMap.newKeySet()).add(g.getId());
+		}
+	}
+
+	@Override
+	public void budgetForgotten(String policy, String scope, String id) {
+		Set<Meter.Id> gauges = tenantGauges.remove(policy + '\n' + id);
+		if (gauges != null) {
+			gauges.forEach(registry::remove);
+		}
 	}
 
 	@Override

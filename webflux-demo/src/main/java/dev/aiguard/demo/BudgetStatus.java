@@ -9,9 +9,10 @@ import java.util.function.Supplier;
 
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.BudgetGate;
 import dev.aiguard.budget.BudgetSpec;
 import dev.aiguard.budget.ProviderLimits;
-import dev.aiguard.budget.TenantLimits;
+import dev.aiguard.budget.TenantSummary;
 import dev.aiguard.test.mock.MockModelServer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -19,13 +20,17 @@ import io.micrometer.core.instrument.Timer;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The {@code budgets} section of {@code GET /api/guard}: for every tenant the chat policy has seen
- * and for its provider key, each limit's capacity and what its bucket holds now (the guard's
- * {@code aiguard.budget.remaining} gauges, negative while in debt), where the buckets live
+ * The {@code budgets} section of {@code GET /api/guard}: how many tenants the chat policy holds, the
+ * {@value #TOP_TENANTS} with the least left ({@code BudgetGate.summary}: the section stays small
+ * whatever the number of tenants, and the page polls it every second) and the provider key, each
+ * limit's capacity and what its bucket holds now (negative while in debt), where the buckets live
  * ({@link BucketStore.Mode}), how often requests waited for the key's turn, how many a budget
  * refused, and the 429s the mock's provider rate limit sent.
  */
 final class BudgetStatus {
+
+	/** The most drained tenants listed; {@code tenantCount} says how many there are. */
+	static final int TOP_TENANTS = 10;
 
 	private final Supplier<GuardPolicy> policy;
 	private final MeterRegistry meters;
@@ -56,20 +61,31 @@ final class BudgetStatus {
 		BucketStore store = p.bucketStore();
 		b.put("storeMode", store == null ? null : store.mode().name());
 		b.put("defaultTenant", spec.defaultTenant());
-		Map<String, Map<String, Long>> tenants = new TreeMap<>();
 		Map<String, Map<String, Long>> providers = new TreeMap<>();
 		for (Gauge g : meters.find("aiguard.budget.remaining").tag("policy", name).gauges()) {
 			String scope = g.getId().getTag("scope");
 			String id = g.getId().getTag("id");
 			String limit = g.getId().getTag("limit");
-			if (id == null || limit == null) {
+			if (id == null || limit == null || !"provider".equals(scope)) {
 				continue;
 			}
-			Map<String, Map<String, Long>> into = "provider".equals(scope) ? providers : tenants;
-			into.computeIfAbsent(id, k -> new TreeMap<>()).put(limit, (long) g.value());
+			providers.computeIfAbsent(id, k -> new TreeMap<>()).put(limit, (long) g.value());
 		}
 		List<Map<String, Object>> tenantList = new ArrayList<>();
-		tenants.forEach((id, remaining) -> tenantList.add(entry("id", id, tenantLimits(spec.limitsOf(id)), remaining)));
+		BudgetGate gate = p.budgetGate();
+		TenantSummary summary = gate == null ? null : gate.summary(TOP_TENANTS);
+		if (summary != null) {
+			for (TenantSummary.TenantStatus t : summary.mostDrained()) {
+				Map<String, Long> capacities = new LinkedHashMap<>();
+				Map<String, Long> remaining = new TreeMap<>();
+				t.limits().forEach(l -> {
+					capacities.put(l.limit(), l.capacity());
+					remaining.put(l.limit(), l.remaining());
+				});
+				tenantList.add(entry("id", t.id(), capacities, remaining));
+			}
+		}
+		b.put("tenantCount", summary == null ? 0 : summary.tenants());
 		b.put("tenants", tenantList);
 		List<Map<String, Object>> providerList = new ArrayList<>();
 		providers.forEach((key, remaining) -> providerList.add(entry("key", key, providerLimits(spec.provider()), remaining)));
@@ -94,15 +110,6 @@ final class BudgetStatus {
 	private long refused(String policyName, String scope) {
 		return Math.round(meters.find("aiguard.budget.rejected").tag("policy", policyName).tag("scope", scope)
 			.counters().stream().mapToDouble(c -> c.count()).sum());
-	}
-
-	/** The capacities of a tenant's budgets, as the gauges name them; the cost bucket counts micro-units. */
-	private static Map<String, Long> tenantLimits(TenantLimits limits) {
-		Map<String, Long> m = new LinkedHashMap<>();
-		m.put("requests", limits.requestsPerMinute());
-		m.put("tokens", limits.tokensPerMinute());
-		m.put("cost", limits.costPerDay() == null ? 0L : limits.costPerDay().movePointRight(6).longValue());
-		return m;
 	}
 
 	private static Map<String, Long> providerLimits(ProviderLimits limits) {

@@ -166,6 +166,18 @@ class BudgetDemoTest extends DemoTestSupport {
 	}
 
 	@Test
+	void guardStatusSummarisesManyTenants() {
+		for (int i = 0; i < 12; i++) {
+			assertThat(last(chatToEnd(askAs("many-" + i, "Hello?"))).event()).isEqualTo("done");
+		}
+
+		JsonNode budgets = guardStatus().path("budgets");
+
+		assertThat(budgets.path("tenantCount").asInt()).isGreaterThanOrEqualTo(12);
+		assertThat(budgets.path("tenants").size()).isEqualTo(BudgetStatus.TOP_TENANTS);
+	}
+
+	@Test
 	void aBudgetRefusalAfterTheAnswerStartedIsAnErrorEventOfTypeBudget() {
 		AdmissionRejectedException keyRefused = new AdmissionRejectedException(Priority.P1,
 				AdmissionRejectedException.Reason.BUDGET, "provider key mock: the wait is too long", Duration.ofSeconds(3));

@@ -139,8 +139,13 @@ public class AiGuardAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		GuardMetrics aiGuardMetrics(MeterRegistry registry) {
-			return new MicrometerGuardMetrics(registry);
+		GuardMetrics aiGuardMetrics(MeterRegistry registry, AiGuardProperties properties) {
+			int series = properties.getBudgets().getTenantSeries();
+			if (series < 0) {
+				throw new InvalidGuardPropertyException(AiGuardProperties.PREFIX + ".budgets.tenant-series", series,
+						"must be >= 0", null);
+			}
+			return new MicrometerGuardMetrics(registry, series);
 		}
 
 		/** The load governor's cpu signal from Micrometer's CPU gauges, when the governor is on. */

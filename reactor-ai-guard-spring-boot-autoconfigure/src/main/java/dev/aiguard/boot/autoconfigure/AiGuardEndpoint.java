@@ -6,6 +6,8 @@ import java.util.Locale;
 import java.util.Map;
 
 import dev.aiguard.GuardPolicy;
+import dev.aiguard.budget.BudgetGate;
+import dev.aiguard.budget.TenantSummary;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.breaker.BreakerNodeSnapshot;
 import dev.aiguard.breaker.BreakerSnapshot;
@@ -194,7 +196,33 @@ public class AiGuardEndpoint {
 		m.put("stall", stall);
 		m.put("maxAttempts", p.retry().maxAttempts());
 		m.put("truncation", p.truncation() != null);
+		BudgetGate gate = p.budgetGate();
+		if (gate != null) {
+			m.put("budget", budget(gate.summary(TOP_TENANTS)));
+		}
 		return m;
+	}
+
+	/** The most drained tenants a policy's view lists: the count of tenants says how many there are. */
+	static final int TOP_TENANTS = 10;
+
+	/**
+	 * @return the policy's tenants summarised: how many it holds, its cap, and the {@value #TOP_TENANTS}
+	 *         with the least left, so the view stays small whatever the number of tenants
+	 */
+	static Map<String, Object> budget(TenantSummary summary) {
+		Map<String, Object> b = new LinkedHashMap<>();
+		b.put("tenants", summary.tenants());
+		b.put("maxTenants", summary.maxTenants());
+		b.put("mostDrained", summary.mostDrained().stream().map(t -> {
+			Map<String, Object> one = new LinkedHashMap<>();
+			one.put("id", t.id());
+			Map<String, Object> limits = new LinkedHashMap<>();
+			t.limits().forEach(l -> limits.put(l.limit(), Map.of("capacity", l.capacity(), "remaining", l.remaining())));
+			one.put("limits", limits);
+			return one;
+		}).toList());
+		return b;
 	}
 
 	private static Map<String, Object> breaker(CircuitBreaker breaker) {

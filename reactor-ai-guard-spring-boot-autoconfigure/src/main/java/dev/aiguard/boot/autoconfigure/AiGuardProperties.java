@@ -202,6 +202,42 @@ public class AiGuardProperties {
 		@Nullable
 		private String defaultModel;
 
+		/** How long a tenant without requests is held; it is let go once its buckets are full again. */
+		private Duration tenantIdle = Duration.ofMinutes(10);
+
+		/** The most tenants a policy holds at once; a new one beyond it lets the longest idle of a sample go. */
+		private int maxTenants = 10_000;
+
+		/**
+		 * How many tenants get meter series of their own (the first seen); the others are tagged
+		 * {@code __other__}. 0 (default): none, tenant ids never become tag values.
+		 */
+		private int tenantSeries;
+
+		public Duration getTenantIdle() {
+			return tenantIdle;
+		}
+
+		public void setTenantIdle(Duration tenantIdle) {
+			this.tenantIdle = tenantIdle;
+		}
+
+		public int getMaxTenants() {
+			return maxTenants;
+		}
+
+		public void setMaxTenants(int maxTenants) {
+			this.maxTenants = maxTenants;
+		}
+
+		public int getTenantSeries() {
+			return tenantSeries;
+		}
+
+		public void setTenantSeries(int tenantSeries) {
+			this.tenantSeries = tenantSeries;
+		}
+
 		public @Nullable Integer getPromptCap() {
 			return promptCap;
 		}

@@ -147,6 +147,8 @@ final class GuardFactory {
 		s = with(at + ".max-wait", p.getMaxWait(), s, BudgetSpec::maxWait);
 		s = with(at + ".default-tenant", p.getDefaultTenant(), s, BudgetSpec::defaultTenant);
 		s = with(at + ".default-model", p.getDefaultModel(), s, BudgetSpec::defaultModel);
+		s = with(at + ".tenant-idle", p.getTenantIdle(), s, BudgetSpec::tenantIdle);
+		s = with(at + ".max-tenants", p.getMaxTenants(), s, BudgetSpec::maxTenants);
 		BudgetSpec spec = s;
 		make(at, () -> {
 			spec.check();

@@ -77,6 +77,54 @@ class AiGuardBudgetPropertiesTest {
 	}
 
 	@Test
+	void theTenantBoundsComeFromThePropertiesAndTheEndpointSummarisesTenants() {
+		runner.withBean(io.micrometer.core.instrument.MeterRegistry.class,
+				io.micrometer.core.instrument.simple.SimpleMeterRegistry::new)
+			.withPropertyValues("aiguard.policies.chat.budget=true", AT + ".tenant.requests-per-minute=60",
+					AT + ".tenant-idle=2m", AT + ".max-tenants=3", AT + ".tenant-series=1")
+			.run(context -> {
+				GuardPolicy policy = context.getBean(AiGuardRegistry.class).guard("chat").policy();
+				assertThat(policy.budget().tenantIdle()).isEqualTo(Duration.ofMinutes(2));
+				assertThat(policy.budget().maxTenants()).isEqualTo(3);
+				for (int i = 0; i < 20; i++) {
+					policy.budgetGate().admit(policy.budgetGate().tenant("t" + i), Priority.P1, 1, 0,
+							new dev.aiguard.budget.BudgetGate.Admission() {
+								@Override
+								public void budgetAdmitted(long tokensTaken, long costTaken) {
+								}
+
+								@Override
+								public void budgetRefused(AdmissionRejectedException refusal) {
+								}
+							});
+				}
+				@SuppressWarnings("unchecked")
+				java.util.Map<String, Object> view = (java.util.Map<String, Object>) AiGuardEndpoint
+					.budget(policy.budgetGate().summary(AiGuardEndpoint.TOP_TENANTS));
+				assertThat(view).containsEntry("tenants", 3).containsEntry("maxTenants", 3);
+				assertThat((List<?>) view.get("mostDrained")).hasSize(3);
+				io.micrometer.core.instrument.MeterRegistry meters = context
+					.getBean(io.micrometer.core.instrument.MeterRegistry.class);
+				assertThat(meters.find("aiguard.budget.remaining").tag("scope", "tenant").gauges()).hasSizeLessThanOrEqualTo(1);
+			});
+	}
+
+	@Test
+	void badTenantBoundsFailStartupNamingTheirProperty() {
+		runner.withPropertyValues("aiguard.policies.chat.budget=true", AT + ".tenant.requests-per-minute=60",
+				AT + ".max-tenants=0")
+			.run(context -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasStackTraceContaining("aiguard.budgets.max-tenants"));
+		runner.withBean(io.micrometer.core.instrument.MeterRegistry.class,
+				io.micrometer.core.instrument.simple.SimpleMeterRegistry::new)
+			.withPropertyValues("aiguard.policies.chat.budget=true", AT + ".tenant-series=-1")
+			.run(context -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasStackTraceContaining("aiguard.budgets.tenant-series"));
+	}
+
+	@Test
 	void everyPolicySharesTheContextsStoreAndAnApplicationsOwnReplacesIt() {
 		LocalBucketStore own = LocalBucketStore.create();
 		runner.withBean("myStore", BucketStore.class, () -> own)
