@@ -193,11 +193,11 @@ class GuardBreakerTreeTest {
 		BreakerTree tree = tree(BreakerConfig.custom().countWindow(10).minimumCalls(2)
 				.openWait(Duration.ofSeconds(10)).minimumDwell(Duration.ZERO).openP0ProbeShare(0.5).build());
 		AiGuard<ChatChunk> guard = guard(tree, policy());
-		// both providers fail: the system trips
-		tree.path("mock", "primary").acquire(Priority.P1).record(Outcome.FAILURE, -1);
-		tree.path("mock", "secondary").acquire(Priority.P1).record(Outcome.FAILURE, -1);
-		tree.path("backup", "small").acquire(Priority.P1).record(Outcome.FAILURE, -1);
-		tree.path("backup", "small").acquire(Priority.P1).record(Outcome.FAILURE, -1);
+		// every endpoint fails and trips, so both providers trip, and with them the system
+		for (BreakerPath path : tree.paths()) {
+			path.acquire(Priority.P1).record(Outcome.FAILURE, -1);
+			path.acquire(Priority.P1).record(Outcome.FAILURE, -1);
+		}
 		assertThat(tree.root().breaker().state()).isEqualTo(BreakerState.OPEN);
 		tree.paths().forEach(p -> {
 			p.endpoint().breaker().transitionToClosed();
