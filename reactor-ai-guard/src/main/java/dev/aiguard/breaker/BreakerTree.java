@@ -175,7 +175,7 @@ public final class BreakerTree {
 		return clock;
 	}
 
-	/** @return the fewest failing children that trip a parent (a parent with fewer children needs all of them) */
+	/** @return the fewest failing children that trip a parent */
 	public int childrenToTrip() {
 		return childrenToTrip;
 	}
@@ -246,9 +246,8 @@ public final class BreakerTree {
 
 		/**
 		 * @param children the fewest failing children that trip a parent, between 2 and 100 (default 2):
-		 *        one child alone never trips a parent that has others. A parent with fewer children than
-		 *        this trips when all of them are failing (a provider with one endpoint is down when that
-		 *        endpoint is).
+		 *        one child alone never does. A parent with fewer children never trips; its children's own
+		 *        breakers refuse their calls.
 		 */
 		public Builder childrenToTrip(int children) {
 			if (children < 2 || children > 100) {

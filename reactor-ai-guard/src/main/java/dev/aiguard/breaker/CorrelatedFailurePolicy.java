@@ -17,9 +17,9 @@ import dev.aiguard.core.Outcome;
  * <li><em>idle</em> without calls in its window, and while FORCED_OPEN or DISABLED (an operator's
  * state says nothing about health): not counted at all.</li>
  * </ul>
- * The parent trips when at least {@code childrenToTrip} children (capped at how many it has) are
- * failing and they are at least {@code shareToTrip} of the children with traffic (failing, probing or
- * healthy). The pressure is the smaller of the two ratios, so it reaches 1 exactly when both hold.
+ * The parent trips when at least {@code childrenToTrip} children are failing and they are at least
+ * {@code shareToTrip} of the children with traffic (failing, probing or healthy); a parent with fewer
+ * children never trips (its children's own breakers already refuse their calls). The pressure is the smaller of the two ratios, so it reaches 1 exactly when both hold.
  * No pooled rate enters: calls spread over children that each stay below their own threshold never
  * trip the parent. Judged after each failed or slow call the parent records (the children settle
  * first, so their state already shows that call). Built by the tree for its parents; not public.
@@ -32,8 +32,7 @@ final class CorrelatedFailurePolicy implements TripPolicy {
 
 	CorrelatedFailurePolicy(List<BreakerNode> children, int childrenToTrip, double shareToTrip) {
 		this.children = children;
-		// a parent with fewer children than the minimum is down when all of them are: its children are all of it
-		this.childrenToTrip = Math.min(childrenToTrip, children.size());
+		this.childrenToTrip = childrenToTrip;
 		this.shareToTrip = shareToTrip;
 	}
 

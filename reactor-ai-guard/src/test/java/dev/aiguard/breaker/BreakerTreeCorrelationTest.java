@@ -125,14 +125,15 @@ class BreakerTreeCorrelationTest {
 	}
 
 	@Test
-	void aProviderWithOneEndpointIsDownWhenThatEndpointIs() {
+	void aParentWithOneChildFollowsNoneAlone() {
 		BreakerTree tree = BreakerTree.builder("llm").clock(clock).endpointConfig(endpointConfig())
 				.providerConfig(parentConfig()).systemConfig(parentConfig()).provider("p", "only")
 				.provider("q", "x", "y").build();
 		record(tree.path("q", "x"), Outcome.SUCCESS, 2);
 		record(tree.path("p", "only"), Outcome.FAILURE, 4);
-		assertThat(state(tree.provider("p"))).isEqualTo(BreakerState.OPEN);
-		// one provider of two failing is half the share, but the system needs two
+		// one child is never two: the endpoint refuses its calls itself
+		assertThat(state(tree.path("p", "only").endpoint())).isEqualTo(BreakerState.OPEN);
+		assertThat(state(tree.provider("p"))).isEqualTo(BreakerState.CLOSED);
 		assertThat(state(tree.root())).isEqualTo(BreakerState.CLOSED);
 	}
 
@@ -213,7 +214,7 @@ class BreakerTreeCorrelationTest {
 		assertThat(tree.childrenToTrip()).isEqualTo(3);
 		CorrelatedFailurePolicy policy = (CorrelatedFailurePolicy) tree.root().breaker().config().tripPolicy();
 		assertThat(policy.shareToTrip()).isEqualTo(1.0);
-		assertThat(policy.childrenToTrip()).as("capped at the one child it has").isEqualTo(1);
+		assertThat(policy.childrenToTrip()).isEqualTo(3);
 		for (double bad : new double[] {0, -0.1, 1.01, Double.NaN}) {
 			assertThatThrownBy(() -> BreakerTree.builder("llm").childrenShareToTrip(bad))
 					.isInstanceOf(IllegalArgumentException.class)
