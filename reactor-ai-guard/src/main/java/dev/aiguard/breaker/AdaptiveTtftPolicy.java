@@ -58,7 +58,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 
 	/** @param period length of one measuring period, between 10 ms and 1 hour */
 	public AdaptiveTtftPolicy period(Duration period) {
-		Objects.requireNonNull(period, "period");
+		BreakerConfig.notNull("period", period);
 		if (period.compareTo(Duration.ofMillis(10)) < 0 || period.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("period must be between 10 ms and 1 hour, was " + period);
 		}
@@ -94,7 +94,7 @@ public final class AdaptiveTtftPolicy implements TripPolicy {
 	 * @param baseline the healthy p95 time to first token, between 1 µs and 1 hour, or zero for none
 	 */
 	public AdaptiveTtftPolicy startingBaseline(Duration baseline) {
-		Objects.requireNonNull(baseline, "startingBaseline");
+		BreakerConfig.notNull("startingBaseline", baseline);
 		if (!baseline.isZero() && (baseline.compareTo(Duration.ofNanos(1000)) < 0
 				|| baseline.compareTo(Duration.ofHours(1)) > 0)) {
 			throw new IllegalArgumentException(

@@ -151,6 +151,18 @@ public final class BreakerConfig {
 		return DEFAULTS;
 	}
 
+	/**
+	 * The breaker package's null check for settings: an {@link IllegalArgumentException} naming the
+	 * field, like every other bad setting (not the {@code NullPointerException} of
+	 * {@code Objects.requireNonNull}).
+	 */
+	static <T> T notNull(String field, T value) {
+		if (value == null) {
+			throw new IllegalArgumentException(field + " must not be null");
+		}
+		return value;
+	}
+
 	/** @return a builder holding the defaults */
 	public static Builder custom() {
 		return new Builder();
@@ -158,7 +170,7 @@ public final class BreakerConfig {
 
 	/** @return a builder holding {@code config}'s values, to derive a changed copy */
 	public static Builder from(BreakerConfig config) {
-		return new Builder(Objects.requireNonNull(config, "config"));
+		return new Builder(notNull("config", config));
 	}
 
 	/** @return the failure rate (a fraction) at or above which the breaker trips */
@@ -452,7 +464,7 @@ public final class BreakerConfig {
 			if (buckets < 1 || buckets > 3600) {
 				throw new IllegalArgumentException("timeWindow buckets must be between 1 and 3600, was " + buckets);
 			}
-			Objects.requireNonNull(bucketLength, "bucketLength");
+			notNull("timeWindow bucketLength", bucketLength);
 			if (bucketLength.compareTo(Duration.ofMillis(1)) < 0 || bucketLength.compareTo(Duration.ofHours(1)) > 0) {
 				throw new IllegalArgumentException(
 						"timeWindow bucketLength must be between 1 ms and 1 hour, was " + bucketLength);
@@ -572,7 +584,7 @@ public final class BreakerConfig {
 		 * must not exceed {@code openWait} (checked by build).
 		 */
 		public Builder minimumDwell(Duration dwell) {
-			Objects.requireNonNull(dwell, "minimumDwell");
+			notNull("minimumDwell", dwell);
 			if (dwell.isNegative()) {
 				throw new IllegalArgumentException("minimumDwell must not be negative, was " + dwell);
 			}
@@ -582,7 +594,7 @@ public final class BreakerConfig {
 
 		/** @param policy what trips CLOSED to OPEN */
 		public Builder tripPolicy(TripPolicy policy) {
-			this.tripPolicy = Objects.requireNonNull(policy, "tripPolicy");
+			this.tripPolicy = notNull("tripPolicy", policy);
 			return this;
 		}
 
@@ -610,7 +622,7 @@ public final class BreakerConfig {
 		 * @param perToken zero (off) up to 1 s
 		 */
 		public Builder slowTimeToFirstTokenPerPromptToken(Duration perToken) {
-			Objects.requireNonNull(perToken, "slowTimeToFirstTokenPerPromptToken");
+			notNull("slowTimeToFirstTokenPerPromptToken", perToken);
 			if (perToken.isNegative() || perToken.compareTo(Duration.ofSeconds(1)) > 0) {
 				throw new IllegalArgumentException(
 						"slowTimeToFirstTokenPerPromptToken must be between 0 and 1 s, was " + perToken);
@@ -736,7 +748,7 @@ public final class BreakerConfig {
 		}
 
 		private static Duration nonNegative(String field, Duration value, Duration max) {
-			Objects.requireNonNull(value, field);
+			notNull(field, value);
 			if (value.isNegative() || value.compareTo(max) > 0) {
 				throw new IllegalArgumentException(field + " must be between 0 and " + max + ", was " + value);
 			}
@@ -744,7 +756,7 @@ public final class BreakerConfig {
 		}
 
 		private static Duration positive(String field, Duration value) {
-			Objects.requireNonNull(value, field);
+			notNull(field, value);
 			if (value.isZero() || value.isNegative() || value.compareTo(MAX_DURATION) > 0) {
 				throw new IllegalArgumentException(field + " must be positive and at most 365 days, was " + value);
 			}

@@ -4,7 +4,6 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -65,8 +64,8 @@ public final class BreakerRegistry {
 
 	/** @return the breaker named {@code name}, created with {@code config} on first use */
 	public CircuitBreaker breaker(String name, BreakerConfig config) {
-		Objects.requireNonNull(name, "name");
-		Objects.requireNonNull(config, "config");
+		BreakerConfig.notNull("name", name);
+		BreakerConfig.notNull("config", config);
 		CircuitBreaker existing = breakers.get(name);
 		if (existing != null) {
 			return existing;
@@ -107,8 +106,8 @@ public final class BreakerRegistry {
 	 *         the name of a breaker the registry already holds
 	 */
 	public BreakerTree tree(String name, Consumer<BreakerTree.Builder> spec) {
-		Objects.requireNonNull(name, "name");
-		Objects.requireNonNull(spec, "spec");
+		BreakerConfig.notNull("name", name);
+		BreakerConfig.notNull("spec", spec);
 		BreakerTree existing = trees.get(name);
 		if (existing != null) {
 			return existing;
@@ -165,32 +164,37 @@ public final class BreakerRegistry {
 		private Builder() {
 		}
 
+		/** @param config the config a breaker gets when its first request brings none (default {@link BreakerConfig#defaults()}) */
 		public Builder defaultConfig(BreakerConfig config) {
-			this.defaultConfig = Objects.requireNonNull(config, "defaultConfig");
+			this.defaultConfig = BreakerConfig.notNull("defaultConfig", config);
 			return this;
 		}
 
+		/** @param clock the monotonic clock every breaker of the registry reads (default the system's) */
 		public Builder clock(BreakerClock clock) {
-			this.clock = Objects.requireNonNull(clock, "clock");
+			this.clock = BreakerConfig.notNull("clock", clock);
 			return this;
 		}
 
+		/** @param wallClock stamps configuration changes (default UTC) */
 		public Builder wallClock(Clock wallClock) {
-			this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+			this.wallClock = BreakerConfig.notNull("wallClock", wallClock);
 			return this;
 		}
 
+		/** @param metrics where every breaker of the registry reports (default no-op) */
 		public Builder metrics(GuardMetrics metrics) {
-			this.metrics = Objects.requireNonNull(metrics, "metrics");
+			this.metrics = BreakerConfig.notNull("metrics", metrics);
 			return this;
 		}
 
 		/** @param listener registered on every breaker the registry creates (repeatable) */
 		public Builder listener(BreakerListener listener) {
-			listeners.add(Objects.requireNonNull(listener, "listener"));
+			listeners.add(BreakerConfig.notNull("listener", listener));
 			return this;
 		}
 
+		/** @return the registry, empty */
 		public BreakerRegistry build() {
 			return new BreakerRegistry(this);
 		}

@@ -2,6 +2,7 @@ package dev.aiguard.breaker;
 
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,10 +15,11 @@ import dev.aiguard.metrics.GuardMetrics;
 /**
  * Breakers in a hierarchy: the system → its providers → their model endpoints. Each node is a plain
  * {@link CircuitBreaker}; a call passes one of each level through a {@link BreakerPath}. An
- * endpoint trips on its own calls; a provider and the system trip only on <em>correlated</em>
- * failure of their children (several children failing, or an error storm spread over at least two
- * of them), never on one child failing alone. So "gpt-x on this deployment fails", "the whole
- * provider is down" and "everything we call fails" are three different states.
+ * endpoint trips on its own calls; a provider and the system follow their children's own judgements:
+ * they trip when at least {@link Builder#childrenToTrip(int) two} children are failing and those are at
+ * least {@link Builder#childrenShareToTrip(double) half} of the children with traffic, never on one
+ * child failing alone nor on a rate pooled over children. So "gpt-x on this deployment fails", "the
+ * whole provider is down" and "everything we call fails" are three different states.
  *
  * <pre>{@code
  * BreakerTree tree = BreakerTree.builder("llm")
@@ -41,11 +43,13 @@ public final class BreakerTree {
 	private final Map<String, Map<String, BreakerPath>> paths;
 	private final List<BreakerPath> allPaths;
 	private final int childrenToTrip;
+	private final double childrenShareToTrip;
 
 	private BreakerTree(Builder b, BiFunction<String, BreakerConfig, CircuitBreaker> create) {
 		this.name = b.name;
 		this.clock = b.clock;
 		this.childrenToTrip = b.childrenToTrip;
+		this.childrenShareToTrip = b.childrenShareToTrip;
 		List<BreakerNode> providers = new ArrayList<>();
 		for (Map.Entry<String, List<String>> provider : b.providers.entrySet()) {
 			String providerPath = name + "/" + provider.getKey();
@@ -56,11 +60,11 @@ public final class BreakerTree {
 			}
 			List<BreakerNode> children = List.copyOf(endpoints);
 			providers.add(new BreakerNode(provider.getKey(), BreakerLevel.PROVIDER,
-					create.apply(providerPath, parentConfig(b.providerConfig, children, b.childrenToTrip)), children));
+					create.apply(providerPath, parentConfig(b.providerConfig, children, b)), children));
 		}
 		List<BreakerNode> children = List.copyOf(providers);
 		this.root = new BreakerNode(name, BreakerLevel.SYSTEM,
-				create.apply(name, parentConfig(b.systemConfig, children, b.childrenToTrip)), children);
+				create.apply(name, parentConfig(b.systemConfig, children, b)), children);
 		Map<String, Map<String, BreakerPath>> byProvider = new LinkedHashMap<>();
 		List<BreakerPath> all = new ArrayList<>();
 		for (BreakerNode provider : root.children()) {
@@ -76,8 +80,9 @@ public final class BreakerTree {
 		this.allPaths = List.copyOf(all);
 	}
 
-	private static BreakerConfig parentConfig(BreakerConfig config, List<BreakerNode> children, int childrenToTrip) {
-		return BreakerConfig.from(config).tripPolicy(new CorrelatedFailurePolicy(children, childrenToTrip)).build();
+	private static BreakerConfig parentConfig(BreakerConfig config, List<BreakerNode> children, Builder b) {
+		return BreakerConfig.from(config)
+				.tripPolicy(new CorrelatedFailurePolicy(children, b.childrenToTrip, b.childrenShareToTrip)).build();
 	}
 
 	/** @return a builder for a tree whose root (the system level) is named {@code name} */
@@ -170,9 +175,14 @@ public final class BreakerTree {
 		return clock;
 	}
 
-	/** @return how many failing children trip a parent */
+	/** @return the fewest failing children that trip a parent */
 	public int childrenToTrip() {
 		return childrenToTrip;
+	}
+
+	/** @return the share of a parent's children with traffic that must be failing for it to trip */
+	public double childrenShareToTrip() {
+		return childrenShareToTrip;
 	}
 
 	/** @return the whole tree as it is now */
@@ -197,6 +207,7 @@ public final class BreakerTree {
 		private BreakerConfig providerConfig = BreakerConfig.defaults();
 		private BreakerConfig endpointConfig = BreakerConfig.defaults();
 		private int childrenToTrip = 2;
+		private double childrenShareToTrip = 0.5;
 		private BreakerClock clock = BreakerClock.system();
 		private Clock wallClock = Clock.systemUTC();
 		private GuardMetrics metrics = GuardMetrics.noop();
@@ -224,7 +235,7 @@ public final class BreakerTree {
 
 		/** @param config every endpoint breaker's config: anything a plain breaker takes */
 		public Builder endpointConfig(BreakerConfig config) {
-			this.endpointConfig = Objects.requireNonNull(config, "endpointConfig");
+			this.endpointConfig = BreakerConfig.notNull("endpointConfig", config);
 			return this;
 		}
 
@@ -234,14 +245,36 @@ public final class BreakerTree {
 		}
 
 		/**
-		 * @param children how many failing children trip a parent, between 2 and 100 (default 2): one
-		 *        child alone never does
+		 * @param children the fewest failing children that trip a parent, between 2 and 100 (default 2):
+		 *        one child alone never does. A parent with fewer children never trips; its children's own
+		 *        breakers refuse their calls.
 		 */
 		public Builder childrenToTrip(int children) {
 			if (children < 2 || children > 100) {
 				throw new IllegalArgumentException("childrenToTrip must be between 2 and 100, was " + children);
 			}
 			this.childrenToTrip = children;
+			return this;
+		}
+
+		/**
+		 * A parent trips when at least {@link #childrenToTrip(int)} of its children are failing <em>and</em>
+		 * they are at least this share of its children with traffic (calls in their window, or OPEN or
+		 * HALF_OPEN). A child is failing when OPEN or HALF_OPEN, or when its own trip policy is at its
+		 * trip limit; never on a rate pooled over children.
+		 *
+		 * <pre>{@code
+		 * BreakerTree.builder("llm").childrenToTrip(2).childrenShareToTrip(0.5)  // the defaults
+		 * }</pre>
+		 *
+		 * @param share a fraction in (0, 1] (default 0.5: half of the children in use)
+		 */
+		public Builder childrenShareToTrip(double share) {
+			if (!(share > 0 && share <= 1)) {
+				throw new IllegalArgumentException("childrenShareToTrip must be a fraction in (0, 1], was " + share
+						+ (share > 1 && share <= 100 ? " (write 0.5 for 50 %)" : ""));
+			}
+			this.childrenShareToTrip = share;
 			return this;
 		}
 
@@ -253,8 +286,8 @@ public final class BreakerTree {
 		 * @param endpoints its endpoints' names, at least one, distinct, no {@code '/'}
 		 */
 		public Builder provider(String provider, String... endpoints) {
-			Objects.requireNonNull(endpoints, "endpoints");
-			return provider(provider, List.of(endpoints));
+			BreakerConfig.notNull("endpoints", endpoints);
+			return provider(provider, Arrays.asList(endpoints));
 		}
 
 		/** @see #provider(String, String...) */
@@ -283,25 +316,25 @@ public final class BreakerTree {
 
 		/** @param clock the monotonic clock every breaker of the tree reads (default the system's) */
 		public Builder clock(BreakerClock clock) {
-			this.clock = Objects.requireNonNull(clock, "clock");
+			this.clock = BreakerConfig.notNull("clock", clock);
 			return this;
 		}
 
 		/** @param wallClock stamps configuration changes (default UTC) */
 		public Builder wallClock(Clock wallClock) {
-			this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+			this.wallClock = BreakerConfig.notNull("wallClock", wallClock);
 			return this;
 		}
 
 		/** @param metrics where every breaker of the tree reports (default no-op) */
 		public Builder metrics(GuardMetrics metrics) {
-			this.metrics = Objects.requireNonNull(metrics, "metrics");
+			this.metrics = BreakerConfig.notNull("metrics", metrics);
 			return this;
 		}
 
 		/** @param listener registered on every breaker of the tree (repeatable) */
 		public Builder listener(BreakerListener listener) {
-			listeners.add(Objects.requireNonNull(listener, "listener"));
+			listeners.add(BreakerConfig.notNull("listener", listener));
 			return this;
 		}
 
@@ -332,7 +365,7 @@ public final class BreakerTree {
 		}
 
 		private static BreakerConfig parent(String field, BreakerConfig config) {
-			Objects.requireNonNull(config, field);
+			BreakerConfig.notNull(field, config);
 			if (config.consecutiveFailuresToTrip() != 0) {
 				throw new IllegalArgumentException(field + ".consecutiveFailuresToTrip must be 0 in a breaker tree "
 						+ "(a parent trips on its children's correlated failure only), was "
@@ -347,7 +380,7 @@ public final class BreakerTree {
 		}
 
 		private static String checkName(String field, String value) {
-			Objects.requireNonNull(value, field);
+			BreakerConfig.notNull(field, value);
 			if (value.isBlank() || value.indexOf('/') >= 0) {
 				throw new IllegalArgumentException(field + " must be non-blank without '/', was '" + value + "'");
 			}

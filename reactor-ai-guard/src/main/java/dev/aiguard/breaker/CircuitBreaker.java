@@ -569,8 +569,7 @@ public final class CircuitBreaker implements BreakerGate {
 			return;
 		}
 		BreakerConfig c = s.config;
-		// warm-up: a cold provider's first minutes need a higher pressure to trip
-		double limit = c.warmUpNanos > 0 && now - createdAt < c.warmUpNanos ? c.warmUpThresholdFactor() : 1;
+		double limit = tripLimit(c, now);
 		if (pressure < limit) {
 			long since = p.aboveSince;
 			if (since != Phase.NEVER) {
@@ -593,6 +592,11 @@ public final class CircuitBreaker implements BreakerGate {
 				+ round(s.window.slowCallRate()) + ")");
 	}
 
+	/** The pressure a trip needs: 1, or during the warm-up its factor (a cold provider's first minutes). */
+	private double tripLimit(BreakerConfig c, long now) {
+		return c.warmUpNanos > 0 && now - createdAt < c.warmUpNanos ? c.warmUpThresholdFactor() : 1;
+	}
+
 	/** A trip sooner after a re-close than the last open wait lasted continues the streak of re-opens. */
 	private static int tripStreak(Phase closed, long now) {
 		return closed.lastOpenWait > 0 && now - closed.enteredAt < closed.lastOpenWait ? closed.streak + 1 : 0;
@@ -612,7 +616,11 @@ public final class CircuitBreaker implements BreakerGate {
 		int outstanding = probes > 0 ? Math.max(0, probes - calls) : 0;
 		double worst = outstanding == 0 ? pressure
 				: FailureRatePolicy.ratePressure(calls + outstanding, failures + outstanding, slow + outstanding, c);
-		if (healthy >= c.successesToClose() && worst < 1 - c.hysteresis()) {
+		boolean healthyProbes = healthy >= c.successesToClose() && worst < 1 - c.hysteresis();
+		// a tree's parent also waits until its children no longer reach the share that trips it
+		String heldOpen = healthyProbes && s.evaluator instanceof CorrelatedFailurePolicy.Judge judge
+				? judge.holdsOpen(now) : null;
+		if (healthyProbes && heldOpen == null) {
 			if (now - p.dwellUntil >= 0) {
 				close(p, s, now, healthy + " of " + calls + " probes healthy, probe pressure " + round(pressure)
 						+ " < " + round(1 - c.hysteresis()));
@@ -627,8 +635,8 @@ public final class CircuitBreaker implements BreakerGate {
 			reopen(p, s, now, "probe pressure " + round(pressure) + " >= 1 after " + calls + " probes");
 		}
 		else if (c.halfOpenProbes() > 0 && calls >= c.halfOpenProbes()) {
-			reopen(p, s, now, "all " + calls + " probes used without reaching probe pressure < "
-					+ round(1 - c.hysteresis()));
+			reopen(p, s, now, heldOpen != null ? "all " + calls + " probes used while " + heldOpen
+					: "all " + calls + " probes used without reaching probe pressure < " + round(1 - c.hysteresis()));
 		}
 		else if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
 			reopen(p, s, now, "no decision within maxTimeInHalfOpen " + c.maxTimeInHalfOpen());
@@ -942,26 +950,60 @@ public final class CircuitBreaker implements BreakerGate {
 	}
 
 	private SlidingWindow current() {
-		Settings s = settings;
-		long now = clock.nanoTime();
-		handOverWaiting(s, now);
-		if (s.window.timeBased()) {
-			s.window.advanceTo(now);
-		}
-		return s.window;
+		return slid(settings, clock.nanoTime());
 	}
 
-	/**
-	 * The window slid to {@code nowNanos}, a reading of this breaker's clock: a parent in a
-	 * {@link BreakerTree} reads its children's evidence this way, without a copy.
-	 */
-	WindowCounts countsAt(long nowNanos) {
-		Settings s = settings;
+	/** The window of {@code s} with the batched successes in and slid to {@code nowNanos}, without a copy. */
+	private SlidingWindow slid(Settings s, long nowNanos) {
 		handOverWaiting(s, nowNanos);
 		if (s.window.timeBased()) {
 			s.window.advanceTo(nowNanos);
 		}
 		return s.window;
+	}
+
+	/** {@link #judgementAt}: no calls in the window, or an operator state (FORCED_OPEN, DISABLED). */
+	static final int IDLE = 0;
+	/** {@link #judgementAt}: CLOSED, calls in the window, the trip policy's pressure below the trip limit. */
+	static final int HEALTHY = 1;
+	/** {@link #judgementAt}: OPEN with its wait running, or CLOSED at the trip limit (waiting out a dwell or delay). */
+	static final int FAILING = 2;
+	/** {@link #judgementAt}: HALF_OPEN, or OPEN with its wait over (the next call probes). */
+	static final int PROBING = 3;
+
+	/**
+	 * The breaker's judgement of itself at {@code nowNanos}, a reading of its clock: what a parent in
+	 * a {@link BreakerTree} follows. A CLOSED breaker asks its trip policy (after handing over its
+	 * batched successes), so a parent of parents follows its children's correlation rule in turn.
+	 *
+	 * @return {@link #IDLE}, {@link #HEALTHY}, {@link #FAILING} or {@link #PROBING}
+	 */
+	int judgementAt(long nowNanos) {
+		Phase p = phase;
+		switch (p.state) {
+			case OPEN:
+				return nowNanos - p.openUntil < 0 ? FAILING : PROBING;
+			case HALF_OPEN:
+				return PROBING;
+			case CLOSED:
+				break;
+			default:
+				return IDLE; // FORCED_OPEN, DISABLED: an operator's state, not evidence
+		}
+		Settings s = settings;
+		SlidingWindow window = slid(s, nowNanos);
+		double pressure;
+		try {
+			pressure = s.evaluator.pressure(window, s.config, nowNanos);
+		}
+		catch (Throwable t) {
+			Callbacks.dropped(t);
+			pressure = 0;
+		}
+		if (pressure >= tripLimit(s.config, nowNanos)) {
+			return FAILING;
+		}
+		return window.calls() > 0 ? HEALTHY : IDLE;
 	}
 
 	/** The live window (tests compare its slots with its totals). */
@@ -1281,7 +1323,7 @@ public final class CircuitBreaker implements BreakerGate {
 		private final List<BreakerListener> listeners = new ArrayList<>();
 
 		private Builder(String name) {
-			Objects.requireNonNull(name, "name");
+			BreakerConfig.notNull("name", name);
 			if (name.isBlank()) {
 				throw new IllegalArgumentException("name must not be blank, was '" + name + "'");
 			}
@@ -1290,31 +1332,31 @@ public final class CircuitBreaker implements BreakerGate {
 
 		/** @param config the config (default {@link BreakerConfig#defaults()}) */
 		public Builder config(BreakerConfig config) {
-			this.config = Objects.requireNonNull(config, "config");
+			this.config = BreakerConfig.notNull("config", config);
 			return this;
 		}
 
 		/** @param clock the monotonic clock all waits and windows use (default {@link BreakerClock#system()}) */
 		public Builder clock(BreakerClock clock) {
-			this.clock = Objects.requireNonNull(clock, "clock");
+			this.clock = BreakerConfig.notNull("clock", clock);
 			return this;
 		}
 
 		/** @param wallClock the clock that stamps {@link BreakerEvent.ConfigChanged#at()} (default UTC) */
 		public Builder wallClock(Clock wallClock) {
-			this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+			this.wallClock = BreakerConfig.notNull("wallClock", wallClock);
 			return this;
 		}
 
 		/** @param metrics where the state gauge, transitions, rejections and rates go (default no-op) */
 		public Builder metrics(GuardMetrics metrics) {
-			this.metrics = Objects.requireNonNull(metrics, "metrics");
+			this.metrics = BreakerConfig.notNull("metrics", metrics);
 			return this;
 		}
 
 		/** @param listener a listener to register from the start (repeatable) */
 		public Builder listener(BreakerListener listener) {
-			listeners.add(Objects.requireNonNull(listener, "listener"));
+			listeners.add(BreakerConfig.notNull("listener", listener));
 			return this;
 		}
 

@@ -5,90 +5,128 @@ import java.util.List;
 import dev.aiguard.core.Outcome;
 
 /**
- * The trip rule of a parent level in a {@link BreakerTree}: it weighs its children's evidence, not
- * raw calls, so one failing child never trips it. The pressure is the larger of
+ * The trip rule of a parent level in a {@link BreakerTree}: it follows its children's own judgements,
+ * never the calls it counts itself, so a parent trips only where its children say they fail. A child
+ * (see {@link CircuitBreaker#judgementAt(long)}) is
  * <ul>
- * <li>{@code failingChildren / childrenToTrip}: a child is failing while its breaker is not CLOSED
- * (OPEN, HALF_OPEN, FORCED_OPEN) or while its window holds at least its {@code minimumCalls} with a
- * failure rate at its {@code failureRateThreshold};</li>
- * <li>the failure rate of the children's windows <em>without the child whose rate is highest</em>,
- * over the parent's {@code failureRateThreshold}, once those windows hold the parent's
- * {@code minimumCalls}: an error storm spread over at least two children.</li>
+ * <li><em>failing</em> while OPEN (its wait running), or CLOSED with its own trip policy's pressure at
+ * its trip limit (a trip that waits out its dwell or delay);</li>
+ * <li><em>probing</em> while HALF_OPEN or OPEN with its wait over: failing for a trip, not yet judged
+ * for a re-close;</li>
+ * <li><em>healthy</em> while CLOSED with calls in its window and its pressure below the limit;</li>
+ * <li><em>idle</em> without calls in its window, and while FORCED_OPEN or DISABLED (an operator's
+ * state says nothing about health): not counted at all.</li>
  * </ul>
- * With {@code childrenToTrip ≥ 2}, one child alone reaches at most half the first; and leaving out
- * the worst child leaves children each below the threshold when only one is failing, so their joint
- * rate is below it too. Judged after each failed call the parent records (the children settle
+ * The parent trips when at least {@code childrenToTrip} children are failing and they are at least
+ * {@code shareToTrip} of the children with traffic (failing, probing or healthy); a parent with fewer
+ * children never trips (its children's own breakers already refuse their calls). The pressure is the smaller of the two ratios, so it reaches 1 exactly when both hold.
+ * No pooled rate enters: calls spread over children that each stay below their own threshold never
+ * trip the parent. Judged after each failed or slow call the parent records (the children settle
  * first, so their state already shows that call). Built by the tree for its parents; not public.
  */
 final class CorrelatedFailurePolicy implements TripPolicy {
 
 	private final List<BreakerNode> children;
 	private final int childrenToTrip;
+	private final double shareToTrip;
 
-	CorrelatedFailurePolicy(List<BreakerNode> children, int childrenToTrip) {
+	CorrelatedFailurePolicy(List<BreakerNode> children, int childrenToTrip, double shareToTrip) {
 		this.children = children;
 		this.childrenToTrip = childrenToTrip;
+		this.shareToTrip = shareToTrip;
 	}
 
 	@Override
 	public Evaluator newEvaluator() {
-		return new Evaluator() {
-			@Override
-			public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos,
-					boolean slow, long nowNanos) {
-				return outcome != Outcome.SUCCESS;
-			}
-
-			@Override
-			public double pressure(WindowCounts window, BreakerConfig config, long nowNanos) {
-				return CorrelatedFailurePolicy.this.pressure(config, nowNanos);
-			}
-		};
+		return new Judge();
 	}
 
-	/** Reads each child's window in place: no copy, no allocation. */
-	double pressure(BreakerConfig config, long nowNanos) {
-		int failing = 0;
-		long calls = 0;
-		long failures = 0;
-		long worstCalls = 0;
-		long worstFailures = 0;
-		double worstRate = -1;
+	/** The parent's evaluator; the parent's HALF_OPEN asks it whether its children still hold it open. */
+	final class Judge implements Evaluator {
+
+		@Override
+		public boolean onCall(WindowCounts window, BreakerConfig config, Outcome outcome, long timeToFirstTokenNanos,
+				boolean slow, long nowNanos) {
+			// a child's judgement moves on its failed and slow calls, and each of them passes the parent
+			return outcome != Outcome.SUCCESS || slow;
+		}
+
+		@Override
+		public double pressure(WindowCounts window, BreakerConfig config, long nowNanos) {
+			return CorrelatedFailurePolicy.this.pressure(nowNanos);
+		}
+
+		/**
+		 * @return why the children keep a parent with healthy probes from closing, or {@code null} when
+		 *         they do not: the share is still reached by children that are failing and not yet probing
+		 */
+		String holdsOpen(long nowNanos) {
+			return CorrelatedFailurePolicy.this.holdsOpen(nowNanos);
+		}
+	}
+
+	/** The trip pressure now: probing children count as failing. */
+	double pressure(long nowNanos) {
+		long counts = count(nowNanos);
+		return pressure(failing(counts) + probing(counts), withTraffic(counts));
+	}
+
+	/** @return why the parent may not close yet, or {@code null}: only children failing without probing count */
+	String holdsOpen(long nowNanos) {
+		long counts = count(nowNanos);
+		int failing = failing(counts);
+		int traffic = withTraffic(counts);
+		return pressure(failing, traffic) >= 1
+				? failing + " of " + traffic + " children with traffic are still failing" : null;
+	}
+
+	private double pressure(int failing, int withTraffic) {
+		if (failing == 0) {
+			return 0;
+		}
+		return Math.min((double) failing / childrenToTrip, (double) failing / withTraffic / shareToTrip);
+	}
+
+	/** Judges every child once; packs failing, probing and healthy counts (21 bits each) in a long. */
+	private long count(long nowNanos) {
+		long counts = 0;
 		for (int i = 0, n = children.size(); i < n; i++) {
-			CircuitBreaker child = children.get(i).breaker();
-			BreakerState state = child.state();
-			WindowCounts w = child.countsAt(nowNanos);
-			long c = w.calls();
-			long f = Math.min(w.failures(), c);
-			double rate = c == 0 ? 0 : (double) f / c;
-			BreakerConfig cc = child.config();
-			if (state == BreakerState.OPEN || state == BreakerState.HALF_OPEN || state == BreakerState.FORCED_OPEN
-					|| c >= cc.minimumCalls() && rate >= cc.failureRateThreshold()) {
-				failing++;
-			}
-			calls += c;
-			failures += f;
-			if (rate > worstRate) {
-				worstRate = rate;
-				worstCalls = c;
-				worstFailures = f;
+			switch (children.get(i).breaker().judgementAt(nowNanos)) {
+				case CircuitBreaker.FAILING -> counts += 1L;
+				case CircuitBreaker.PROBING -> counts += 1L << 21;
+				case CircuitBreaker.HEALTHY -> counts += 1L << 42;
+				default -> {
+				}
 			}
 		}
-		double byChildren = (double) failing / childrenToTrip;
-		long restCalls = calls - worstCalls;
-		double spread = 0;
-		if (children.size() >= 2 && restCalls > 0 && restCalls >= config.minimumCalls()) {
-			spread = (double) (failures - worstFailures) / restCalls / config.failureRateThreshold();
-		}
-		return Math.max(byChildren, spread);
+		return counts;
+	}
+
+	private static final long MASK = (1L << 21) - 1;
+
+	private static int failing(long counts) {
+		return (int) (counts & MASK);
+	}
+
+	private static int probing(long counts) {
+		return (int) (counts >>> 21 & MASK);
+	}
+
+	private static int withTraffic(long counts) {
+		return failing(counts) + probing(counts) + (int) (counts >>> 42 & MASK);
 	}
 
 	int childrenToTrip() {
 		return childrenToTrip;
 	}
 
+	double shareToTrip() {
+		return shareToTrip;
+	}
+
 	@Override
 	public String toString() {
-		return "correlatedFailure(" + childrenToTrip + " of " + children.size() + " children, or spread)";
+		return "correlatedFailure(at least " + childrenToTrip + " of " + children.size()
+				+ " children failing, and at least " + shareToTrip + " of those with traffic)";
 	}
 }

@@ -42,7 +42,7 @@ public final class DecayedFailureRatePolicy implements TripPolicy {
 
 	/** @param halfLife age at which a call weighs half as much as a new one; between 1 ms and 1 day */
 	public DecayedFailureRatePolicy halfLife(Duration halfLife) {
-		Objects.requireNonNull(halfLife, "halfLife");
+		BreakerConfig.notNull("halfLife", halfLife);
 		if (halfLife.compareTo(Duration.ofMillis(1)) < 0 || halfLife.compareTo(Duration.ofDays(1)) > 0) {
 			throw new IllegalArgumentException("halfLife must be between 1 ms and 1 day, was " + halfLife);
 		}
@@ -54,7 +54,7 @@ public final class DecayedFailureRatePolicy implements TripPolicy {
 	 * @param severity what one such failure adds, between 0 and 100 (a success adds 0)
 	 */
 	public DecayedFailureRatePolicy severity(Outcome outcome, double severity) {
-		Objects.requireNonNull(outcome, "outcome");
+		BreakerConfig.notNull("outcome", outcome);
 		if (!(severity >= 0 && severity <= 100)) {
 			throw new IllegalArgumentException("severity of " + outcome + " must be between 0 and 100, was " + severity);
 		}

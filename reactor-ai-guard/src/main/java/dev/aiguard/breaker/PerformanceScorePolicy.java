@@ -41,7 +41,7 @@ public final class PerformanceScorePolicy implements TripPolicy {
 
 	/** @param baseline the healthy time to first token, between 1 ms and 1 hour */
 	public PerformanceScorePolicy baseline(Duration baseline) {
-		Objects.requireNonNull(baseline, "baseline");
+		BreakerConfig.notNull("baseline", baseline);
 		if (baseline.compareTo(Duration.ofMillis(1)) < 0 || baseline.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("baseline must be between 1 ms and 1 hour, was " + baseline);
 		}
@@ -66,7 +66,7 @@ public final class PerformanceScorePolicy implements TripPolicy {
 
 	/** @param halfLife how fast old first-token times fade from the current mean; 1 ms to 1 day */
 	public PerformanceScorePolicy halfLife(Duration halfLife) {
-		Objects.requireNonNull(halfLife, "halfLife");
+		BreakerConfig.notNull("halfLife", halfLife);
 		if (halfLife.compareTo(Duration.ofMillis(1)) < 0 || halfLife.compareTo(Duration.ofDays(1)) > 0) {
 			throw new IllegalArgumentException("halfLife must be between 1 ms and 1 day, was " + halfLife);
 		}

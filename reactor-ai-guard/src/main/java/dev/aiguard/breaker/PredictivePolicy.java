@@ -50,7 +50,7 @@ public final class PredictivePolicy implements TripPolicy {
 
 	/** @param policy the policy whose pressure is forecast */
 	public PredictivePolicy inner(TripPolicy policy) {
-		Objects.requireNonNull(policy, "inner");
+		BreakerConfig.notNull("inner", policy);
 		if (policy instanceof PredictivePolicy) {
 			throw new IllegalArgumentException("inner must not itself be predictive, was " + policy);
 		}
@@ -60,7 +60,7 @@ public final class PredictivePolicy implements TripPolicy {
 
 	/** @param interval time between two samples of the score, between 10 ms and 1 hour */
 	public PredictivePolicy sampleInterval(Duration interval) {
-		Objects.requireNonNull(interval, "sampleInterval");
+		BreakerConfig.notNull("sampleInterval", interval);
 		if (interval.compareTo(Duration.ofMillis(10)) < 0 || interval.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("sampleInterval must be between 10 ms and 1 hour, was " + interval);
 		}
@@ -69,7 +69,7 @@ public final class PredictivePolicy implements TripPolicy {
 
 	/** @param horizon how far ahead the forecast looks, positive and at most 1 hour */
 	public PredictivePolicy horizon(Duration horizon) {
-		Objects.requireNonNull(horizon, "horizon");
+		BreakerConfig.notNull("horizon", horizon);
 		if (horizon.isNegative() || horizon.isZero() || horizon.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("horizon must be positive and at most 1 hour, was " + horizon);
 		}

@@ -2,7 +2,6 @@ package dev.aiguard.breaker;
 
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Objects;
 
 import dev.aiguard.core.Outcome;
 
@@ -110,13 +109,13 @@ public interface TripPolicy {
 
 	/** Trips when any of {@code policies} would: the pressure is the highest of theirs. */
 	static TripPolicy anyOf(TripPolicy... policies) {
-		Objects.requireNonNull(policies, "policies");
+		BreakerConfig.notNull("policies", policies);
 		if (policies.length == 0) {
 			throw new IllegalArgumentException("anyOf needs at least one policy, was none");
 		}
 		TripPolicy[] copy = Arrays.copyOf(policies, policies.length);
 		for (int i = 0; i < copy.length; i++) {
-			Objects.requireNonNull(copy[i], "policies[" + i + "]");
+			BreakerConfig.notNull("policies[" + i + "]", copy[i]);
 		}
 		return copy.length == 1 ? copy[0] : new AnyOfPolicy(copy);
 	}

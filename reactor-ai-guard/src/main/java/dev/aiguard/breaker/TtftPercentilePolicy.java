@@ -51,7 +51,7 @@ public final class TtftPercentilePolicy implements TripPolicy {
 
 	/** @param limit the percentile's time to first token at which the breaker trips, 1 ms to 1 hour */
 	public TtftPercentilePolicy limit(Duration limit) {
-		Objects.requireNonNull(limit, "limit");
+		BreakerConfig.notNull("limit", limit);
 		if (limit.compareTo(Duration.ofMillis(1)) < 0 || limit.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("limit must be between 1 ms and 1 hour, was " + limit);
 		}
@@ -69,7 +69,7 @@ public final class TtftPercentilePolicy implements TripPolicy {
 
 	/** @param window how far back the percentile looks, between 60 ms and 1 hour */
 	public TtftPercentilePolicy window(Duration window) {
-		Objects.requireNonNull(window, "window");
+		BreakerConfig.notNull("window", window);
 		if (window.compareTo(Duration.ofMillis(60)) < 0 || window.compareTo(Duration.ofHours(1)) > 0) {
 			throw new IllegalArgumentException("window must be between 60 ms and 1 hour, was " + window);
 		}

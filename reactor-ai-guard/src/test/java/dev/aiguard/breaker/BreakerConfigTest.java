@@ -97,7 +97,7 @@ class BreakerConfigTest {
 		rejects(b -> b.maxTimeInHalfOpen(Duration.ZERO), "maxTimeInHalfOpen", "PT0S");
 		rejects(b -> b.hysteresis(1), "hysteresis", "1.0");
 		rejects(b -> b.minimumDwell(Duration.ofSeconds(-2)), "minimumDwell", "PT-2S");
-		assertThatThrownBy(() -> BreakerConfig.custom().tripPolicy(null)).isInstanceOf(NullPointerException.class)
+		assertThatThrownBy(() -> BreakerConfig.custom().tripPolicy(null)).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("tripPolicy");
 	}
 

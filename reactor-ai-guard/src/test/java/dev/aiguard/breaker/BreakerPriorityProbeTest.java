@@ -117,15 +117,14 @@ class BreakerPriorityProbeTest {
 			VirtualTimeScheduler vts = VirtualTimeScheduler.get();
 			BreakerConfig parent = BreakerConfig.from(base().build()).halfOpenProbes(2).openP0ProbeShare(0.5).build();
 			BreakerTree tree = BreakerTree.builder("llm").clock(() -> vts.now(TimeUnit.NANOSECONDS))
-					.endpointConfig(base().build()).systemConfig(parent).provider("a", "a1").provider("b", "b1")
-					.build();
-			// both providers fail: the system trips
+					.endpointConfig(base().build()).systemConfig(parent).provider("a", "a1", "a2")
+					.provider("b", "b1", "b2").build();
+			// every endpoint fails and trips, so both providers trip, and with them the system
 			BreakerPath a1 = tree.path("a", "a1");
-			BreakerPath b1 = tree.path("b", "b1");
-			a1.acquire(Priority.P1).record(Outcome.FAILURE, -1);
-			b1.acquire(Priority.P1).record(Outcome.FAILURE, -1);
-			a1.acquire(Priority.P1).record(Outcome.FAILURE, -1);
-			b1.acquire(Priority.P1).record(Outcome.FAILURE, -1);
+			for (BreakerPath path : tree.paths()) {
+				path.acquire(Priority.P1).record(Outcome.FAILURE, -1);
+				path.acquire(Priority.P1).record(Outcome.FAILURE, -1);
+			}
 			assertThat(tree.root().breaker().state()).isEqualTo(BreakerState.OPEN);
 			// the endpoints recover on their own, the system is still OPEN
 			tree.paths().forEach(p -> {

@@ -3,6 +3,8 @@ package dev.aiguard.breaker;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Test;
@@ -16,7 +18,8 @@ import reactor.test.util.RaceTestUtils;
 /**
  * Levels share state (a provider and the system see every call of their endpoints): concurrent
  * permits across paths are settled exactly once per level, a refusal below never leaks a parent's
- * permit or probe slot, and racing settlements of one composite permit count once.
+ * permit or probe slot, racing settlements of one composite permit count once, and children
+ * tripping on several threads while the parent is judged trip the parent once, with two failing.
  */
 class BreakerTreeRaceTest {
 
@@ -114,6 +117,60 @@ class BreakerTreeRaceTest {
 			assertThat(tree.provider("p").breaker().phase().granted).isZero();
 			assertThat(tree.root().breaker().snapshot().calls()).isEqualTo(systemCalls);
 			assertThat(tree.root().breaker().phase().probes).isZero();
+		}
+	}
+
+	@Test
+	void childrenTrippingOnSeveralThreadsTripTheirParentOnceAndOnlyWithTwoFailing() {
+		BreakerConfig endpoints = BreakerConfig.custom().countWindow(1000).minimumCalls(50).failureRateThreshold(0.5)
+				.openWait(Duration.ofSeconds(10)).minimumDwell(Duration.ZERO).build();
+		for (int round = 0; round < 50; round++) {
+			BreakerTree tree = BreakerTree.builder("race").clock(clock).endpointConfig(endpoints)
+					.provider("p", "a", "b", "c").provider("q", "x").build();
+			BreakerNode provider = tree.provider("p");
+			CorrelatedFailurePolicy policy = (CorrelatedFailurePolicy) provider.breaker().config().tripPolicy();
+			List<Integer> failingAtTrip = new CopyOnWriteArrayList<>();
+			provider.breaker().addListener(e -> {
+				if (e instanceof BreakerEvent.StateTransition t && t.to() == BreakerState.OPEN) {
+					int failing = 0;
+					for (BreakerNode endpoint : provider.children()) {
+						BreakerSnapshot w = endpoint.breaker().snapshot();
+						if (endpoint.breaker().state() != BreakerState.CLOSED
+								|| w.calls() >= 50 && w.failureRate() >= 0.5) {
+							failing++;
+						}
+					}
+					failingAtTrip.add(failing);
+				}
+			});
+			Runnable[] tasks = new Runnable[4];
+			String[] endpoint = {"a", "b", "c"};
+			for (int t = 0; t < 3; t++) {
+				BreakerPath path = tree.path("p", endpoint[t]);
+				Outcome outcome = t < 2 ? Outcome.FAILURE : Outcome.SUCCESS;
+				tasks[t] = () -> {
+					for (int i = 0; i < 200; i++) {
+						BreakerPermit permit = path.tryAcquire(Priority.P1);
+						if (permit != null) {
+							permit.record(outcome, 1);
+						}
+					}
+				};
+			}
+			// the parent's evaluation and the tree's snapshot racing the children's transitions
+			tasks[3] = () -> {
+				for (int i = 0; i < 200; i++) {
+					assertThat(policy.pressure(clock.nanoTime())).isBetween(0.0, 2.0);
+					tree.snapshot();
+				}
+			};
+			RaceTestUtils.race(Schedulers.boundedElastic(), tasks);
+
+			assertThat(failingAtTrip).as("round %d", round).containsExactly(2);
+			assertThat(provider.breaker().state()).isEqualTo(BreakerState.OPEN);
+			assertThat(tree.path("p", "c").endpoint().breaker().state()).isEqualTo(BreakerState.CLOSED);
+			// one failing provider of two is not the system's share
+			assertThat(tree.root().breaker().state()).isEqualTo(BreakerState.CLOSED);
 		}
 	}
 

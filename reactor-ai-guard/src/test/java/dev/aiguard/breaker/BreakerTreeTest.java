@@ -143,7 +143,7 @@ class BreakerTreeTest {
 		record(tree.path("openai", "a"), Outcome.FAILURE, 4);
 		record(tree.path("openai", "b"), Outcome.FAILURE, 4);
 		record(tree.path("anthropic", "x"), Outcome.FAILURE, 4);
-		record(tree.path("anthropic", "y"), Outcome.FAILURE, 2);
+		record(tree.path("anthropic", "y"), Outcome.FAILURE, 4);
 		assertThat(state(tree.root())).isEqualTo(BreakerState.OPEN);
 		for (BreakerNode provider : tree.root().children()) {
 			provider.breaker().transitionToClosed();
@@ -196,55 +196,63 @@ class BreakerTreeTest {
 	}
 
 	@Test
-	void aProviderWideStormTripsTheProviderWhileNoEndpointHasTripped() {
-		BreakerConfig patient = BreakerConfig.from(endpointConfig()).minimumCalls(50).build();
+	void aStormSpreadThinTripsTheProviderOnlyOnceTwoEndpointsJudgeThemselvesFailing() {
+		BreakerConfig patient = BreakerConfig.from(endpointConfig()).minimumCalls(8).build();
 		BreakerTree tree = BreakerTree.builder("llm").clock(clock).endpointConfig(patient)
 				.providerConfig(parentConfig()).systemConfig(parentConfig()).provider("openai", "a", "b", "c")
 				.provider("anthropic", "x").build();
-		// 529 overload on every endpoint, 2 of 3 calls: no endpoint has enough calls to judge itself
+		// 529 overload on every endpoint, 2 of 3 calls: the pooled rate is over every threshold from the
+		// start, but no endpoint has the calls to judge itself yet, so the provider waits for them
+		List<String> endpoints = List.of("a", "b", "c");
 		int calls = 0;
-		for (int i = 0; i < 30 && state(tree.provider("openai")) == BreakerState.CLOSED; i++) {
-			record(tree.path("openai", List.of("a", "b", "c").get(i % 3)), i / 3 % 3 == 2 ? Outcome.SUCCESS
-					: Outcome.FAILURE, 1);
+		for (int i = 0; i < 60 && state(tree.provider("openai")) == BreakerState.CLOSED; i++) {
+			BreakerPermit permit = tree.path("openai", endpoints.get(i % 3)).tryAcquire(Priority.P1);
+			if (permit != null) {
+				permit.record(i / 3 % 3 == 2 ? Outcome.SUCCESS : Outcome.FAILURE, -1);
+			}
 			calls++;
+			long tripped = tree.provider("openai").children().stream()
+					.filter(e -> state(e) != BreakerState.CLOSED).count();
+			assertThat(state(tree.provider("openai")) == BreakerState.CLOSED || tripped >= 2)
+					.as("the provider is OPEN after call %d with %d endpoints tripped", calls, tripped).isTrue();
 		}
 		assertThat(state(tree.provider("openai"))).isEqualTo(BreakerState.OPEN);
-		// a:F b:F c:F a:F b:F c:F a:S b:S c:S, then a's failure: b and c alone fail 4 of 6
-		assertThat(calls).isEqualTo(10);
-		for (BreakerNode endpoint : tree.provider("openai").children()) {
-			assertThat(state(endpoint)).as(endpoint.name()).isEqualTo(BreakerState.CLOSED);
-		}
+		// a's 8th call (the 22nd) trips a, b's (the 23rd) trips b and with it the provider
+		assertThat(calls).isEqualTo(23);
 		assertThat(state(tree.root())).isEqualTo(BreakerState.CLOSED);
 	}
 
 	@Test
-	void aStormOnOneEndpointAloneDoesNotLookSpread() {
+	void aStormOnOneEndpointAloneDoesNotTripItsProvider() {
 		BreakerConfig patient = BreakerConfig.from(endpointConfig()).minimumCalls(50).build();
 		BreakerTree tree = BreakerTree.builder("llm").clock(clock).endpointConfig(patient)
 				.providerConfig(parentConfig()).provider("openai", "a", "b", "c").build();
 		record(tree.path("openai", "b"), Outcome.SUCCESS, 10);
-		record(tree.path("openai", "a"), Outcome.FAILURE, 40);
+		record(tree.path("openai", "a"), Outcome.FAILURE, 50);
+		assertThat(state(tree.path("openai", "a").endpoint())).isEqualTo(BreakerState.OPEN);
 		assertThat(state(tree.provider("openai"))).isEqualTo(BreakerState.CLOSED);
 		CorrelatedFailurePolicy policy = (CorrelatedFailurePolicy) tree.provider("openai").breaker().config()
 				.tripPolicy();
-		// one child failing is at most half way to the children rule, and nothing of the spread rule
-		assertThat(policy.pressure(parentConfig(), clock.nanoTime())).isLessThan(1);
+		// one failing child is half way to the two it takes
+		assertThat(policy.pressure(clock.nanoTime())).isEqualTo(0.5);
 	}
 
 	@Test
-	void twoProvidersFailingTripTheSystem() {
+	void twoProvidersFailingTripTheSystemOnceBothHaveTrippedThemselves() {
 		BreakerTree tree = tree();
 		record(tree.path("openai", "a"), Outcome.FAILURE, 4);
 		record(tree.path("openai", "b"), Outcome.FAILURE, 4);
 		assertThat(state(tree.provider("openai"))).isEqualTo(BreakerState.OPEN);
 		assertThat(state(tree.root())).isEqualTo(BreakerState.CLOSED);
 		record(tree.path("anthropic", "x"), Outcome.FAILURE, 4);
-		// anthropic's 4 calls are fewer than its minimum to be judged failing
-		assertThat(state(tree.root())).isEqualTo(BreakerState.CLOSED);
-		record(tree.path("anthropic", "y"), Outcome.FAILURE, 2);
-
-		// the second provider fails at its threshold (6 of 6) before it has tripped itself: the system trips
+		record(tree.path("anthropic", "y"), Outcome.FAILURE, 3);
+		// anthropic fails every call, but only x has judged itself failing: anthropic is not down yet,
+		// so neither is the system
 		assertThat(state(tree.provider("anthropic"))).isEqualTo(BreakerState.CLOSED);
+		assertThat(state(tree.root())).isEqualTo(BreakerState.CLOSED);
+		record(tree.path("anthropic", "y"), Outcome.FAILURE, 1);
+
+		assertThat(state(tree.provider("anthropic"))).isEqualTo(BreakerState.OPEN);
 		assertThat(state(tree.root())).isEqualTo(BreakerState.OPEN);
 		assertThatThrownBy(() -> tree.path("anthropic", "x").acquire(Priority.P0))
 				.isInstanceOfSatisfying(BreakerOpenException.class, e -> assertThat(e.breakerName()).isEqualTo("llm"));

@@ -490,8 +490,11 @@ public class AiGuardProperties {
 		@Nullable
 		private String systemConfig;
 
-		/** Failing children that trip a parent, at least 2. */
+		/** The fewest failing children that trip a parent, at least 2. */
 		private int childrenToTrip = 2;
+
+		/** The share of a parent's children with traffic that must be failing for it to trip, in (0, 1]. */
+		private double childrenShareToTrip = 0.5;
 
 		/** For this long after a breaker of the tree enters HALF_OPEN, only P0 calls probe. Unset: off. */
 		@Nullable
@@ -547,6 +550,14 @@ public class AiGuardProperties {
 
 		public void setChildrenToTrip(int childrenToTrip) {
 			this.childrenToTrip = childrenToTrip;
+		}
+
+		public double getChildrenShareToTrip() {
+			return childrenShareToTrip;
+		}
+
+		public void setChildrenShareToTrip(double childrenShareToTrip) {
+			this.childrenShareToTrip = childrenShareToTrip;
 		}
 
 		public @Nullable Duration getP0ProbeWindow() {

@@ -256,6 +256,7 @@ final class GuardFactory {
 		make(at + ".provider-config", () -> b.providerConfig(p));
 		make(at + ".system-config", () -> b.systemConfig(s));
 		make(at + ".children-to-trip", () -> b.childrenToTrip(t.getChildrenToTrip()));
+		make(at + ".children-share-to-trip", () -> b.childrenShareToTrip(t.getChildrenShareToTrip()));
 		t.getProviders().forEach((name, endpoints) -> make(at + ".providers." + name,
 				() -> b.provider(name, endpoints == null ? List.of() : endpoints)));
 		return make(at, b::build);

@@ -59,6 +59,21 @@ class AiGuardBreakerTreeTest {
 	}
 
 	@Test
+	void theParentsRuleIsSetByProperties() {
+		runner.run(context -> {
+			BreakerTree tree = context.getBean(AiGuardRegistry.class).breakerTree().orElseThrow();
+			assertThat(tree.childrenToTrip()).isEqualTo(2);
+			assertThat(tree.childrenShareToTrip()).isEqualTo(0.5);
+		});
+		runner.withPropertyValues("aiguard.breaker-tree.children-to-trip=3",
+				"aiguard.breaker-tree.children-share-to-trip=0.75").run(context -> {
+			BreakerTree tree = context.getBean(AiGuardRegistry.class).breakerTree().orElseThrow();
+			assertThat(tree.childrenToTrip()).isEqualTo(3);
+			assertThat(tree.childrenShareToTrip()).isEqualTo(0.75);
+		});
+	}
+
+	@Test
 	@SuppressWarnings("unchecked")
 	void theReadViewShowsTheTree() {
 		runner.run(context -> {
@@ -101,6 +116,9 @@ class AiGuardBreakerTreeTest {
 		runner.withPropertyValues("aiguard.breaker-tree.children-to-trip=1").run(context -> assertThat(context)
 			.getFailure().hasStackTraceContaining("aiguard.breaker-tree.children-to-trip")
 			.hasStackTraceContaining("between 2 and 100"));
+		runner.withPropertyValues("aiguard.breaker-tree.children-share-to-trip=1.5").run(context -> assertThat(context)
+			.getFailure().hasStackTraceContaining("aiguard.breaker-tree.children-share-to-trip")
+			.hasStackTraceContaining("childrenShareToTrip must be a fraction in (0, 1], was 1.5"));
 		runner.withPropertyValues("aiguard.policies.chat.breaker=endpoint").run(context -> assertThat(context)
 			.getFailure().hasStackTraceContaining("either a breaker or a breaker-path"));
 		runner.withPropertyValues("aiguard.breaker-tree.system-p0-probe-share=0.9").run(context -> assertThat(context)
