@@ -6,16 +6,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.AbstractExecutorService;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Delayed;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -28,17 +21,13 @@ import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.ConsumptionProbe;
 import io.github.bucket4j.TokensInheritanceStrategy;
 import io.github.bucket4j.distributed.AsyncBucketProxy;
-import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
 import io.github.bucket4j.distributed.proxy.AsyncProxyManager;
 import io.github.bucket4j.distributed.proxy.optimization.Optimizations;
-import io.github.bucket4j.redis.lettuce.Bucket4jLettuce;
 import io.lettuce.core.RedisChannelHandler;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionStateListener;
-import io.lettuce.core.api.StatefulRedisConnection;
 import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 
 import dev.aiguard.budget.Bucket4jSpecs;
 import dev.aiguard.budget.BucketSpec;
@@ -88,8 +77,16 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		CLOSED
 	}
 
-	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Mode> MODE = AtomicReferenceFieldUpdater
-			.newUpdater(RedisBucketStore.class, Mode.class, "mode");
+	/**
+	 * The mode, and the mode a change decided on while its listeners are told ({@code next}, else
+	 * {@code null}): {@link #mode()} shows a new mode only after the listeners and meters have heard of
+	 * it, and one compare-and-swap on this decides each change.
+	 */
+	private record Phase(Mode mode, Mode next) {
+	}
+
+	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Phase> PHASE = AtomicReferenceFieldUpdater
+			.newUpdater(RedisBucketStore.class, Phase.class, "phase");
 
 	/** A Redis bucket and the spec it was built for. */
 	private record Remote(BucketSpec spec, AsyncBucketProxy bucket) {
@@ -102,9 +99,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final String keyPrefix;
 	private final List<StoreModeListener> listeners;
 	private final RedisMetrics metrics;
-	private final Scheduler scheduler;
-	/** Whether {@link #scheduler} is the store's own thread (the default), disposed when it closes. */
-	private final boolean ownScheduler;
+	private final StoreConnections links;
+	private final FallbackRule rule;
 	private final LocalBucketStore local;
 	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
@@ -116,20 +112,10 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
 	private final long deadlineMillis;
 	private final AtomicBoolean probeInFlight = new AtomicBoolean();
-	/**
-	 * Held while a probe hands its ping to Lettuce and while {@link #close()} marks the store closed:
-	 * a probe never writes on the connection while it is being closed. Lettuce 6.8's endpoint lock
-	 * can be left spinning for good when a command is written while the connection closes (a
-	 * {@code SharedLock} that counts writers per thread), which pegs the writing thread — one of
-	 * the probe scheduler's — and blocks {@code closeAsync()} forever.
-	 */
-	private final Object probeOrClose = new Object();
 	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
 
-	private volatile Mode mode;
+	private volatile Phase phase;
 	private volatile String fallbackReason = "not connected yet";
-	private volatile StatefulRedisConnection<String, byte[]> connection;
-	private volatile AsyncProxyManager<String> proxies;
 	private volatile Disposable probing;
 	private volatile boolean closed;
 
@@ -141,24 +127,13 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		this.keyPrefix = endpoint.settings().keyPrefix() + "budget:";
 		this.listeners = List.copyOf(b.listeners);
 		this.metrics = b.metrics;
-		this.ownScheduler = b.scheduler == null;
-		this.scheduler = ownScheduler ? probeThread(name) : b.scheduler;
+		this.links = new StoreConnections(endpoint, name, b.scheduler);
+		RedisSettings settings = endpoint.settings();
+		this.rule = new FallbackRule(settings.fallbackAfterTimeouts(), settings.commandTimeout().toNanos(),
+				settings.sharedAfterProbes());
 		this.local = b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock);
-		this.mode = fallbackMode;
-		this.deadlineMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
-	}
-
-	/**
-	 * The store's own probe thread: a daemon that may block (it is not one of Reactor's
-	 * non-blocking threads), so Lettuce's endpoint locks are taken there and not on a thread
-	 * that deadlines of guarded streams share, should Lettuce ever hold one for long.
-	 */
-	private static Scheduler probeThread(String storeName) {
-		return Schedulers.fromExecutorService(Executors.newSingleThreadScheduledExecutor(task -> {
-			Thread t = new Thread(task, "aiguard-redis-probe-" + storeName);
-			t.setDaemon(true);
-			return t;
-		}), "aiguard-redis-probe-" + storeName);
+		this.phase = new Phase(fallbackMode, null);
+		this.deadlineMillis = Math.max(1, settings.commandTimeout().toMillis());
 	}
 
 	/** @return a builder for a store on {@code endpoint} */
@@ -170,7 +145,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		safely(() -> metrics.storeRegistered(name, this::mode));
 		endpoint.client().addListener(connectionWatch);
 		startProbing();
-		probe();
+		links.onWorker(this::probe);
 		return this;
 	}
 
@@ -178,7 +153,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	@Override
 	public Mode mode() {
-		return mode;
+		return phase.mode;
 	}
 
 	/** @return the store's name (the metrics' {@code store} tag) */
@@ -242,7 +217,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 				sawShared(spec, id, probe.getRemainingTokens());
 				return CompletableFuture.completedFuture(take(probe));
 			}
-			lost(error);
+			failed(error);
 			return fallbackTake(spec, id, units);
 		}).thenCompose(f -> f);
 	}
@@ -294,9 +269,13 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	}
 
 	/**
-	 * Reserves in Redis with Bucket4j's reserve-and-calculate-time-to-sleep command, one
-	 * compare-and-swap: the instances' requests queue in the order Redis saw them. While Redis is down
-	 * the local share reserves the same way (fail-open) or the reservation fails (fail-closed).
+	 * Takes the units when the shared bucket holds them (the answer says what is left, as
+	 * {@link #tryTake} would), else reserves in Redis with Bucket4j's
+	 * reserve-and-calculate-time-to-sleep command, one compare-and-swap: the instances' requests queue
+	 * in the order Redis saw them. Both steps together are one operation with one deadline, the
+	 * command timeout: a caller that needs "now, or a place in the line" asks once and waits at most
+	 * that long. While Redis is down the local share reserves the same way (fail-open) or the
+	 * reservation fails (fail-closed).
 	 */
 	@Override
 	public CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
@@ -313,23 +292,28 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.completedFuture(Take.ofRefused(Long.MAX_VALUE));
 		}
 		if (maxWaitNanos == 0) {
-			return tryTake(spec, id, units).thenApply(t -> t.taken() ? Take.ofReserved(0L) : t);
+			return tryTake(spec, id, units);
 		}
 		AsyncBucketProxy bucket = sharedBucket(spec, id);
 		if (bucket == null) {
 			return fallbackReserve(spec, id, units, maxWaitNanos);
 		}
-		WaitHeard heard = new WaitHeard();
-		return guarded(() -> bucket.asScheduler().tryConsume(units, maxWaitNanos, heard).thenCompose(reserved -> reserved
-				? CompletableFuture.completedFuture(reservedShared(spec, id, heard.nanos))
-				: bucket.estimateAbilityToConsume(units).thenApply(e -> Take.ofRefused(e.getNanosToWaitForRefill()))))
-				.handle((take, error) -> {
-					if (error == null) {
-						return CompletableFuture.completedFuture(take);
-					}
-					lost(error);
-					return fallbackReserve(spec, id, units, maxWaitNanos);
-				}).thenCompose(f -> f);
+		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units).thenCompose(probe -> {
+			if (probe.isConsumed()) {
+				sawShared(spec, id, probe.getRemainingTokens());
+				return CompletableFuture.completedFuture(take(probe));
+			}
+			WaitHeard heard = new WaitHeard();
+			return bucket.asScheduler().tryConsume(units, maxWaitNanos, heard).thenCompose(reserved -> reserved
+					? CompletableFuture.completedFuture(reservedShared(spec, id, heard.nanos))
+					: bucket.estimateAbilityToConsume(units).thenApply(e -> Take.ofRefused(e.getNanosToWaitForRefill())));
+		})).handle((take, error) -> {
+			if (error == null) {
+				return CompletableFuture.completedFuture(take);
+			}
+			failed(error);
+			return fallbackReserve(spec, id, units, maxWaitNanos);
+		}).thenCompose(f -> f);
 	}
 
 	private Take reservedShared(BucketSpec spec, String id, long nanos) {
@@ -344,111 +328,6 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
 		}
 		return local.reserve(alignedShare(spec, id), id, units, maxWaitNanos);
-	}
-
-	/**
-	 * The "scheduler" handed to Bucket4j's reservation: Bucket4j reserves atomically in Redis and then
-	 * schedules the completion after the wait; this one hears the wait and completes at once (the
-	 * guard waits on its own timer).
-	 */
-	private static final class WaitHeard extends AbstractExecutorService implements ScheduledExecutorService {
-		volatile long nanos;
-
-		@Override
-		public ScheduledFuture<?> schedule(Runnable command, long delay, TimeUnit unit) {
-			nanos = unit.toNanos(delay);
-			command.run();
-			return new Done<>(null);
-		}
-
-		@Override
-		public <V> ScheduledFuture<V> schedule(Callable<V> callable, long delay, TimeUnit unit) {
-			nanos = unit.toNanos(delay);
-			try {
-				return new Done<>(callable.call());
-			}
-			catch (Exception e) {
-				throw new CompletionException(e);
-			}
-		}
-
-		@Override
-		public ScheduledFuture<?> scheduleAtFixedRate(Runnable command, long initialDelay, long period, TimeUnit unit) {
-			throw new UnsupportedOperationException("a reservation schedules once");
-		}
-
-		@Override
-		public ScheduledFuture<?> scheduleWithFixedDelay(Runnable command, long initialDelay, long delay, TimeUnit unit) {
-			throw new UnsupportedOperationException("a reservation schedules once");
-		}
-
-		@Override
-		public void execute(Runnable command) {
-			command.run();
-		}
-
-		@Override
-		public void shutdown() {
-		}
-
-		@Override
-		public List<Runnable> shutdownNow() {
-			return List.of();
-		}
-
-		@Override
-		public boolean isShutdown() {
-			return false;
-		}
-
-		@Override
-		public boolean isTerminated() {
-			return false;
-		}
-
-		@Override
-		public boolean awaitTermination(long timeout, TimeUnit unit) {
-			return false;
-		}
-	}
-
-	/** An already completed scheduled task. */
-	private record Done<V>(V value) implements ScheduledFuture<V> {
-
-		@Override
-		public long getDelay(TimeUnit unit) {
-			return 0L;
-		}
-
-		@Override
-		public int compareTo(Delayed other) {
-			return Long.compare(0L, other.getDelay(TimeUnit.NANOSECONDS));
-		}
-
-		@Override
-		public boolean cancel(boolean mayInterruptIfRunning) {
-			return false;
-		}
-
-		@Override
-		public boolean isCancelled() {
-			return false;
-		}
-
-		@Override
-		public boolean isDone() {
-			return true;
-		}
-
-		@Override
-		public V get() {
-			return value;
-		}
-
-		@Override
-		public V get(long timeout, TimeUnit unit) {
-			return value;
-		}
 	}
 
 	@Override
@@ -493,7 +372,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			if (error == null) {
 				return CompletableFuture.completedFuture(units);
 			}
-			lost(error);
+			failed(error);
 			return fallbackAvailable(spec, id);
 		}).thenCompose(f -> f);
 	}
@@ -522,7 +401,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			if (error == null) {
 				return CompletableFuture.<Void>completedFuture(null);
 			}
-			lost(error);
+			failed(error);
 			return runFallback(fallback);
 		}).thenCompose(f -> f);
 	}
@@ -545,21 +424,31 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 * command that was in flight when the connection broke) has not answered within the command timeout.
 	 */
 	private <T> CompletableFuture<T> guarded(Supplier<CompletableFuture<T>> call) {
+		if (!links.enter()) {
+			return CompletableFuture.failedFuture(new IllegalStateException("the store is closed"));
+		}
 		CompletableFuture<T> future;
 		try {
 			future = call.get();
 		}
 		catch (RuntimeException e) {
+			links.exit();
 			return CompletableFuture.failedFuture(e);
 		}
-		// a copy, so the deadline never completes Bucket4j's own future
-		return future.copy().orTimeout(deadlineMillis, TimeUnit.MILLISECONDS);
+		// counted out when Bucket4j's own future ends (its commands are done with the connection), not at
+		// the deadline; the deadline is on a copy, so it never completes Bucket4j's future
+		future.whenComplete((v, e) -> links.exit());
+		return future.copy().orTimeout(deadlineMillis, TimeUnit.MILLISECONDS).whenComplete((v, e) -> {
+			if (e == null) {
+				rule.answered();
+			}
+		});
 	}
 
 	/** @return the shared bucket, or {@code null} while the store is not {@link Mode#SHARED} */
 	private AsyncBucketProxy sharedBucket(BucketSpec spec, String id) {
-		AsyncProxyManager<String> pm = proxies;
-		if (mode != Mode.SHARED || pm == null) {
+		AsyncProxyManager<String> pm = links.proxies();
+		if (phase.mode != Mode.SHARED || pm == null) {
 			return null;
 		}
 		String key = keyPrefix + spec.name() + ':' + id;
@@ -597,37 +486,54 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	// ---------------------------------------------------------------- modes
 
-	/** A command failed or the connection was lost: from SHARED to the fallback mode. */
-	private void lost(Throwable error) {
+	/**
+	 * An operation failed. A timeout counts towards the fall-back rule ({@link FallbackRule}); any other
+	 * failure (the connection lost, commands refused while disconnected, an error reply) moves the
+	 * store to its fallback at once.
+	 */
+	private void failed(Throwable error) {
 		Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-		String reason = cause instanceof TimeoutException
-				? "no answer within the command timeout of " + endpoint.settings().commandTimeout()
-				: cause.getClass().getSimpleName() + ": " + cause.getMessage();
-		lost(reason);
-	}
-
-	private void lost(String reason) {
-		if (closed) {
+		if (cause instanceof TimeoutException || cause instanceof RedisCommandTimeoutException) {
+			if (rule.timedOut(links.nowNanos())) {
+				lost(rule.timeoutsInARow() + " operations in a row without an answer within the command timeout of "
+						+ endpoint.settings().commandTimeout());
+			}
 			return;
 		}
-		if (MODE.compareAndSet(this, Mode.SHARED, fallbackMode)) {
-			fallbacks++;
-			fallbackReason = reason;
-			changed(Mode.SHARED, fallbackMode, reason);
+		lost(cause.getClass().getSimpleName() + ": " + cause.getMessage());
+	}
+
+	/** Redis counts as down: from SHARED to the fallback mode. */
+	private void lost(String reason) {
+		if (move(Mode.SHARED, fallbackMode, reason)) {
 			startProbing();
 		}
 	}
 
-	/** Redis answered: back to SHARED. */
-	private void regained() {
-		if (closed) {
-			return;
+	/**
+	 * Moves from {@code from} to {@code to} unless another change is being told or the mode is another:
+	 * the listeners and meters hear of it first, then {@link #mode()} shows it.
+	 *
+	 * @return whether this call made the change
+	 */
+	private boolean move(Mode from, Mode to, String reason) {
+		Phase now = phase;
+		if (closed || now.next != null || now.mode != from) {
+			return false;
 		}
-		if (MODE.compareAndSet(this, fallbackMode, Mode.SHARED)) {
-			stopProbing();
-			changed(fallbackMode, Mode.SHARED, firstShared.isDone() ? "redis answered again" : "connected to redis");
-			firstShared.complete(null);
+		Phase moving = new Phase(from, to);
+		if (!PHASE.compareAndSet(this, now, moving)) {
+			return false;
 		}
+		rule.reset();
+		if (to != Mode.SHARED) {
+			fallbacks++;
+			fallbackReason = reason;
+		}
+		changed(from, to, reason);
+		// close() may have set the fallback meanwhile: it wins
+		PHASE.compareAndSet(this, moving, new Phase(to, null));
+		return true;
 	}
 
 	private void changed(Mode from, Mode to, String reason) {
@@ -640,10 +546,17 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 	}
 
+	/**
+	 * Schedules the next probe one probe interval from now, replacing one already scheduled: probes
+	 * follow each other at least an interval apart, whatever woke one up early (a reconnection), so
+	 * {@code sharedAfterProbes} answers in a row span at least that many intervals less one.
+	 */
 	private synchronized void startProbing() {
-		if (probing == null && !closed) {
-			Duration every = endpoint.settings().probeInterval();
-			probing = Flux.interval(every, every, scheduler).subscribe(tick -> probe());
+		Disposable previous = probing;
+		probing = closed || phase.mode == Mode.SHARED ? null
+				: links.after(endpoint.settings().probeInterval(), this::probe);
+		if (previous != null) {
+			previous.dispose();
 		}
 	}
 
@@ -655,41 +568,40 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 	}
 
-	/** Connects when there is no connection yet, else pings; one probe at a time. */
+	/**
+	 * Connects when there is no connection yet, else pings on the probe connection; one probe at a
+	 * time, on the worker only. Back to SHARED once enough pings in a row were answered.
+	 */
 	private void probe() {
-		if (closed || mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
+		if (closed || phase.mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
 			return;
 		}
-		CompletableFuture<?> attempt;
-		synchronized (probeOrClose) {
-			if (closed) {
-				probeInFlight.set(false);
-				return;
-			}
-			StatefulRedisConnection<String, byte[]> c = connection;
-			attempt = c == null ? endpoint.connect().thenAccept(this::install) : c.async().ping().toCompletableFuture();
+		CompletableFuture<Void> attempt;
+		try {
+			attempt = links.probe();
+		}
+		catch (RuntimeException e) {
+			attempt = CompletableFuture.failedFuture(e);
 		}
 		attempt.whenComplete((ok, error) -> {
 			probeInFlight.set(false);
-			if (error == null) {
-				regained();
+			if (error != null) {
+				rule.probeFailed();
+				if (fallbackReason.startsWith("not connected")) {
+					fallbackReason = "not connected yet: " + error.getMessage();
+				}
 			}
-			else if (fallbackReason.startsWith("not connected")) {
-				fallbackReason = "not connected yet: " + error.getMessage();
+			else {
+				boolean first = !firstShared.isDone();
+				if (rule.probeAnswered(first)) {
+					String why = first ? "connected to redis" : "redis answered " + rule.probesInARow() + " pings in a row";
+					if (move(fallbackMode, Mode.SHARED, why)) {
+						firstShared.complete(null);
+					}
+				}
 			}
+			startProbing(); // the next one, unless shared or closed
 		});
-	}
-
-	private void install(StatefulRedisConnection<String, byte[]> c) {
-		if (closed) {
-			c.closeAsync();
-			return;
-		}
-		this.proxies = Bucket4jLettuce.casBasedBuilder(c.async())
-				.expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
-				.build()
-				.asAsync();
-		this.connection = c;
 	}
 
 	/** Lettuce tells of a lost or re-established connection before any command fails. */
@@ -697,15 +609,16 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 		@Override
 		public void onRedisDisconnected(RedisChannelHandler<?, ?> handler) {
-			if (handler == connection) {
+			if (links.owns(handler)) {
+				rule.probeFailed(); // answers before the loss do not count towards the return
 				lost("connection to redis lost");
 			}
 		}
 
 		@Override
 		public void onRedisConnected(RedisChannelHandler<?, ?> handler, SocketAddress address) {
-			if (handler == connection) {
-				probe();
+			if (links.owns(handler)) {
+				links.onWorker(RedisBucketStore.this::probe);
 			}
 		}
 	}
@@ -720,44 +633,28 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	}
 
 	/**
-	 * Stops probing and closes the store's connection (not the {@link RedisEndpoint}). Afterwards the
-	 * store stays in its fallback mode.
+	 * Stops probing and closes the store's connections (not the {@link RedisEndpoint}); returns at once.
+	 * Afterwards the store stays in its fallback mode. New operations answer from the fallback from
+	 * here on; the connections close on the store's worker once the operations in flight have finished
+	 * (at most twice the command timeout), and then the worker's thread ends.
 	 */
 	@Override
 	public void close() {
-		synchronized (probeOrClose) {
-			// from here no probe writes on the connection: one handing its ping over has done so
-			closed = true;
-		}
+		closed = true;
 		stopProbing();
 		endpoint.client().removeListener(connectionWatch);
-		MODE.set(this, fallbackMode);
-		StatefulRedisConnection<String, byte[]> c = connection;
-		Runnable closeConnection = c == null ? () -> { } : c::closeAsync;
-		if (ownScheduler) {
-			// Lettuce's close takes its endpoint lock, on the caller's thread: on the store's own thread
-			// instead, so a lock Lettuce never releases keeps that thread and never the caller's
-			try {
-				scheduler.schedule(() -> {
-					try {
-						closeConnection.run();
-					}
-					finally {
-						scheduler.dispose();
-					}
-				});
-				return;
-			}
-			catch (RejectedExecutionException alreadyDisposed) {
-				// closed before: the connection is closed here
-			}
-		}
-		closeConnection.run();
+		PHASE.set(this, new Phase(fallbackMode, null));
+		links.close();
+	}
+
+	/** @return completed once the store's connections are closed and its worker has ended (for tests) */
+	CompletableFuture<Void> terminated() {
+		return links.terminated();
 	}
 
 	@Override
 	public String toString() {
-		return "RedisBucketStore{" + name + ", " + mode + ", instances=" + instances + "}";
+		return "RedisBucketStore{" + name + ", " + phase.mode + ", instances=" + instances + "}";
 	}
 
 	/** Builds a {@link RedisBucketStore}; each setter checks its value. */
