@@ -54,18 +54,21 @@ import dev.aiguard.budget.Take;
  * <h2>When Redis is down</h2>
  * An operation that fails — Redis has not answered it within {@link RedisSettings#commandTimeout()}
  * (all its round trips together), the connection was lost, or the client refuses commands while
- * disconnected — moves the store to its fallback mode at
- * once, and that same request is answered by the fallback (it is never answered twice). A lost
- * connection moves it there as soon as Lettuce notices, before any request fails. In
+ * disconnected — is answered by the fallback (it is never answered twice). The store itself moves to
+ * its fallback mode at once on a lost connection (as soon as Lettuce notices, before any request
+ * fails) or an error reply, and on timeouts only when
+ * {@link RedisSettings#fallbackAfterTimeouts()} operations in a row went unanswered over at least
+ * one command timeout: one stall that times out the operations in flight together moves nothing. In
  * {@link Mode#FALLBACK_OPEN} each budget is a local in-process bucket holding {@code 1/instances} of
  * the shared one, so the instances together stay near the shared budget; a bucket this instance used
  * while shared starts its fallback from this instance's part of what Redis last said was left, not
  * full; in
  * {@link Mode#FALLBACK_CLOSED} every {@link #tryTake} fails with
  * {@link SharedStoreUnavailableException}. Every {@link RedisSettings#probeInterval()} the store asks
- * Redis whether it is back, and returns to {@link Mode#SHARED} when it answers. A restarted Redis that
- * kept no data hands out full buckets again. Each change is told to the {@link StoreModeListener}s and
- * to {@link RedisMetrics}.
+ * Redis whether it is back (a ping on a connection of its own, never the commands' one), and returns to
+ * {@link Mode#SHARED} after {@link RedisSettings#sharedAfterProbes()} answers in a row. A restarted
+ * Redis that kept no data hands out full buckets again. Each change is told to the
+ * {@link StoreModeListener}s and to {@link RedisMetrics} before {@link #mode()} shows it.
  */
 public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
@@ -145,7 +148,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		safely(() -> metrics.storeRegistered(name, this::mode));
 		endpoint.client().addListener(connectionWatch);
 		startProbing();
-		links.onWorker(this::probe);
+		probe(); // no connection yet: this connects (nothing is written on a connection from this thread)
 		return this;
 	}
 
@@ -570,7 +573,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	/**
 	 * Connects when there is no connection yet, else pings on the probe connection; one probe at a
-	 * time, on the worker only. Back to SHARED once enough pings in a row were answered.
+	 * time, on the worker only (but for the first, which only connects). Back to SHARED once enough
+	 * pings in a row were answered.
 	 */
 	private void probe() {
 		if (closed || phase.mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
