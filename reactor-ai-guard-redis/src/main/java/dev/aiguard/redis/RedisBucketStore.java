@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -17,19 +16,15 @@ import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
-import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.ConsumptionProbe;
-import io.github.bucket4j.TokensInheritanceStrategy;
 import io.github.bucket4j.distributed.AsyncBucketProxy;
 import io.github.bucket4j.distributed.proxy.AsyncProxyManager;
-import io.github.bucket4j.distributed.proxy.optimization.Optimizations;
 import io.lettuce.core.RedisChannelHandler;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionStateListener;
 import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
 
-import dev.aiguard.budget.Bucket4jSpecs;
 import dev.aiguard.budget.BucketSpec;
 import dev.aiguard.budget.BucketStore;
 import dev.aiguard.budget.LocalBucketStore;
@@ -91,10 +86,6 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Phase> PHASE = AtomicReferenceFieldUpdater
 			.newUpdater(RedisBucketStore.class, Phase.class, "phase");
 
-	/** A Redis bucket and the spec it was built for. */
-	private record Remote(BucketSpec spec, AsyncBucketProxy bucket) {
-	}
-
 	private final RedisEndpoint endpoint;
 	private final String name;
 	private final int instances;
@@ -104,12 +95,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final RedisMetrics metrics;
 	private final StoreConnections links;
 	private final FallbackRule rule;
-	private final LocalBucketStore local;
-	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
-	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
-	private final ConcurrentHashMap<BucketSpec, Long> versions = new ConcurrentHashMap<>();
-	/** Spec name and id: what the shared bucket had left at the last take, and the fallback it was applied in. */
-	private final ConcurrentHashMap<String, long[]> lastShared = new ConcurrentHashMap<>();
+	private final LocalShares local;
+	private final SharedBuckets buckets = new SharedBuckets();
 	/** Counts the falls from SHARED to the fallback. */
 	private volatile long fallbacks;
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
@@ -134,7 +121,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		RedisSettings settings = endpoint.settings();
 		this.rule = new FallbackRule(settings.fallbackAfterTimeouts(), settings.commandTimeout().toNanos(),
 				settings.sharedAfterProbes());
-		this.local = b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock);
+		this.local = new LocalShares(instances,
+				b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock));
 		this.phase = new Phase(fallbackMode, null);
 		this.deadlineMillis = Math.max(1, settings.commandTimeout().toMillis());
 	}
@@ -193,13 +181,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 *         {@code capacity / instances} units (at least one)
 	 */
 	public BucketSpec localShare(BucketSpec spec) {
-		BucketSpec share = shares.get(spec);
-		return share != null ? share : shares.computeIfAbsent(spec, this::share);
-	}
-
-	private BucketSpec share(BucketSpec spec) {
-		BucketSpec s = BucketSpec.of(spec.name(), Math.max(1, spec.capacity() / instances), spec.period());
-		return spec.refill() == BucketSpec.Refill.INTERVALLY ? s.intervally() : s;
+		return local.share(spec);
 	}
 
 	// ---------------------------------------------------------------- operations
@@ -217,7 +199,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units)).handle((probe, error) -> {
 			if (error == null) {
-				sawShared(spec, id, probe.getRemainingTokens());
+				local.saw(spec, id, probe.getRemainingTokens());
 				return CompletableFuture.completedFuture(take(probe));
 			}
 			failed(error);
@@ -234,41 +216,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (fallbackMode == Mode.FALLBACK_CLOSED) {
 			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
 		}
-		return local.tryTake(alignedShare(spec, id), id, units);
-	}
-
-	/** Remembers what a shared bucket had left, for the local share should Redis go down. */
-	private void sawShared(BucketSpec spec, String id, long remaining) {
-		String key = spec.name() + ':' + id;
-		long[] seen = lastShared.get(key);
-		if (seen == null) {
-			seen = lastShared.computeIfAbsent(key, k -> new long[] {Long.MAX_VALUE, -1L});
-		}
-		seen[0] = remaining;
-	}
-
-	/**
-	 * The local share of {@code spec}, lowered, once per fallback, to this instance's part of what the
-	 * shared bucket last had left: a fallback never hands out a full bucket the shared one had spent.
-	 */
-	private BucketSpec alignedShare(BucketSpec spec, String id) {
-		BucketSpec share = localShare(spec);
-		long[] seen = lastShared.get(spec.name() + ':' + id);
-		long now = fallbacks;
-		if (seen != null && seen[1] != now) {
-			synchronized (seen) {
-				if (seen[1] != now) {
-					seen[1] = now;
-					long target = Math.max(0L, seen[0]) / instances;
-					BucketStore.Immediate sync = local.immediate();
-					long held = sync.available(share, id);
-					if (held > target) {
-						sync.takeRegardless(share, id, held - target);
-					}
-				}
-			}
-		}
-		return share;
+		return local.store().tryTake(local.aligned(spec, id, fallbacks), id, units);
 	}
 
 	/**
@@ -303,7 +251,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units).thenCompose(probe -> {
 			if (probe.isConsumed()) {
-				sawShared(spec, id, probe.getRemainingTokens());
+				local.saw(spec, id, probe.getRemainingTokens());
 				return CompletableFuture.completedFuture(take(probe));
 			}
 			WaitHeard heard = new WaitHeard();
@@ -321,7 +269,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	private Take reservedShared(BucketSpec spec, String id, long nanos) {
 		if (nanos > 0L) {
-			sawShared(spec, id, 0L); // queueing: the shared bucket is in debt
+			local.saw(spec, id, 0L); // queueing: the shared bucket is in debt
 		}
 		return Take.ofReserved(nanos);
 	}
@@ -330,19 +278,19 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (fallbackMode == Mode.FALLBACK_CLOSED) {
 			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
 		}
-		return local.reserve(alignedShare(spec, id), id, units, maxWaitNanos);
+		return local.store().reserve(local.aligned(spec, id, fallbacks), id, units, maxWaitNanos);
 	}
 
 	@Override
 	public CompletableFuture<Void> takeRegardless(BucketSpec spec, String id, long units) {
 		return update(spec, id, units, b -> b.consumeIgnoringRateLimits(units).thenApply(x -> null),
-				() -> local.takeRegardless(localShare(spec), id, units));
+				() -> local.store().takeRegardless(local.share(spec), id, units));
 	}
 
 	@Override
 	public CompletableFuture<Void> giveBack(BucketSpec spec, String id, long units) {
 		return update(spec, id, units, b -> b.addTokens(units),
-				() -> local.giveBack(localShare(spec), id, units));
+				() -> local.store().giveBack(local.share(spec), id, units));
 	}
 
 	@Override
@@ -352,7 +300,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.completedFuture(null);
 		}
 		// the local share is paused as well: should Redis go down now, the fallback honours the pause too
-		local.pause(localShare(spec), id, duration);
+		local.store().pause(local.share(spec), id, duration);
 		long refill = spec.refilledIn(duration);
 		// hold -refill afterwards (a longer pause already in place is kept): empty by the pause's end
 		return update(spec, id, 1, b -> b.getAvailableTokens().thenCompose(available -> {
@@ -382,7 +330,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	private CompletableFuture<Long> fallbackAvailable(BucketSpec spec, String id) {
 		return fallbackMode == Mode.FALLBACK_CLOSED ? CompletableFuture.completedFuture(0L)
-				: local.available(alignedShare(spec, id), id);
+				: local.store().available(local.aligned(spec, id, fallbacks), id);
 	}
 
 	/** A write to a shared bucket, or to the local share while in FALLBACK_OPEN (nothing while closed). */
@@ -454,37 +402,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (phase.mode != Mode.SHARED || pm == null) {
 			return null;
 		}
-		String key = keyPrefix + spec.name() + ':' + id;
-		Remote remote = remotes.get(key);
-		if (remote == null || !remote.spec.equals(spec)) {
-			remote = remotes.compute(key, (k, old) -> old != null && old.spec.equals(spec) ? old
-					: new Remote(spec, newBucket(pm, k, spec)));
-		}
-		return remote.bucket;
-	}
-
-	private AsyncBucketProxy newBucket(AsyncProxyManager<String> pm, String key, BucketSpec spec) {
-		BucketConfiguration configuration = Bucket4jSpecs.configuration(spec);
-		// the version is when this instance first met the spec: a newer spec (a redeploy) replaces the
-		// limits stored in Redis, keeping the fill in proportion, and an instance still on an older spec
-		// does not move them back
-		long version = versions.computeIfAbsent(spec, s -> nextVersion());
-		return pm.builder()
-				// requests for one key that arrive while a command for it is in flight go to Redis as one
-				// batch: without it, concurrent compare-and-swaps on a hot key retry each other
-				.withOptimization(Optimizations.batching())
-				.withImplicitConfigurationReplacement(version, TokensInheritanceStrategy.PROPORTIONALLY)
-				.build(key, () -> CompletableFuture.completedFuture(configuration));
-	}
-
-	/** Last version handed out in this JVM: versions only grow, even for two specs met in one microsecond. */
-	private static final java.util.concurrent.atomic.AtomicLong LAST_VERSION = new java.util.concurrent.atomic.AtomicLong();
-
-	/** @return the wall clock in microseconds, above every version handed out before in this JVM */
-	private static long nextVersion() {
-		Instant now = Instant.now();
-		long micros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000L;
-		return LAST_VERSION.updateAndGet(last -> Math.max(last + 1, micros));
+		return buckets.get(pm, keyPrefix + spec.name() + ':' + id, spec);
 	}
 
 	// ---------------------------------------------------------------- modes
