@@ -212,7 +212,8 @@ class RedisBucketStoreFaultTest {
 			Duration took = Duration.ofNanos(System.nanoTime() - start);
 
 			assertThat(take).as("answered by the local share of 8 / 4").isEqualTo(Take.ofTaken(1));
-			assertThat(took).as("the command timeout, not longer").isBetween(Duration.ofMillis(200), SHORT_BOUND);
+			assertThat(took).as("the command timeout, not longer (mode changes: %s)", changes)
+					.isBetween(Duration.ofMillis(200), SHORT_BOUND);
 			// one operation without an answer is one slow moment: the store stays shared (RedisBucketStoreModeTest)
 			assertThat(store.mode()).isEqualTo(Mode.SHARED);
 		}
