@@ -414,7 +414,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 */
 	private void failed(Throwable error) {
 		Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-		if (cause instanceof TimeoutException || cause instanceof RedisCommandTimeoutException) {
+		if (timedOut(cause)) {
 			if (rule.timedOut(links.nowNanos())) {
 				lost(rule.timeoutsInARow() + " operations in a row without an answer within the command timeout of "
 						+ endpoint.settings().commandTimeout());
@@ -422,6 +422,16 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return;
 		}
 		lost(cause.getClass().getSimpleName() + ": " + cause.getMessage());
+	}
+
+	/** @return whether {@code error} or one of its causes is a timeout (ours, or Lettuce's, however wrapped) */
+	private static boolean timedOut(Throwable error) {
+		for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+			if (t instanceof TimeoutException || t instanceof RedisCommandTimeoutException) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/** Redis counts as down: from SHARED to the fallback mode. */
@@ -637,8 +647,9 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 
 		/**
-		 * @param scheduler runs the probe timer and its pings while Redis is down (default: a daemon
-		 *        thread of the store's own, which also closes the connection when the store closes)
+		 * @param scheduler one worker of it connects, pings Redis while the store is in fallback, and
+		 *        closes the connections when the store closes (default: a daemon thread of the store's
+		 *        own, {@code aiguard-redis-probe-<name>}, which ends once the store is closed)
 		 */
 		public Builder scheduler(Scheduler scheduler) {
 			this.scheduler = Objects.requireNonNull(scheduler, "scheduler");

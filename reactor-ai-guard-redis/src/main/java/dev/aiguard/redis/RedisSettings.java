@@ -11,7 +11,7 @@ import io.lettuce.core.RedisURI;
  *
  * <pre>{@code
  * RedisSettings settings = RedisSettings.builder("redis://127.0.0.1:6379")
- *     .commandTimeout(Duration.ofMillis(200))   // a command not answered by then counts as Redis down
+ *     .commandTimeout(Duration.ofMillis(200))   // an operation not answered by then: the fallback answers it
  *     .reconnectDelay(Duration.ofMillis(200))
  *     .build();
  * }</pre>
@@ -89,7 +89,10 @@ public final class RedisSettings {
 		return uri;
 	}
 
-	/** @return how long a command may take before it fails and counts as Redis down */
+	/**
+	 * @return how long one operation (all its round trips) may take before the store's fallback answers
+	 *         it; a pattern of such timeouts ({@link #fallbackAfterTimeouts()}) counts as Redis down
+	 */
 	public Duration commandTimeout() {
 		return commandTimeout;
 	}

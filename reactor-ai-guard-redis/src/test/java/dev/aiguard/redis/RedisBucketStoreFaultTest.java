@@ -215,7 +215,7 @@ class RedisBucketStoreFaultTest {
 			assertThat(took).as("the command timeout, not longer (mode changes: %s)", changes)
 					.isBetween(Duration.ofMillis(200), SHORT_BOUND);
 			// one operation without an answer is one slow moment: the store stays shared (RedisBucketStoreModeTest)
-			assertThat(store.mode()).isEqualTo(Mode.SHARED);
+			assertThat(store.mode()).as("mode changes: %s", changes).isEqualTo(Mode.SHARED);
 		}
 		finally {
 			redis.thaw();
