@@ -101,6 +101,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private volatile long fallbacks;
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
 	private final long deadlineMillis;
+	/** The most one probe may take: connecting (the connect timeout) and the handshake's first answer. */
+	private final long probeBoundMillis;
 	private final AtomicBoolean probeInFlight = new AtomicBoolean();
 	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
 
@@ -125,6 +127,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 				b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock));
 		this.phase = new Phase(fallbackMode, null);
 		this.deadlineMillis = Math.max(1, settings.commandTimeout().toMillis());
+		this.probeBoundMillis = settings.connectTimeout().plus(settings.commandTimeout()).toMillis();
 	}
 
 	/** @return a builder for a store on {@code endpoint} */
@@ -505,7 +508,11 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 * pings in a row were answered.
 	 */
 	private void probe() {
-		if (closed || phase.mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
+		if (closed || phase.mode == Mode.SHARED) {
+			return;
+		}
+		if (!probeInFlight.compareAndSet(false, true)) {
+			startProbing(); // the one in flight may end late: the next is due all the same
 			return;
 		}
 		CompletableFuture<Void> attempt;
@@ -515,7 +522,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		catch (RuntimeException e) {
 			attempt = CompletableFuture.failedFuture(e);
 		}
-		attempt.whenComplete((ok, error) -> {
+		// a connect or a ping Lettuce never completes must not stop the probing
+		attempt.orTimeout(probeBoundMillis, TimeUnit.MILLISECONDS).whenComplete((ok, error) -> {
 			probeInFlight.set(false);
 			if (error != null) {
 				rule.probeFailed();

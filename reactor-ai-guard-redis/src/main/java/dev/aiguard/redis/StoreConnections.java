@@ -158,6 +158,12 @@ final class StoreConnections {
 			closeUnused(pair, installed);
 			return;
 		}
+		if (probes != null) { // an earlier attempt that ended late got there first: keep its pair
+			pair.commands().closeAsync();
+			pair.probes().closeAsync();
+			installed.complete(null);
+			return;
+		}
 		proxies = Bucket4jLettuce.casBasedBuilder(pair.commands().async())
 				.expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
 				.build()
