@@ -20,7 +20,7 @@ import reactor.core.scheduler.Schedulers;
  * The two connections of a {@link RedisBucketStore} and the one worker that opens, pings and closes
  * them. The budget commands (Bucket4j's) and the health probe's pings never share a connection, and a
  * connection is never closed while a command is being written on it: Lettuce's endpoint lock
- * ({@code SharedLock}, unbounded in Lettuce 6.8 and 7.x, redis/lettuce#3880) spins forever when a
+ * ({@code SharedLock}, unbounded in Lettuce 6.8.2 and 7.7.0, redis/lettuce#3880) spins forever when a
  * close waits for writers that never drain, and then holds the closing thread for good.
  *
  * <ul>

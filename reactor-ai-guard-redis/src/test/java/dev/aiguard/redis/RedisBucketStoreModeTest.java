@@ -148,8 +148,10 @@ class RedisBucketStoreModeTest {
 				.isGreaterThanOrEqualTo(interval.multipliedBy(2).minusMillis(2));
 		assertThat(store.mode()).isEqualTo(Mode.SHARED);
 		assertThat(changes).hasSize(2);
+		// each answered by its own deadline, none hung: the command timeout and a second for a busy machine's
+		// late timers (0.67 s seen with both cores kept busy by another process)
 		assertThat(answers).as("every request admitted (fail-open), none waited past the bound")
-				.allSatisfy(n -> assertThat(n).isBetween(0L, Instances.COMMAND_TIMEOUT.plusMillis(350).toNanos()));
+				.allSatisfy(n -> assertThat(n).isBetween(0L, Instances.COMMAND_TIMEOUT.plusSeconds(1).toNanos()));
 	}
 
 	@Test
