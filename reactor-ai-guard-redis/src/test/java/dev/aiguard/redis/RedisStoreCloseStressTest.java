@@ -73,6 +73,17 @@ class RedisStoreCloseStressTest {
 				.toList();
 	}
 
+	/** @return the live threads named {@code prefix}..., with their state and stack */
+	private static List<String> threads(String prefix) {
+		List<String> found = new ArrayList<>();
+		Thread.getAllStackTraces().forEach((t, stack) -> {
+			if (t.getName().startsWith(prefix)) {
+				found.add(t.getName() + " " + t.getState() + " " + Arrays.toString(stack));
+			}
+		});
+		return found;
+	}
+
 	/** @return the threads with Lettuce's endpoint lock on their stack, with their state and stack */
 	private static List<String> inSharedLock() {
 		List<String> found = new ArrayList<>();
@@ -135,8 +146,21 @@ class RedisStoreCloseStressTest {
 
 				CompletableFuture.allOf(answers.toArray(CompletableFuture[]::new)).get(END_BOUND.toMillis(),
 						TimeUnit.MILLISECONDS);
-				CompletableFuture.allOf(stores.stream().map(RedisBucketStore::terminated).toArray(CompletableFuture[]::new))
-						.get(END_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+				List<CompletableFuture<Void>> ends = stores.stream().map(RedisBucketStore::terminated).toList();
+				try {
+					CompletableFuture.allOf(ends.toArray(CompletableFuture[]::new)).get(END_BOUND.toMillis(),
+							TimeUnit.MILLISECONDS);
+				}
+				catch (java.util.concurrent.TimeoutException e) {
+					List<String> open = new ArrayList<>();
+					for (int i = 0; i < STORES; i++) {
+						if (!ends.get(i).isDone()) {
+							open.add(stores.get(i).name() + " " + stores.get(i).mode());
+						}
+					}
+					throw new AssertionError("stores not closed within " + END_BOUND + ": " + open + "; threads: "
+							+ threads("aiguard-redis-probe-stress-" + batch + "-") + "; in SharedLock: " + inSharedLock(), e);
+				}
 				String prefix = "aiguard-redis-probe-stress-" + batch + "-";
 				Await.until("no thread of batch " + batch + "'s stores is left", END_BOUND,
 						() -> alive(before, prefix).isEmpty());
