@@ -390,9 +390,10 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.failedFuture(e);
 		}
 		// counted out when Bucket4j's own future ends (its commands are done with the connection), not at
-		// the deadline; the deadline is on a copy, so it never completes Bucket4j's future
+		// the deadline; the deadline is on a copy, so it never completes Bucket4j's future, and it is timed
+		// on the store's worker (StoreConnections.deadline says why not orTimeout)
 		future.whenComplete((v, e) -> links.exit());
-		return future.copy().orTimeout(deadlineMillis, TimeUnit.MILLISECONDS).whenComplete((v, e) -> {
+		return links.deadline(future, deadlineMillis).whenComplete((v, e) -> {
 			if (e == null) {
 				rule.answered();
 			}
@@ -523,7 +524,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			attempt = CompletableFuture.failedFuture(e);
 		}
 		// a connect or a ping Lettuce never completes must not stop the probing
-		attempt.orTimeout(probeBoundMillis, TimeUnit.MILLISECONDS).whenComplete((ok, error) -> {
+		links.deadline(attempt, probeBoundMillis).whenComplete((ok, error) -> {
 			probeInFlight.set(false);
 			if (error != null) {
 				rule.probeFailed();

@@ -111,6 +111,22 @@ final class StoreConnections {
 		}
 	}
 
+	/**
+	 * A copy of {@code future} failed with a {@link java.util.concurrent.TimeoutException} when it has
+	 * not completed within {@code millis}, timed on the worker. Not {@code orTimeout}: its timer is the
+	 * JDK's shared delayer, whose task is cancelled under that delayer's queue lock by whichever thread
+	 * completes the future — often a Lettuce event loop, which must not wait for a lock (and under
+	 * BlockHound a park there throws inside the lock's queue and leaves it stuck for every thread).
+	 * Reactor's worker tasks are cancelled the non-blocking way.
+	 */
+	<T> CompletableFuture<T> deadline(CompletableFuture<T> future, long millis) {
+		CompletableFuture<T> copy = future.copy(); // the deadline never completes the caller's future
+		Disposable timer = after(Duration.ofMillis(millis),
+				() -> copy.completeExceptionally(new java.util.concurrent.TimeoutException("no answer within " + millis + " ms")));
+		copy.whenComplete((v, e) -> timer.dispose());
+		return copy;
+	}
+
 	/** @return Bucket4j's proxies on the command connection, or {@code null} before it is open */
 	AsyncProxyManager<String> proxies() {
 		return proxies;
@@ -213,7 +229,9 @@ final class StoreConnections {
 		if (inFlight.get() == 0) {
 			drained.complete(null);
 		}
-		drained.completeOnTimeout(null, drainMillis, TimeUnit.MILLISECONDS).thenRun(() -> {
+		Disposable bound = after(Duration.ofMillis(drainMillis), () -> drained.complete(null));
+		drained.thenRun(() -> {
+			bound.dispose();
 			try {
 				worker.schedule(this::closeConnections);
 			}
