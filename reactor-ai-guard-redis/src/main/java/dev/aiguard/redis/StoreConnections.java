@@ -247,13 +247,29 @@ final class StoreConnections {
 		StatefulRedisConnection<String, byte[]> c = commands;
 		CompletableFuture<Void> closedProbes = p == null ? CompletableFuture.completedFuture(null) : p.closeAsync();
 		CompletableFuture<Void> closedCommands = c == null ? CompletableFuture.completedFuture(null) : c.closeAsync();
+		// Lettuce completes a close on its event loop, which must not wait for the executor's lock that
+		// disposing takes: the disposal goes back to the worker
 		CompletableFuture.allOf(closedProbes, closedCommands).whenComplete((ok, error) -> {
+			try {
+				worker.schedule(this::end);
+			}
+			catch (RejectedExecutionException disposed) {
+				end();
+			}
+		});
+	}
+
+	/** Disposes the worker (and the store's own thread), whatever happens. */
+	private void end() {
+		try {
 			worker.dispose();
 			if (ownScheduler) {
 				scheduler.dispose();
 			}
+		}
+		finally {
 			terminated.complete(null);
-		});
+		}
 	}
 
 	/** @return completed once both connections are closed and the worker is disposed */
