@@ -6,17 +6,8 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.AbstractExecutorService;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Delayed;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
@@ -24,23 +15,15 @@ import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
-import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.ConsumptionProbe;
-import io.github.bucket4j.TokensInheritanceStrategy;
 import io.github.bucket4j.distributed.AsyncBucketProxy;
-import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
 import io.github.bucket4j.distributed.proxy.AsyncProxyManager;
-import io.github.bucket4j.distributed.proxy.optimization.Optimizations;
-import io.github.bucket4j.redis.lettuce.Bucket4jLettuce;
 import io.lettuce.core.RedisChannelHandler;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionStateListener;
-import io.lettuce.core.api.StatefulRedisConnection;
 import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 
-import dev.aiguard.budget.Bucket4jSpecs;
 import dev.aiguard.budget.BucketSpec;
 import dev.aiguard.budget.BucketStore;
 import dev.aiguard.budget.LocalBucketStore;
@@ -65,18 +48,21 @@ import dev.aiguard.budget.Take;
  * <h2>When Redis is down</h2>
  * An operation that fails — Redis has not answered it within {@link RedisSettings#commandTimeout()}
  * (all its round trips together), the connection was lost, or the client refuses commands while
- * disconnected — moves the store to its fallback mode at
- * once, and that same request is answered by the fallback (it is never answered twice). A lost
- * connection moves it there as soon as Lettuce notices, before any request fails. In
+ * disconnected — is answered by the fallback (it is never answered twice). The store itself moves to
+ * its fallback mode at once on a lost connection (as soon as Lettuce notices, before any request
+ * fails) or an error reply, and on timeouts only when
+ * {@link RedisSettings#fallbackAfterTimeouts()} operations in a row went unanswered over at least
+ * one command timeout: one stall that times out the operations in flight together moves nothing. In
  * {@link Mode#FALLBACK_OPEN} each budget is a local in-process bucket holding {@code 1/instances} of
  * the shared one, so the instances together stay near the shared budget; a bucket this instance used
  * while shared starts its fallback from this instance's part of what Redis last said was left, not
  * full; in
  * {@link Mode#FALLBACK_CLOSED} every {@link #tryTake} fails with
  * {@link SharedStoreUnavailableException}. Every {@link RedisSettings#probeInterval()} the store asks
- * Redis whether it is back, and returns to {@link Mode#SHARED} when it answers. A restarted Redis that
- * kept no data hands out full buckets again. Each change is told to the {@link StoreModeListener}s and
- * to {@link RedisMetrics}.
+ * Redis whether it is back (a ping on a connection of its own, never the commands' one), and returns to
+ * {@link Mode#SHARED} after {@link RedisSettings#sharedAfterProbes()} answers in a row. A restarted
+ * Redis that kept no data hands out full buckets again. Each change is told to the
+ * {@link StoreModeListener}s and to {@link RedisMetrics} before {@link #mode()} shows it.
  */
 public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
@@ -88,12 +74,16 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		CLOSED
 	}
 
-	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Mode> MODE = AtomicReferenceFieldUpdater
-			.newUpdater(RedisBucketStore.class, Mode.class, "mode");
-
-	/** A Redis bucket and the spec it was built for. */
-	private record Remote(BucketSpec spec, AsyncBucketProxy bucket) {
+	/**
+	 * The mode, and the mode a change decided on while its listeners are told ({@code next}, else
+	 * {@code null}): {@link #mode()} shows a new mode only after the listeners and meters have heard of
+	 * it, and one compare-and-swap on this decides each change.
+	 */
+	private record Phase(Mode mode, Mode next) {
 	}
+
+	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Phase> PHASE = AtomicReferenceFieldUpdater
+			.newUpdater(RedisBucketStore.class, Phase.class, "phase");
 
 	private final RedisEndpoint endpoint;
 	private final String name;
@@ -102,34 +92,21 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	private final String keyPrefix;
 	private final List<StoreModeListener> listeners;
 	private final RedisMetrics metrics;
-	private final Scheduler scheduler;
-	/** Whether {@link #scheduler} is the store's own thread (the default), disposed when it closes. */
-	private final boolean ownScheduler;
-	private final LocalBucketStore local;
-	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
-	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
-	private final ConcurrentHashMap<BucketSpec, Long> versions = new ConcurrentHashMap<>();
-	/** Spec name and id: what the shared bucket had left at the last take, and the fallback it was applied in. */
-	private final ConcurrentHashMap<String, long[]> lastShared = new ConcurrentHashMap<>();
+	private final StoreConnections links;
+	private final FallbackRule rule;
+	private final LocalShares local;
+	private final SharedBuckets buckets = new SharedBuckets();
 	/** Counts the falls from SHARED to the fallback. */
 	private volatile long fallbacks;
 	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
 	private final long deadlineMillis;
+	/** The most one probe may take: connecting (the connect timeout) and the handshake's first answer. */
+	private final long probeBoundMillis;
 	private final AtomicBoolean probeInFlight = new AtomicBoolean();
-	/**
-	 * Held while a probe hands its ping to Lettuce and while {@link #close()} marks the store closed:
-	 * a probe never writes on the connection while it is being closed. Lettuce 6.8's endpoint lock
-	 * can be left spinning for good when a command is written while the connection closes (a
-	 * {@code SharedLock} that counts writers per thread), which pegs the writing thread — one of
-	 * the probe scheduler's — and blocks {@code closeAsync()} forever.
-	 */
-	private final Object probeOrClose = new Object();
 	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
 
-	private volatile Mode mode;
+	private volatile Phase phase;
 	private volatile String fallbackReason = "not connected yet";
-	private volatile StatefulRedisConnection<String, byte[]> connection;
-	private volatile AsyncProxyManager<String> proxies;
 	private volatile Disposable probing;
 	private volatile boolean closed;
 
@@ -141,24 +118,15 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		this.keyPrefix = endpoint.settings().keyPrefix() + "budget:";
 		this.listeners = List.copyOf(b.listeners);
 		this.metrics = b.metrics;
-		this.ownScheduler = b.scheduler == null;
-		this.scheduler = ownScheduler ? probeThread(name) : b.scheduler;
-		this.local = b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock);
-		this.mode = fallbackMode;
-		this.deadlineMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
-	}
-
-	/**
-	 * The store's own probe thread: a daemon that may block (it is not one of Reactor's
-	 * non-blocking threads), so Lettuce's endpoint locks are taken there and not on a thread
-	 * that deadlines of guarded streams share, should Lettuce ever hold one for long.
-	 */
-	private static Scheduler probeThread(String storeName) {
-		return Schedulers.fromExecutorService(Executors.newSingleThreadScheduledExecutor(task -> {
-			Thread t = new Thread(task, "aiguard-redis-probe-" + storeName);
-			t.setDaemon(true);
-			return t;
-		}), "aiguard-redis-probe-" + storeName);
+		this.links = new StoreConnections(endpoint, name, b.scheduler);
+		RedisSettings settings = endpoint.settings();
+		this.rule = new FallbackRule(settings.fallbackAfterTimeouts(), settings.commandTimeout().toNanos(),
+				settings.sharedAfterProbes());
+		this.local = new LocalShares(instances,
+				b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock));
+		this.phase = new Phase(fallbackMode, null);
+		this.deadlineMillis = Math.max(1, settings.commandTimeout().toMillis());
+		this.probeBoundMillis = settings.connectTimeout().plus(settings.commandTimeout()).toMillis();
 	}
 
 	/** @return a builder for a store on {@code endpoint} */
@@ -170,7 +138,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		safely(() -> metrics.storeRegistered(name, this::mode));
 		endpoint.client().addListener(connectionWatch);
 		startProbing();
-		probe();
+		probe(); // no connection yet: this connects (nothing is written on a connection from this thread)
 		return this;
 	}
 
@@ -178,7 +146,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	@Override
 	public Mode mode() {
-		return mode;
+		return phase.mode;
 	}
 
 	/** @return the store's name (the metrics' {@code store} tag) */
@@ -215,13 +183,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 *         {@code capacity / instances} units (at least one)
 	 */
 	public BucketSpec localShare(BucketSpec spec) {
-		BucketSpec share = shares.get(spec);
-		return share != null ? share : shares.computeIfAbsent(spec, this::share);
-	}
-
-	private BucketSpec share(BucketSpec spec) {
-		BucketSpec s = BucketSpec.of(spec.name(), Math.max(1, spec.capacity() / instances), spec.period());
-		return spec.refill() == BucketSpec.Refill.INTERVALLY ? s.intervally() : s;
+		return local.share(spec);
 	}
 
 	// ---------------------------------------------------------------- operations
@@ -239,10 +201,10 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units)).handle((probe, error) -> {
 			if (error == null) {
-				sawShared(spec, id, probe.getRemainingTokens());
+				local.saw(spec, id, probe.getRemainingTokens());
 				return CompletableFuture.completedFuture(take(probe));
 			}
-			lost(error);
+			failed(error);
 			return fallbackTake(spec, id, units);
 		}).thenCompose(f -> f);
 	}
@@ -256,47 +218,17 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (fallbackMode == Mode.FALLBACK_CLOSED) {
 			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
 		}
-		return local.tryTake(alignedShare(spec, id), id, units);
-	}
-
-	/** Remembers what a shared bucket had left, for the local share should Redis go down. */
-	private void sawShared(BucketSpec spec, String id, long remaining) {
-		String key = spec.name() + ':' + id;
-		long[] seen = lastShared.get(key);
-		if (seen == null) {
-			seen = lastShared.computeIfAbsent(key, k -> new long[] {Long.MAX_VALUE, -1L});
-		}
-		seen[0] = remaining;
+		return local.store().tryTake(local.aligned(spec, id, fallbacks), id, units);
 	}
 
 	/**
-	 * The local share of {@code spec}, lowered, once per fallback, to this instance's part of what the
-	 * shared bucket last had left: a fallback never hands out a full bucket the shared one had spent.
-	 */
-	private BucketSpec alignedShare(BucketSpec spec, String id) {
-		BucketSpec share = localShare(spec);
-		long[] seen = lastShared.get(spec.name() + ':' + id);
-		long now = fallbacks;
-		if (seen != null && seen[1] != now) {
-			synchronized (seen) {
-				if (seen[1] != now) {
-					seen[1] = now;
-					long target = Math.max(0L, seen[0]) / instances;
-					BucketStore.Immediate sync = local.immediate();
-					long held = sync.available(share, id);
-					if (held > target) {
-						sync.takeRegardless(share, id, held - target);
-					}
-				}
-			}
-		}
-		return share;
-	}
-
-	/**
-	 * Reserves in Redis with Bucket4j's reserve-and-calculate-time-to-sleep command, one
-	 * compare-and-swap: the instances' requests queue in the order Redis saw them. While Redis is down
-	 * the local share reserves the same way (fail-open) or the reservation fails (fail-closed).
+	 * Takes the units when the shared bucket holds them (the answer says what is left, as
+	 * {@link #tryTake} would), else reserves in Redis with Bucket4j's
+	 * reserve-and-calculate-time-to-sleep command, one compare-and-swap: the instances' requests queue
+	 * in the order Redis saw them. Both steps together are one operation with one deadline, the
+	 * command timeout: a caller that needs "now, or a place in the line" asks once and waits at most
+	 * that long. While Redis is down the local share reserves the same way (fail-open) or the
+	 * reservation fails (fail-closed).
 	 */
 	@Override
 	public CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
@@ -313,28 +245,33 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.completedFuture(Take.ofRefused(Long.MAX_VALUE));
 		}
 		if (maxWaitNanos == 0) {
-			return tryTake(spec, id, units).thenApply(t -> t.taken() ? Take.ofReserved(0L) : t);
+			return tryTake(spec, id, units);
 		}
 		AsyncBucketProxy bucket = sharedBucket(spec, id);
 		if (bucket == null) {
 			return fallbackReserve(spec, id, units, maxWaitNanos);
 		}
-		WaitHeard heard = new WaitHeard();
-		return guarded(() -> bucket.asScheduler().tryConsume(units, maxWaitNanos, heard).thenCompose(reserved -> reserved
-				? CompletableFuture.completedFuture(reservedShared(spec, id, heard.nanos))
-				: bucket.estimateAbilityToConsume(units).thenApply(e -> Take.ofRefused(e.getNanosToWaitForRefill()))))
-				.handle((take, error) -> {
-					if (error == null) {
-						return CompletableFuture.completedFuture(take);
-					}
-					lost(error);
-					return fallbackReserve(spec, id, units, maxWaitNanos);
-				}).thenCompose(f -> f);
+		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units).thenCompose(probe -> {
+			if (probe.isConsumed()) {
+				local.saw(spec, id, probe.getRemainingTokens());
+				return CompletableFuture.completedFuture(take(probe));
+			}
+			WaitHeard heard = new WaitHeard();
+			return bucket.asScheduler().tryConsume(units, maxWaitNanos, heard).thenCompose(reserved -> reserved
+					? CompletableFuture.completedFuture(reservedShared(spec, id, heard.nanos))
+					: bucket.estimateAbilityToConsume(units).thenApply(e -> Take.ofRefused(e.getNanosToWaitForRefill())));
+		})).handle((take, error) -> {
+			if (error == null) {
+				return CompletableFuture.completedFuture(take);
+			}
+			failed(error);
+			return fallbackReserve(spec, id, units, maxWaitNanos);
+		}).thenCompose(f -> f);
 	}
 
 	private Take reservedShared(BucketSpec spec, String id, long nanos) {
 		if (nanos > 0L) {
-			sawShared(spec, id, 0L); // queueing: the shared bucket is in debt
+			local.saw(spec, id, 0L); // queueing: the shared bucket is in debt
 		}
 		return Take.ofReserved(nanos);
 	}
@@ -343,124 +280,19 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (fallbackMode == Mode.FALLBACK_CLOSED) {
 			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
 		}
-		return local.reserve(alignedShare(spec, id), id, units, maxWaitNanos);
-	}
-
-	/**
-	 * The "scheduler" handed to Bucket4j's reservation: Bucket4j reserves atomically in Redis and then
-	 * schedules the completion after the wait; this one hears the wait and completes at once (the
-	 * guard waits on its own timer).
-	 */
-	private static final class WaitHeard extends AbstractExecutorService implements ScheduledExecutorService {
-		volatile long nanos;
-
-		@Override
-		public ScheduledFuture<?> schedule(Runnable command, long delay, TimeUnit unit) {
-			nanos = unit.toNanos(delay);
-			command.run();
-			return new Done<>(null);
-		}
-
-		@Override
-		public <V> ScheduledFuture<V> schedule(Callable<V> callable, long delay, TimeUnit unit) {
-			nanos = unit.toNanos(delay);
-			try {
-				return new Done<>(callable.call());
-			}
-			catch (Exception e) {
-				throw new CompletionException(e);
-			}
-		}
-
-		@Override
-		public ScheduledFuture<?> scheduleAtFixedRate(Runnable command, long initialDelay, long period, TimeUnit unit) {
-			throw new UnsupportedOperationException("a reservation schedules once");
-		}
-
-		@Override
-		public ScheduledFuture<?> scheduleWithFixedDelay(Runnable command, long initialDelay, long delay, TimeUnit unit) {
-			throw new UnsupportedOperationException("a reservation schedules once");
-		}
-
-		@Override
-		public void execute(Runnable command) {
-			command.run();
-		}
-
-		@Override
-		public void shutdown() {
-		}
-
-		@Override
-		public List<Runnable> shutdownNow() {
-			return List.of();
-		}
-
-		@Override
-		public boolean isShutdown() {
-			return false;
-		}
-
-		@Override
-		public boolean isTerminated() {
-			return false;
-		}
-
-		@Override
-		public boolean awaitTermination(long timeout, TimeUnit unit) {
-			return false;
-		}
-	}
-
-	/** An already completed scheduled task. */
-	private record Done<V>(V value) implements ScheduledFuture<V> {
-
-		@Override
-		public long getDelay(TimeUnit unit) {
-			return 0L;
-		}
-
-		@Override
-		public int compareTo(Delayed other) {
-			return Long.compare(0L, other.getDelay(TimeUnit.NANOSECONDS));
-		}
-
-		@Override
-		public boolean cancel(boolean mayInterruptIfRunning) {
-			return false;
-		}
-
-		@Override
-		public boolean isCancelled() {
-			return false;
-		}
-
-		@Override
-		public boolean isDone() {
-			return true;
-		}
-
-		@Override
-		public V get() {
-			return value;
-		}
-
-		@Override
-		public V get(long timeout, TimeUnit unit) {
-			return value;
-		}
+		return local.store().reserve(local.aligned(spec, id, fallbacks), id, units, maxWaitNanos);
 	}
 
 	@Override
 	public CompletableFuture<Void> takeRegardless(BucketSpec spec, String id, long units) {
 		return update(spec, id, units, b -> b.consumeIgnoringRateLimits(units).thenApply(x -> null),
-				() -> local.takeRegardless(localShare(spec), id, units));
+				() -> local.store().takeRegardless(local.share(spec), id, units));
 	}
 
 	@Override
 	public CompletableFuture<Void> giveBack(BucketSpec spec, String id, long units) {
 		return update(spec, id, units, b -> b.addTokens(units),
-				() -> local.giveBack(localShare(spec), id, units));
+				() -> local.store().giveBack(local.share(spec), id, units));
 	}
 
 	@Override
@@ -470,7 +302,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.completedFuture(null);
 		}
 		// the local share is paused as well: should Redis go down now, the fallback honours the pause too
-		local.pause(localShare(spec), id, duration);
+		local.store().pause(local.share(spec), id, duration);
 		long refill = spec.refilledIn(duration);
 		// hold -refill afterwards (a longer pause already in place is kept): empty by the pause's end
 		return update(spec, id, 1, b -> b.getAvailableTokens().thenCompose(available -> {
@@ -493,14 +325,14 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			if (error == null) {
 				return CompletableFuture.completedFuture(units);
 			}
-			lost(error);
+			failed(error);
 			return fallbackAvailable(spec, id);
 		}).thenCompose(f -> f);
 	}
 
 	private CompletableFuture<Long> fallbackAvailable(BucketSpec spec, String id) {
 		return fallbackMode == Mode.FALLBACK_CLOSED ? CompletableFuture.completedFuture(0L)
-				: local.available(alignedShare(spec, id), id);
+				: local.store().available(local.aligned(spec, id, fallbacks), id);
 	}
 
 	/** A write to a shared bucket, or to the local share while in FALLBACK_OPEN (nothing while closed). */
@@ -522,7 +354,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			if (error == null) {
 				return CompletableFuture.<Void>completedFuture(null);
 			}
-			lost(error);
+			failed(error);
 			return runFallback(fallback);
 		}).thenCompose(f -> f);
 	}
@@ -545,89 +377,97 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 * command that was in flight when the connection broke) has not answered within the command timeout.
 	 */
 	private <T> CompletableFuture<T> guarded(Supplier<CompletableFuture<T>> call) {
+		if (!links.enter()) {
+			return CompletableFuture.failedFuture(new IllegalStateException("the store is closed"));
+		}
 		CompletableFuture<T> future;
 		try {
 			future = call.get();
 		}
 		catch (RuntimeException e) {
+			links.exit();
 			return CompletableFuture.failedFuture(e);
 		}
-		// a copy, so the deadline never completes Bucket4j's own future
-		return future.copy().orTimeout(deadlineMillis, TimeUnit.MILLISECONDS);
+		// counted out when Bucket4j's own future ends (its commands are done with the connection), not at
+		// the deadline; the deadline is on a copy, so it never completes Bucket4j's future, and it is timed
+		// on the store's worker (StoreConnections.deadline says why not orTimeout)
+		future.whenComplete((v, e) -> links.exit());
+		return links.deadline(future, deadlineMillis).whenComplete((v, e) -> {
+			if (e == null) {
+				rule.answered();
+			}
+		});
 	}
 
 	/** @return the shared bucket, or {@code null} while the store is not {@link Mode#SHARED} */
 	private AsyncBucketProxy sharedBucket(BucketSpec spec, String id) {
-		AsyncProxyManager<String> pm = proxies;
-		if (mode != Mode.SHARED || pm == null) {
+		AsyncProxyManager<String> pm = links.proxies();
+		if (phase.mode != Mode.SHARED || pm == null) {
 			return null;
 		}
-		String key = keyPrefix + spec.name() + ':' + id;
-		Remote remote = remotes.get(key);
-		if (remote == null || !remote.spec.equals(spec)) {
-			remote = remotes.compute(key, (k, old) -> old != null && old.spec.equals(spec) ? old
-					: new Remote(spec, newBucket(pm, k, spec)));
-		}
-		return remote.bucket;
-	}
-
-	private AsyncBucketProxy newBucket(AsyncProxyManager<String> pm, String key, BucketSpec spec) {
-		BucketConfiguration configuration = Bucket4jSpecs.configuration(spec);
-		// the version is when this instance first met the spec: a newer spec (a redeploy) replaces the
-		// limits stored in Redis, keeping the fill in proportion, and an instance still on an older spec
-		// does not move them back
-		long version = versions.computeIfAbsent(spec, s -> nextVersion());
-		return pm.builder()
-				// requests for one key that arrive while a command for it is in flight go to Redis as one
-				// batch: without it, concurrent compare-and-swaps on a hot key retry each other
-				.withOptimization(Optimizations.batching())
-				.withImplicitConfigurationReplacement(version, TokensInheritanceStrategy.PROPORTIONALLY)
-				.build(key, () -> CompletableFuture.completedFuture(configuration));
-	}
-
-	/** Last version handed out in this JVM: versions only grow, even for two specs met in one microsecond. */
-	private static final java.util.concurrent.atomic.AtomicLong LAST_VERSION = new java.util.concurrent.atomic.AtomicLong();
-
-	/** @return the wall clock in microseconds, above every version handed out before in this JVM */
-	private static long nextVersion() {
-		Instant now = Instant.now();
-		long micros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000L;
-		return LAST_VERSION.updateAndGet(last -> Math.max(last + 1, micros));
+		return buckets.get(pm, keyPrefix + spec.name() + ':' + id, spec);
 	}
 
 	// ---------------------------------------------------------------- modes
 
-	/** A command failed or the connection was lost: from SHARED to the fallback mode. */
-	private void lost(Throwable error) {
+	/**
+	 * An operation failed. A timeout counts towards the fall-back rule ({@link FallbackRule}); any other
+	 * failure (the connection lost, commands refused while disconnected, an error reply) moves the
+	 * store to its fallback at once.
+	 */
+	private void failed(Throwable error) {
 		Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-		String reason = cause instanceof TimeoutException
-				? "no answer within the command timeout of " + endpoint.settings().commandTimeout()
-				: cause.getClass().getSimpleName() + ": " + cause.getMessage();
-		lost(reason);
-	}
-
-	private void lost(String reason) {
-		if (closed) {
+		if (timedOut(cause)) {
+			if (rule.timedOut(links.nowNanos())) {
+				lost(rule.timeoutsInARow() + " operations in a row without an answer within the command timeout of "
+						+ endpoint.settings().commandTimeout());
+			}
 			return;
 		}
-		if (MODE.compareAndSet(this, Mode.SHARED, fallbackMode)) {
-			fallbacks++;
-			fallbackReason = reason;
-			changed(Mode.SHARED, fallbackMode, reason);
+		lost(cause.getClass().getSimpleName() + ": " + cause.getMessage());
+	}
+
+	/** @return whether {@code error} or one of its causes is a timeout (ours, or Lettuce's, however wrapped) */
+	private static boolean timedOut(Throwable error) {
+		for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+			if (t instanceof TimeoutException || t instanceof RedisCommandTimeoutException) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/** Redis counts as down: from SHARED to the fallback mode. */
+	private void lost(String reason) {
+		if (move(Mode.SHARED, fallbackMode, reason)) {
 			startProbing();
 		}
 	}
 
-	/** Redis answered: back to SHARED. */
-	private void regained() {
-		if (closed) {
-			return;
+	/**
+	 * Moves from {@code from} to {@code to} unless another change is being told or the mode is another:
+	 * the listeners and meters hear of it first, then {@link #mode()} shows it.
+	 *
+	 * @return whether this call made the change
+	 */
+	private boolean move(Mode from, Mode to, String reason) {
+		Phase now = phase;
+		if (closed || now.next != null || now.mode != from) {
+			return false;
 		}
-		if (MODE.compareAndSet(this, fallbackMode, Mode.SHARED)) {
-			stopProbing();
-			changed(fallbackMode, Mode.SHARED, firstShared.isDone() ? "redis answered again" : "connected to redis");
-			firstShared.complete(null);
+		Phase moving = new Phase(from, to);
+		if (!PHASE.compareAndSet(this, now, moving)) {
+			return false;
 		}
+		rule.reset();
+		if (to != Mode.SHARED) {
+			fallbacks++;
+			fallbackReason = reason;
+		}
+		changed(from, to, reason);
+		// close() may have set the fallback meanwhile: it wins
+		PHASE.compareAndSet(this, moving, new Phase(to, null));
+		return true;
 	}
 
 	private void changed(Mode from, Mode to, String reason) {
@@ -640,10 +480,17 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 	}
 
+	/**
+	 * Schedules the next probe one probe interval from now, replacing one already scheduled: probes
+	 * follow each other at least an interval apart, whatever woke one up early (a reconnection), so
+	 * {@code sharedAfterProbes} answers in a row span at least that many intervals less one.
+	 */
 	private synchronized void startProbing() {
-		if (probing == null && !closed) {
-			Duration every = endpoint.settings().probeInterval();
-			probing = Flux.interval(every, every, scheduler).subscribe(tick -> probe());
+		Disposable previous = probing;
+		probing = closed || phase.mode == Mode.SHARED ? null
+				: links.after(endpoint.settings().probeInterval(), this::probe);
+		if (previous != null) {
+			previous.dispose();
 		}
 	}
 
@@ -655,41 +502,46 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 	}
 
-	/** Connects when there is no connection yet, else pings; one probe at a time. */
+	/**
+	 * Connects when there is no connection yet, else pings on the probe connection; one probe at a
+	 * time, on the worker only (but for the first, which only connects). Back to SHARED once enough
+	 * pings in a row were answered.
+	 */
 	private void probe() {
-		if (closed || mode == Mode.SHARED || !probeInFlight.compareAndSet(false, true)) {
+		if (closed || phase.mode == Mode.SHARED) {
 			return;
 		}
-		CompletableFuture<?> attempt;
-		synchronized (probeOrClose) {
-			if (closed) {
-				probeInFlight.set(false);
-				return;
-			}
-			StatefulRedisConnection<String, byte[]> c = connection;
-			attempt = c == null ? endpoint.connect().thenAccept(this::install) : c.async().ping().toCompletableFuture();
+		if (!probeInFlight.compareAndSet(false, true)) {
+			startProbing(); // the one in flight may end late: the next is due all the same
+			return;
 		}
-		attempt.whenComplete((ok, error) -> {
+		CompletableFuture<Void> attempt;
+		try {
+			attempt = links.probe();
+		}
+		catch (RuntimeException e) {
+			attempt = CompletableFuture.failedFuture(e);
+		}
+		// a connect or a ping Lettuce never completes must not stop the probing
+		links.deadline(attempt, probeBoundMillis).whenComplete((ok, error) -> {
 			probeInFlight.set(false);
-			if (error == null) {
-				regained();
+			if (error != null) {
+				rule.probeFailed();
+				if (fallbackReason.startsWith("not connected")) {
+					fallbackReason = "not connected yet: " + error.getMessage();
+				}
 			}
-			else if (fallbackReason.startsWith("not connected")) {
-				fallbackReason = "not connected yet: " + error.getMessage();
+			else {
+				boolean first = !firstShared.isDone();
+				if (rule.probeAnswered(first)) {
+					String why = first ? "connected to redis" : "redis answered " + rule.probesInARow() + " pings in a row";
+					if (move(fallbackMode, Mode.SHARED, why)) {
+						firstShared.complete(null);
+					}
+				}
 			}
+			startProbing(); // the next one, unless shared or closed
 		});
-	}
-
-	private void install(StatefulRedisConnection<String, byte[]> c) {
-		if (closed) {
-			c.closeAsync();
-			return;
-		}
-		this.proxies = Bucket4jLettuce.casBasedBuilder(c.async())
-				.expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
-				.build()
-				.asAsync();
-		this.connection = c;
 	}
 
 	/** Lettuce tells of a lost or re-established connection before any command fails. */
@@ -697,15 +549,16 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 		@Override
 		public void onRedisDisconnected(RedisChannelHandler<?, ?> handler) {
-			if (handler == connection) {
+			if (links.owns(handler)) {
+				rule.probeFailed(); // answers before the loss do not count towards the return
 				lost("connection to redis lost");
 			}
 		}
 
 		@Override
 		public void onRedisConnected(RedisChannelHandler<?, ?> handler, SocketAddress address) {
-			if (handler == connection) {
-				probe();
+			if (links.owns(handler)) {
+				links.onWorker(RedisBucketStore.this::probe);
 			}
 		}
 	}
@@ -720,44 +573,28 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	}
 
 	/**
-	 * Stops probing and closes the store's connection (not the {@link RedisEndpoint}). Afterwards the
-	 * store stays in its fallback mode.
+	 * Stops probing and closes the store's connections (not the {@link RedisEndpoint}); returns at once.
+	 * Afterwards the store stays in its fallback mode. New operations answer from the fallback from
+	 * here on; the connections close on the store's worker once the operations in flight have finished
+	 * (at most twice the command timeout), and then the worker's thread ends.
 	 */
 	@Override
 	public void close() {
-		synchronized (probeOrClose) {
-			// from here no probe writes on the connection: one handing its ping over has done so
-			closed = true;
-		}
+		closed = true;
 		stopProbing();
 		endpoint.client().removeListener(connectionWatch);
-		MODE.set(this, fallbackMode);
-		StatefulRedisConnection<String, byte[]> c = connection;
-		Runnable closeConnection = c == null ? () -> { } : c::closeAsync;
-		if (ownScheduler) {
-			// Lettuce's close takes its endpoint lock, on the caller's thread: on the store's own thread
-			// instead, so a lock Lettuce never releases keeps that thread and never the caller's
-			try {
-				scheduler.schedule(() -> {
-					try {
-						closeConnection.run();
-					}
-					finally {
-						scheduler.dispose();
-					}
-				});
-				return;
-			}
-			catch (RejectedExecutionException alreadyDisposed) {
-				// closed before: the connection is closed here
-			}
-		}
-		closeConnection.run();
+		PHASE.set(this, new Phase(fallbackMode, null));
+		links.close();
+	}
+
+	/** @return completed once the store's connections are closed and its worker has ended (for tests) */
+	CompletableFuture<Void> terminated() {
+		return links.terminated();
 	}
 
 	@Override
 	public String toString() {
-		return "RedisBucketStore{" + name + ", " + mode + ", instances=" + instances + "}";
+		return "RedisBucketStore{" + name + ", " + phase.mode + ", instances=" + instances + "}";
 	}
 
 	/** Builds a {@link RedisBucketStore}; each setter checks its value. */
@@ -818,8 +655,9 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 
 		/**
-		 * @param scheduler runs the probe timer and its pings while Redis is down (default: a daemon
-		 *        thread of the store's own, which also closes the connection when the store closes)
+		 * @param scheduler one worker of it connects, pings Redis while the store is in fallback, and
+		 *        closes the connections when the store closes (default: a daemon thread of the store's
+		 *        own, {@code aiguard-redis-probe-<name>}, which ends once the store is closed)
 		 */
 		public Builder scheduler(Scheduler scheduler) {
 			this.scheduler = Objects.requireNonNull(scheduler, "scheduler");

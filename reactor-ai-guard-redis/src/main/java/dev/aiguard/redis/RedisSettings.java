@@ -11,18 +11,22 @@ import io.lettuce.core.RedisURI;
  *
  * <pre>{@code
  * RedisSettings settings = RedisSettings.builder("redis://127.0.0.1:6379")
- *     .commandTimeout(Duration.ofMillis(200))   // a command not answered by then counts as Redis down
+ *     .commandTimeout(Duration.ofMillis(200))   // an operation not answered by then: the fallback answers it
  *     .reconnectDelay(Duration.ofMillis(200))
  *     .build();
  * }</pre>
  *
  * <p>The timeouts are short on purpose: a budget check that waits for Redis holds the request it
- * checks, so a Redis that does not answer within {@link #commandTimeout()} is treated as unreachable
- * and the store's fallback answers instead.
+ * checks, so an operation Redis does not answer within {@link #commandTimeout()} is answered by the
+ * store's fallback instead. The store itself moves to its fallback only on a pattern
+ * ({@link #fallbackAfterTimeouts()}) and back only after {@link #sharedAfterProbes()} answered pings.
  */
 public final class RedisSettings {
 
-	/** The defaults: 200 ms per command, 500 ms to connect, reconnect every 200 ms, probe every 250 ms. */
+	/**
+	 * The defaults: 200 ms per command, 500 ms to connect, reconnect every 200 ms, probe every 250 ms;
+	 * fall back after 3 operations in a row without an answer, share again after 3 answered pings.
+	 */
 	public static final Duration DEFAULT_COMMAND_TIMEOUT = Duration.ofMillis(200);
 	/** @see #DEFAULT_COMMAND_TIMEOUT */
 	public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofMillis(500);
@@ -30,6 +34,10 @@ public final class RedisSettings {
 	public static final Duration DEFAULT_RECONNECT_DELAY = Duration.ofMillis(200);
 	/** @see #DEFAULT_COMMAND_TIMEOUT */
 	public static final Duration DEFAULT_PROBE_INTERVAL = Duration.ofMillis(250);
+	/** Operations in a row without an answer within the command timeout before a store falls back. */
+	public static final int DEFAULT_FALLBACK_AFTER_TIMEOUTS = 3;
+	/** Pings answered in a row before a store in fallback shares again. */
+	public static final int DEFAULT_SHARED_AFTER_PROBES = 3;
 	/** The prefix of every key and channel the guard writes. */
 	public static final String DEFAULT_KEY_PREFIX = "aiguard:";
 
@@ -39,6 +47,8 @@ public final class RedisSettings {
 	private final Duration reconnectDelay;
 	private final Duration probeInterval;
 	private final String keyPrefix;
+	private final int fallbackAfterTimeouts;
+	private final int sharedAfterProbes;
 
 	private RedisSettings(Builder b) {
 		this.uri = b.uri;
@@ -47,6 +57,8 @@ public final class RedisSettings {
 		this.reconnectDelay = b.reconnectDelay;
 		this.probeInterval = b.probeInterval;
 		this.keyPrefix = b.keyPrefix;
+		this.fallbackAfterTimeouts = b.fallbackAfterTimeouts;
+		this.sharedAfterProbes = b.sharedAfterProbes;
 		this.uri.setTimeout(commandTimeout);
 	}
 
@@ -77,7 +89,10 @@ public final class RedisSettings {
 		return uri;
 	}
 
-	/** @return how long a command may take before it fails and counts as Redis down */
+	/**
+	 * @return how long one operation (all its round trips) may take before the store's fallback answers
+	 *         it; a pattern of such timeouts ({@link #fallbackAfterTimeouts()}) counts as Redis down
+	 */
 	public Duration commandTimeout() {
 		return commandTimeout;
 	}
@@ -102,11 +117,25 @@ public final class RedisSettings {
 		return keyPrefix;
 	}
 
+	/**
+	 * @return how many operations in a row must go unanswered within {@link #commandTimeout()}, the first
+	 *         and the latest at least one command timeout apart, before a store falls back
+	 */
+	public int fallbackAfterTimeouts() {
+		return fallbackAfterTimeouts;
+	}
+
+	/** @return how many pings in a row a store in fallback needs answered before it shares again */
+	public int sharedAfterProbes() {
+		return sharedAfterProbes;
+	}
+
 	@Override
 	public String toString() {
 		return "RedisSettings{" + uri.getHost() + ":" + uri.getPort() + ", commandTimeout=" + commandTimeout
 				+ ", connectTimeout=" + connectTimeout + ", reconnectDelay=" + reconnectDelay + ", probeInterval="
-				+ probeInterval + ", keyPrefix=" + keyPrefix + "}";
+				+ probeInterval + ", fallbackAfterTimeouts=" + fallbackAfterTimeouts + ", sharedAfterProbes="
+				+ sharedAfterProbes + ", keyPrefix=" + keyPrefix + "}";
 	}
 
 	/** Builds {@link RedisSettings}; each setter checks its value. */
@@ -118,6 +147,8 @@ public final class RedisSettings {
 		private Duration reconnectDelay = DEFAULT_RECONNECT_DELAY;
 		private Duration probeInterval = DEFAULT_PROBE_INTERVAL;
 		private String keyPrefix = DEFAULT_KEY_PREFIX;
+		private int fallbackAfterTimeouts = DEFAULT_FALLBACK_AFTER_TIMEOUTS;
+		private int sharedAfterProbes = DEFAULT_SHARED_AFTER_PROBES;
 
 		private Builder(RedisURI uri) {
 			this.uri = uri;
@@ -154,6 +185,31 @@ public final class RedisSettings {
 				throw new IllegalArgumentException("keyPrefix must be non-empty without spaces, was '" + prefix + "'");
 			}
 			this.keyPrefix = prefix;
+			return this;
+		}
+
+		/**
+		 * @param timeouts how many operations in a row must go unanswered within the command timeout, the
+		 *        first and the latest at least one command timeout apart, before a store falls back;
+		 *        {@code >= 2} (one slow command never moves a store) and at most 1000
+		 */
+		public Builder fallbackAfterTimeouts(int timeouts) {
+			if (timeouts < 2 || timeouts > 1000) {
+				throw new IllegalArgumentException("fallbackAfterTimeouts must be >= 2 and <= 1000, was " + timeouts);
+			}
+			this.fallbackAfterTimeouts = timeouts;
+			return this;
+		}
+
+		/**
+		 * @param probes how many pings in a row a store in fallback needs answered before it shares again,
+		 *        {@code >= 1} and at most 1000
+		 */
+		public Builder sharedAfterProbes(int probes) {
+			if (probes < 1 || probes > 1000) {
+				throw new IllegalArgumentException("sharedAfterProbes must be >= 1 and <= 1000, was " + probes);
+			}
+			this.sharedAfterProbes = probes;
 			return this;
 		}
 

@@ -55,7 +55,8 @@ final class Instances implements AutoCloseable {
 	 *         falls back and recovers, before the test starts)
 	 */
 	RedisBucketStore store(RedisServer redis, UnaryOperator<RedisBucketStore.Builder> config) {
-		RedisBucketStore store = unconnectedStore(redis, config);
+		List<StoreModeChange> changes = new java.util.concurrent.CopyOnWriteArrayList<>();
+		RedisBucketStore store = unconnectedStore(redis, b -> config.apply(b.listener(changes::add)));
 		try {
 			store.shared().get(5, TimeUnit.SECONDS);
 			store.available(WARM_UP, "warm-up").get(5, TimeUnit.SECONDS);
@@ -63,8 +64,13 @@ final class Instances implements AutoCloseable {
 		catch (Exception e) {
 			throw new AssertionError("store did not reach Redis at " + redis, e);
 		}
-		Await.until("the store is shared after its warm-up", Duration.ofSeconds(5),
-				() -> store.mode() == BucketStore.Mode.SHARED);
+		try {
+			Await.until("the store is shared after its warm-up", Duration.ofSeconds(5),
+					() -> store.mode() == BucketStore.Mode.SHARED);
+		}
+		catch (AssertionError e) {
+			throw new AssertionError(e.getMessage() + "; its mode changes: " + changes, e);
+		}
 		return store;
 	}
 

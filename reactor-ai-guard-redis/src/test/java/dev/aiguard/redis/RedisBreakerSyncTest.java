@@ -91,6 +91,16 @@ class RedisBreakerSyncTest {
 		return c == null ? 0 : c.count();
 	}
 
+	/**
+	 * Waits until a counter reaches {@code expected}: a publication is counted when Redis answers the
+	 * publisher's PUBLISH, which may come after the peer got the message, and a received transition
+	 * is counted after the breaker's listeners heard of it; two seconds are room for a busy machine.
+	 */
+	private void awaitCounter(String name, String state, double expected) {
+		Await.until(name + "{state=" + state + "} = " + expected, Duration.ofSeconds(2),
+				() -> counter(name, state) >= expected);
+	}
+
 	/** @return a permit once the breaker grants one (after its open wait), polled without sleeping */
 	private static BreakerPermit permitWhenProbing(CircuitBreaker breaker) {
 		AtomicReference<BreakerPermit> permit = new AtomicReference<>();
@@ -124,6 +134,8 @@ class RedisBreakerSyncTest {
 			assertThat(t.reason()).startsWith("peer api-1: trip policy pressure");
 		});
 		assertThat(a.moves()).as("no echo back to the origin").containsExactly("CLOSED->OPEN");
+		awaitCounter("aiguard.redis.breaker.published", "OPEN", 1);
+		awaitCounter("aiguard.redis.breaker.received", "OPEN", 1);
 		assertThat(counter("aiguard.redis.breaker.published", "OPEN")).as("published once, by api-1 only")
 				.isEqualTo(1);
 		assertThat(counter("aiguard.redis.breaker.received", "OPEN")).isEqualTo(1);
@@ -150,6 +162,7 @@ class RedisBreakerSyncTest {
 		assertThat(b.moves()).containsExactly("CLOSED->OPEN", "OPEN->CLOSED");
 		assertThat(b.transitions.get(1).reason()).startsWith("peer api-1: 2 of 2 probes healthy");
 		assertThat(a.moves()).containsExactly("CLOSED->OPEN", "OPEN->HALF_OPEN", "HALF_OPEN->CLOSED");
+		awaitCounter("aiguard.redis.breaker.received", "CLOSED", 1);
 		assertThat(counter("aiguard.redis.breaker.received", "CLOSED")).isEqualTo(1);
 		assertThat(b.breaker.tryAcquire()).isNotNull();
 	}
@@ -186,6 +199,7 @@ class RedisBreakerSyncTest {
 		assertThat(b.moves()).containsExactly("CLOSED->OPEN", "OPEN->OPEN");
 		assertThat(b.breaker.untilProbe().orElseThrow()).as("still waiting for api-1's next verdict")
 				.isGreaterThan(Duration.ofSeconds(5));
+		awaitCounter("aiguard.redis.breaker.published", "OPEN", 2);
 		assertThat(counter("aiguard.redis.breaker.published", "OPEN")).isEqualTo(2);
 	}
 

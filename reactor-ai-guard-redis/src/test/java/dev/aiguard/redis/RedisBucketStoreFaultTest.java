@@ -127,13 +127,18 @@ class RedisBucketStoreFaultTest {
 
 		int answeredBeforeRestart = answers.size();
 		redis.restart();
-		Await.until("shared again after the restart", Duration.ofSeconds(3), () -> store.mode() == Mode.SHARED);
+		// the event, then the mode: listeners hear of a change before the store shows it, and the test reads
+		// the events below (three answered pings, 100 ms apart, after the restart)
+		Await.until("the FALLBACK_OPEN->SHARED event after the restart", Duration.ofSeconds(5),
+				() -> after(killedAt).size() >= 2);
+		Await.until("the store shows the mode its listeners heard of", Duration.ofSeconds(1),
+				() -> store.mode() == Mode.SHARED);
 		Await.until("traffic flows on", Duration.ofSeconds(2), () -> answers.size() > answeredBeforeRestart + 20);
 		load.dispose();
 
 		assertThat(after(killedAt)).extracting(c -> c.from() + "->" + c.to()).containsExactly("SHARED->FALLBACK_OPEN",
 				"FALLBACK_OPEN->SHARED");
-		assertThat(after(killedAt).get(1).reason()).isEqualTo("redis answered again");
+		assertThat(after(killedAt).get(1).reason()).isEqualTo("redis answered 3 pings in a row");
 		assertThat(gauge("budgets", Mode.SHARED)).isEqualTo(1);
 		assertThat(await(store.tryTake(TEN_PER_HOUR, "openai", 10))).as("the restarted Redis kept nothing")
 				.isEqualTo(Take.ofTaken(0));
@@ -177,7 +182,10 @@ class RedisBucketStoreFaultTest {
 		assertThat(await(store.available(TEN_PER_HOUR, "openai"))).isZero();
 
 		redis.restart();
-		Await.until("shared again after the restart", Duration.ofSeconds(3), () -> store.mode() == Mode.SHARED);
+		Await.until("the FALLBACK_CLOSED->SHARED event after the restart", Duration.ofSeconds(5),
+				() -> after(killedAt).size() >= 2);
+		Await.until("the store shows the mode its listeners heard of", Duration.ofSeconds(1),
+				() -> store.mode() == Mode.SHARED);
 		int sharedFrom = answers.size();
 		Await.until("admissions flow again", Duration.ofSeconds(2), () -> answers.size() > sharedFrom + 20);
 		load.dispose();
@@ -194,7 +202,8 @@ class RedisBucketStoreFaultTest {
 	}
 
 	@Test
-	void aHungRedisCountsAsDownAfterTheCommandTimeout(RedisServer redis) throws Exception {
+	void anOperationAHungRedisDoesNotAnswerIsAnsweredByTheLocalShareAtTheCommandTimeout(RedisServer redis)
+			throws Exception {
 		RedisBucketStore store = shortTimeouts.store(redis, b -> b.name("budgets").instances(4).listener(changes::add));
 		BucketSpec eight = BucketSpec.of("provider.requests", 8, Duration.ofHours(1));
 
@@ -205,16 +214,14 @@ class RedisBucketStoreFaultTest {
 			Duration took = Duration.ofNanos(System.nanoTime() - start);
 
 			assertThat(take).as("answered by the local share of 8 / 4").isEqualTo(Take.ofTaken(1));
-			assertThat(took).as("the command timeout, not longer").isBetween(Duration.ofMillis(200), SHORT_BOUND);
-			assertThat(store.mode()).isEqualTo(Mode.FALLBACK_OPEN);
-			assertThat(changes.get(changes.size() - 1).reason()).containsAnyOf("RedisCommandTimeoutException",
-					"no answer within the command timeout of PT0.25S");
-			assertThat(await(store.tryTake(eight, "openai", 1))).isEqualTo(Take.ofTaken(0));
+			assertThat(took).as("the command timeout, not longer (mode changes: %s)", changes)
+					.isBetween(Duration.ofMillis(200), SHORT_BOUND);
+			// one operation without an answer is one slow moment: the store stays shared (RedisBucketStoreModeTest)
+			assertThat(store.mode()).as("mode changes: %s", changes).isEqualTo(Mode.SHARED);
 		}
 		finally {
 			redis.thaw();
 		}
-		Await.until("shared again once Redis answers", Duration.ofSeconds(3), () -> store.mode() == Mode.SHARED);
 		// the timed-out command ran when Redis woke up: the shared budget paid for a request the local share
 		// admitted, so the request was admitted once and charged at most twice, never admitted twice
 		assertThat(await(store.available(eight, "openai"))).isBetween(7L, 8L);

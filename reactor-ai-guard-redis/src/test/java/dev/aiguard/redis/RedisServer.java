@@ -60,7 +60,9 @@ final class RedisServer implements AutoCloseable {
 		}
 		List<String> command = List.of(BINARY.toString(), "--port", String.valueOf(port), "--bind", "127.0.0.1",
 				"--dir", dir.toString(), "--save", "", "--appendonly", "no", "--daemonize", "no",
-				"--loglevel", "notice", "--logfile", "", "--protected-mode", "no");
+				"--loglevel", "notice", "--logfile", "", "--protected-mode", "no",
+				// DEBUG SLEEP stalls the server for a set time: a slow moment, told apart from a hang
+				"--enable-debug-command", "local");
 		try {
 			process = new ProcessBuilder(command).redirectErrorStream(true).start();
 		}
@@ -155,6 +157,32 @@ final class RedisServer implements AutoCloseable {
 		catch (InterruptedException e) {
 			Thread.currentThread().interrupt();
 			throw new IllegalStateException(e);
+		}
+	}
+
+	/**
+	 * Sends one command with {@code redis-cli} (Debian's, beside the server), without waiting for its
+	 * answer: {@code DEBUG SLEEP 0.5} answers only after the stall it causes.
+	 *
+	 * @return completed with the reply once {@code redis-cli} has ended
+	 */
+	CompletableFuture<String> send(String... command) {
+		List<String> line = new java.util.ArrayList<>(List.of(BINARY.resolveSibling("redis-cli").toString(), "-h",
+				"127.0.0.1", "-p", String.valueOf(port)));
+		line.addAll(List.of(command));
+		try {
+			Process cli = new ProcessBuilder(line).redirectErrorStream(true).start();
+			return cli.onExit().thenApply(p -> {
+				try {
+					return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+				}
+				catch (IOException e) {
+					throw new UncheckedIOException(e);
+				}
+			});
+		}
+		catch (IOException e) {
+			throw new UncheckedIOException(e);
 		}
 	}
 

@@ -63,17 +63,21 @@ public interface BucketStore {
 	 * reserved, across every instance sharing the bucket, and none is woken only to find the units
 	 * taken by another. When the wait would be longer nothing is reserved.
 	 *
+	 * <p>When the bucket holds the units now they are taken as {@link #tryTake} takes them: reserved
+	 * with no wait, and {@link Take#remaining()} says what is left. The guard asks this once for
+	 * "now, or a place in the line", so a store on a network answers both within one deadline.
+	 *
 	 * <p>The default answers from {@link #tryTake}: the units when the bucket holds them, else
 	 * nothing and the wait (the caller asks again after it, without a place in a queue).
 	 *
 	 * @param units {@code >= 1}
 	 * @param maxWaitNanos {@code >= 0}, the longest the caller would wait
-	 * @return reserved ({@link Take#taken()}) with the wait before the units may be used, or not
-	 *         reserved with the wait until the bucket would hold them; never completed with
-	 *         {@code null}
+	 * @return reserved ({@link Take#taken()}) with the wait before the units may be used (with what is
+	 *         left when the wait is {@code 0}), or not reserved with the wait until the bucket would hold
+	 *         them; never completed with {@code null}
 	 */
 	default CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
-		return tryTake(spec, id, units).thenApply(t -> t.taken() ? Take.ofReserved(0L) : t);
+		return tryTake(spec, id, units);
 	}
 
 	/**

@@ -694,29 +694,28 @@ public final class BudgetGate {
 		return reserved;
 	}
 
-	/** {@link #reserveNow} through the futures; a missing bucket is reserved at once. */
+	/**
+	 * {@link #reserveNow} through the futures, as one store operation: {@link BucketStore#reserve} takes
+	 * the units when the bucket holds them (saying what is left) and reserves otherwise, so a store on a
+	 * network answers "now, or a place in the line" within one deadline of its own. A missing bucket is
+	 * reserved at once.
+	 */
 	private CompletableFuture<Take> reserveLater(@Nullable BucketSpec bucket, String key, long units, long maxWait) {
 		if (bucket == null) {
 			return CompletableFuture.completedFuture(Take.ofReserved(0L));
 		}
-		CompletableFuture<Take> first;
+		CompletableFuture<Take> reservation;
 		try {
-			first = store.tryTake(bucket, key, units);
+			reservation = store.reserve(bucket, key, units, maxWait);
 		}
 		catch (RuntimeException e) {
 			return CompletableFuture.failedFuture(e);
 		}
-		return first.thenCompose(taken -> {
-			if (taken.taken()) {
-				saw(bucket, key, taken.remaining());
-				return CompletableFuture.completedFuture(Take.ofReserved(0L));
+		return reservation.thenApply(reserved -> {
+			if (reserved.taken()) {
+				saw(bucket, key, reserved.nanosToWait() == 0L ? reserved.remaining() : 0L);
 			}
-			return store.reserve(bucket, key, units, maxWait).thenApply(reserved -> {
-				if (reserved.taken()) {
-					saw(bucket, key, 0L);
-				}
-				return reserved;
-			});
+			return reserved;
 		});
 	}
 

@@ -1,0 +1,80 @@
+package dev.aiguard.redis;
+
+import java.util.concurrent.ConcurrentHashMap;
+
+import dev.aiguard.budget.BucketSpec;
+import dev.aiguard.budget.BucketStore;
+import dev.aiguard.budget.LocalBucketStore;
+
+/**
+ * The local fallback of a {@link RedisBucketStore}: each shared budget's share of
+ * {@code capacity / instances} in an in-process store. A bucket this instance used while shared starts
+ * each fallback from this instance's part of what Redis last said was left, so a fallback is no burst.
+ */
+final class LocalShares {
+
+	private final int instances;
+	private final LocalBucketStore store;
+	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
+	/** Spec name and id: what the shared bucket had left at the last take, and the fallback it was applied in. */
+	private final ConcurrentHashMap<String, long[]> lastShared = new ConcurrentHashMap<>();
+
+	LocalShares(int instances, LocalBucketStore store) {
+		this.instances = instances;
+		this.store = store;
+	}
+
+	/** @return the in-process store holding the shares */
+	LocalBucketStore store() {
+		return store;
+	}
+
+	/**
+	 * @return the spec of {@code spec}'s share: the same name, period and refill, and
+	 *         {@code capacity / instances} units (at least one)
+	 */
+	BucketSpec share(BucketSpec spec) {
+		BucketSpec share = shares.get(spec);
+		return share != null ? share : shares.computeIfAbsent(spec, this::newShare);
+	}
+
+	private BucketSpec newShare(BucketSpec spec) {
+		BucketSpec s = BucketSpec.of(spec.name(), Math.max(1, spec.capacity() / instances), spec.period());
+		return spec.refill() == BucketSpec.Refill.INTERVALLY ? s.intervally() : s;
+	}
+
+	/** Remembers what a shared bucket had left, for the share should Redis go down. */
+	void saw(BucketSpec spec, String id, long remaining) {
+		String key = spec.name() + ':' + id;
+		long[] seen = lastShared.get(key);
+		if (seen == null) {
+			seen = lastShared.computeIfAbsent(key, k -> new long[] {Long.MAX_VALUE, -1L});
+		}
+		seen[0] = remaining;
+	}
+
+	/**
+	 * The share of {@code spec}, lowered, once per fallback, to this instance's part of what the shared
+	 * bucket last had left: a fallback never hands out a full bucket the shared one had spent.
+	 *
+	 * @param fallback the number of the store's current fallback (how many it has had)
+	 */
+	BucketSpec aligned(BucketSpec spec, String id, long fallback) {
+		BucketSpec share = share(spec);
+		long[] seen = lastShared.get(spec.name() + ':' + id);
+		if (seen != null && seen[1] != fallback) {
+			synchronized (seen) {
+				if (seen[1] != fallback) {
+					seen[1] = fallback;
+					long target = Math.max(0L, seen[0]) / instances;
+					BucketStore.Immediate sync = store.immediate();
+					long held = sync.available(share, id);
+					if (held > target) {
+						sync.takeRegardless(share, id, held - target);
+					}
+				}
+			}
+		}
+		return share;
+	}
+}
