@@ -16,8 +16,22 @@ final class LocalShares {
 	private final int instances;
 	private final LocalBucketStore store;
 	private final ConcurrentHashMap<BucketSpec, BucketSpec> shares = new ConcurrentHashMap<>();
-	/** Spec name and id: what the shared bucket had left at the last take, and the fallback it was applied in. */
-	private final ConcurrentHashMap<String, long[]> lastShared = new ConcurrentHashMap<>();
+	/**
+	 * The most buckets whose last shared reading is kept. Past it, a new one drops a few others: such a
+	 * bucket's next fallback starts from this instance's full share instead of its part of what Redis
+	 * last said (a bounded burst of 1/instances of one bucket), and its local share is let go when full.
+	 */
+	static final int MAX_READINGS = 10_000;
+
+	/** How many other readings a new one past the limit drops: more than one, so the map shrinks back. */
+	private static final int DROPPED_PER_NEW = 4;
+
+	/** Spec and id: what the shared bucket had left at the last take, and the fallback it was applied in. */
+	private final ConcurrentHashMap<Key, long[]> lastShared = new ConcurrentHashMap<>();
+
+	/** A shared bucket: its spec and id. */
+	private record Key(BucketSpec spec, String id) {
+	}
 
 	LocalShares(int instances, LocalBucketStore store) {
 		this.instances = instances;
@@ -45,12 +59,25 @@ final class LocalShares {
 
 	/** Remembers what a shared bucket had left, for the share should Redis go down. */
 	void saw(BucketSpec spec, String id, long remaining) {
-		String key = spec.name() + ':' + id;
+		Key key = new Key(spec, id);
 		long[] seen = lastShared.get(key);
 		if (seen == null) {
+			if (lastShared.size() >= MAX_READINGS) {
+				for (Key dropped : Bounded.dropOthers(lastShared, key, DROPPED_PER_NEW)) {
+					BucketStore.Immediate sync = store.immediate();
+					if (sync != null) {
+						sync.forget(share(dropped.spec), dropped.id, false);
+					}
+				}
+			}
 			seen = lastShared.computeIfAbsent(key, k -> new long[] {Long.MAX_VALUE, -1L});
 		}
 		seen[0] = remaining;
+	}
+
+	/** @return the readings held */
+	int readings() {
+		return lastShared.size();
 	}
 
 	/**
@@ -61,7 +88,7 @@ final class LocalShares {
 	 */
 	BucketSpec aligned(BucketSpec spec, String id, long fallback) {
 		BucketSpec share = share(spec);
-		long[] seen = lastShared.get(spec.name() + ':' + id);
+		long[] seen = lastShared.get(new Key(spec, id));
 		if (seen != null && seen[1] != fallback) {
 			synchronized (seen) {
 				if (seen[1] != fallback) {

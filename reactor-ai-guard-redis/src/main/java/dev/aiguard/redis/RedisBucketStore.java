@@ -154,6 +154,16 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		return name;
 	}
 
+	/** @return the Bucket4j proxies held (bounded by {@code SharedBuckets.MAX_PROXIES}); for tests */
+	int proxies() {
+		return buckets.size();
+	}
+
+	/** @return the last shared readings held (bounded by {@code LocalShares.MAX_READINGS}); for tests */
+	int readings() {
+		return local.readings();
+	}
+
 	/** @return the number of instances sharing the budgets; the local fallback holds 1/this of each */
 	public int instances() {
 		return instances;

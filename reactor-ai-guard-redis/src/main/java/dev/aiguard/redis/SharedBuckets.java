@@ -29,6 +29,16 @@ final class SharedBuckets {
 	/** Last version handed out in this JVM: versions only grow, even for two specs met in one microsecond. */
 	private static final AtomicLong LAST_VERSION = new AtomicLong();
 
+	/**
+	 * The most proxies kept. A proxy holds no budget (the bucket is in Redis), so past this many the
+	 * store drops a few others for each new one and rebuilds them when their key comes back: any number
+	 * of distinct tenants leaves the map bounded.
+	 */
+	static final int MAX_PROXIES = 10_000;
+
+	/** How many other proxies a new one past the limit drops: more than one, so the map shrinks back. */
+	private static final int DROPPED_PER_NEW = 4;
+
 	private final ConcurrentHashMap<String, Remote> remotes = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<BucketSpec, Long> versions = new ConcurrentHashMap<>();
 
@@ -36,10 +46,18 @@ final class SharedBuckets {
 	AsyncBucketProxy get(AsyncProxyManager<String> pm, String key, BucketSpec spec) {
 		Remote remote = remotes.get(key);
 		if (remote == null || !remote.spec.equals(spec)) {
+			if (remote == null && remotes.size() >= MAX_PROXIES) {
+				Bounded.dropOthers(remotes, key, DROPPED_PER_NEW);
+			}
 			remote = remotes.compute(key, (k, old) -> old != null && old.spec.equals(spec) ? old
 					: new Remote(spec, newBucket(pm, k, spec)));
 		}
 		return remote.bucket;
+	}
+
+	/** @return the proxies held */
+	int size() {
+		return remotes.size();
 	}
 
 	private AsyncBucketProxy newBucket(AsyncProxyManager<String> pm, String key, BucketSpec spec) {

@@ -169,4 +169,26 @@ class RedisBucketStoreTest {
 		assertThat(probes.get(0).isAlive()).as("the probe thread ends once it closed the connection").isFalse();
 		assertThat(store.mode()).isEqualTo(Mode.FALLBACK_OPEN);
 	}
+
+	@Test
+	void anyNumberOfTenantsLeavesTheStoresMapsBounded(RedisServer redis) throws Exception {
+		RedisBucketStore a = instances.store(redis, b -> b.name("a"));
+		int tenants = SharedBuckets.MAX_PROXIES + 2_000;
+		// batches of 50 in flight: enough to be quick, few enough that no command waits past its timeout
+		// on a busy machine (three timeouts in a row would move the store to its fallback)
+		for (int from = 0; from < tenants; from += 50) {
+			List<java.util.concurrent.CompletableFuture<Take>> batch = new java.util.ArrayList<>();
+			for (int i = from; i < Math.min(tenants, from + 50); i++) {
+				batch.add(a.tryTake(FIVE_PER_MINUTE, "tenant-" + i, 1));
+			}
+			for (java.util.concurrent.CompletableFuture<Take> take : batch) {
+				assertThat(await(take).taken()).isTrue();
+			}
+		}
+		assertThat(a.mode()).as("every take answered by Redis").isEqualTo(Mode.SHARED);
+		assertThat(a.proxies()).as("Bucket4j proxies").isBetween(1, SharedBuckets.MAX_PROXIES);
+		assertThat(a.readings()).as("last shared readings").isBetween(1, LocalShares.MAX_READINGS);
+		assertThat(await(a.tryTake(FIVE_PER_MINUTE, "tenant-0", 1))).as("a dropped proxy is rebuilt on the same bucket")
+				.isEqualTo(Take.ofTaken(3));
+	}
 }
