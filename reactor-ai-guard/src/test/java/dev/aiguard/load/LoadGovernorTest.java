@@ -59,8 +59,10 @@ class LoadGovernorTest {
 		f.intervals(governor, 10, 50); // five times the capacity, a healthy score
 		assertThat(governor.state().load()).isGreaterThan(4.0);
 		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
-		f.score(30); // the score decides the rest
-		f.interval(governor, 50);
+		f.score(30); // the score decides the rest, once it has stayed past the line for riseAfter (3 s)
+		f.intervals(governor, 2, 50); // smoothed score 79.0, 64.3: not yet past DEGRADED's line
+		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
+		f.intervals(governor, 4, 50); // 54.0 (DEGRADED's line crossed), 46.8, 41.8, 38.3: confirmed
 		assertThat(governor.level()).isEqualTo(LoadLevel.CRITICAL);
 	}
 
