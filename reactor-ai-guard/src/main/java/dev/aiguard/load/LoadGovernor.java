@@ -199,8 +199,8 @@ public final class LoadGovernor implements Disposable {
 		this.metrics = GuardMetrics.isolated(b.metrics);
 		this.minSamples = b.minSamples;
 		this.scoreSmoothing = b.scoreSmoothing;
-		this.riseAfterNanos = b.riseAfter.toNanos();
-		int window = (int) Math.max(1L, (b.signalWindow.toNanos() + intervalNanos - 1) / intervalNanos);
+		this.riseAfterNanos = b.riseAfter().toNanos();
+		int window = (int) Math.max(1L, (b.signalWindow().toNanos() + intervalNanos - 1) / intervalNanos);
 		this.windowArrivals = new long[window][PRIORITIES.length];
 		this.windowNanos = new long[window];
 		this.windowFirstTokens = new long[window];
@@ -876,8 +876,12 @@ public final class LoadGovernor implements Disposable {
 		private double smoothing = 0.3;
 		private double scoreSmoothing = 0.3;
 		private int minSamples = 10;
-		private Duration signalWindow = Duration.ofSeconds(10);
-		private Duration riseAfter = Duration.ofSeconds(3);
+		/** Null: the default, 10 s but at least one interval. */
+		@Nullable
+		private Duration signalWindow;
+		/** Null: the default, 3 s but at most half the dwell. */
+		@Nullable
+		private Duration riseAfter;
 		private double[] scoreThresholds = {80.0, 60.0, 40.0};
 		private Duration dwell = Duration.ofSeconds(30);
 		private int warmupIntervals = 10;
@@ -1022,7 +1026,8 @@ public final class LoadGovernor implements Disposable {
 		}
 
 		/**
-		 * The span the signals read, >= the interval (default 10 s): each decision hands its signals
+		 * The span the signals read, >= the interval (default 10 s, or one interval when that is
+		 * longer): each decision hands its signals
 		 * the totals of the last {@code ceil(window ÷ interval)} intervals, so a low request rate still
 		 * gathers {@link #minSamples(int)} samples, and an interval's burst is weighed against its
 		 * neighbours. The offered load ({@link LoadState#load()}) and {@link LoadState#interval()} stay
@@ -1052,8 +1057,8 @@ public final class LoadGovernor implements Disposable {
 
 		/**
 		 * How long the (smoothed) score must stay under a worse level's threshold before the level
-		 * rises, >= 0 and shorter than the dwell when there is one (default 3 s; 0: at the first such
-		 * decision). The
+		 * rises, >= 0 and shorter than the dwell when there is one (default 3 s, or half the dwell when
+		 * that is shorter; 0: at the first such decision). The
 		 * level rises to the score's level of the decision that confirms it. Rises from the offered
 		 * load and the forecast, both smoothed inputs, apply at once.
 		 */
@@ -1163,16 +1168,35 @@ public final class LoadGovernor implements Disposable {
 				throw new IllegalArgumentException("scoreThresholds must decrease (warning > degraded > critical), were "
 						+ scoreThresholds[0] + ", " + scoreThresholds[1] + ", " + scoreThresholds[2]);
 			}
-			if (signalWindow.compareTo(interval) < 0) {
+			if (signalWindow != null && signalWindow.compareTo(interval) < 0) {
 				throw new IllegalArgumentException("signalWindow must be >= interval (" + interval + "), was "
 						+ signalWindow);
 			}
-			if (!dwell.isZero() && riseAfter.compareTo(dwell) >= 0) {
+			if (riseAfter != null && !dwell.isZero() && riseAfter.compareTo(dwell) >= 0) {
 				throw new IllegalArgumentException("riseAfter must be shorter than dwell (" + dwell + "), was "
 						+ riseAfter);
 			}
 			Forecaster f = Objects.requireNonNull(forecaster.get(), "forecaster.get()");
 			return new LoadGovernor(this, f);
+		}
+
+		/** The signal window set, or the default: 10 s, at least one interval. */
+		Duration signalWindow() {
+			if (signalWindow != null) {
+				return signalWindow;
+			}
+			Duration fallback = Duration.ofSeconds(10);
+			return fallback.compareTo(interval) < 0 ? interval : fallback;
+		}
+
+		/** The confirmation set, or the default: 3 s, at most half the dwell. */
+		Duration riseAfter() {
+			if (riseAfter != null) {
+				return riseAfter;
+			}
+			Duration fallback = Duration.ofSeconds(3);
+			Duration half = dwell.dividedBy(2);
+			return half.compareTo(fallback) < 0 ? half : fallback;
 		}
 
 		private static void requirePositive(String field, double value) {

@@ -55,7 +55,7 @@ class LoadGovernorTest {
 	@Test
 	void byDefaultTheOfferedLoadAloneNeverGoesPastWarning() {
 		start(LoadGovernor.builder("chat").capacity(10).clock(f.time).signal(f.cpu, 0.20).signal(f.memory, 0.15)
-				.dwell(Duration.ZERO));
+				.dwell(Duration.ZERO).riseAfter(Duration.ofSeconds(3)));
 		f.intervals(governor, 10, 50); // five times the capacity, a healthy score
 		assertThat(governor.state().load()).isGreaterThan(4.0);
 		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
