@@ -17,6 +17,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.test.context.ConfigDataApplicationContextInitializer;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -47,6 +48,9 @@ class BreakerWaitsTest {
 	static void readTheDemoDefaults() {
 		new ApplicationContextRunner()
 			.withInitializer(new ConfigDataApplicationContextInitializer())
+			// the demo's own settings under aiguard (base-url, api-key...) are bound as the application binds
+			// them, so the starter's unknown-key check knows them
+			.withUserConfiguration(DemoSettings.class)
 			.withConfiguration(AutoConfigurations.of(AiGuardAutoConfiguration.class))
 			.run(context -> demoDefaults = context.getBean(AiGuardRegistry.class).guard(GuardConfiguration.POLICY)
 				.policy().breaker().config());
@@ -164,5 +168,9 @@ class BreakerWaitsTest {
 
 	private void advance(long nanos) {
 		now.addAndGet(nanos);
+	}
+
+	@EnableConfigurationProperties(DemoProperties.class)
+	static class DemoSettings {
 	}
 }
