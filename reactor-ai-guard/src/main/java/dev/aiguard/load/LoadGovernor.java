@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.DoubleSupplier;
 import java.util.function.Function;
@@ -37,12 +36,9 @@ import reactor.core.scheduler.Schedulers;
  * governor turns the interval's counts into an {@link IntervalStats}, feeds the request rate to a
  * {@link Forecaster}, scores health from its {@link HealthSignal}s and picks the level: the worst of
  * the score's level, the offered load's level and, once warmed up, WARNING when the forecast peak
- * reaches the overload line. The signals read a window of recent intervals and count only with
- * enough samples ({@link Builder#minSamples(int)}); the score is smoothed over decisions and raises
- * the level only after staying past the line for {@link Builder#riseAfter(Duration)}; the load and
- * forecast raise it at once. Recovery waits the dwell time at the current level, goes one level at
- * a time, and only when every input allows it with a margin (hysteresis). {@link #hold(LoadLevel)}
- * pins the level. Each change is published as a {@link LoadEvent} to listeners and metrics, and
+ * reaches the overload line. Escalation is immediate; recovery waits the dwell time at the current
+ * level, goes one level at a time, and only when every input allows it with a margin
+ * (hysteresis). Each change is published as a {@link LoadEvent} to listeners and metrics, and
  * resizes the {@link PriorityLanes} when given.
  *
  * <p>Recording ({@link #arrived}, {@link #firstToken}, {@link #ended}) is on the guard's hot path:
@@ -95,12 +91,6 @@ public final class LoadGovernor implements Disposable {
 	private final int[] laneBase;
 	private final LoadListener[] listeners;
 	private final GuardMetrics metrics;
-	/** Samples a rate signal needs in the signal window before it counts. */
-	private final long minSamples;
-	/** How much of each decision's raw score enters the smoothed score the levels read. */
-	private final double scoreSmoothing;
-	/** How long the score must stay past a worse level's line before the level rises to it. */
-	private final long riseAfterNanos;
 
 	// ---- recording: monotonic striped counters, read as deltas by the decision ----
 	private final LongAdder[] arrivals = new LongAdder[PRIORITIES.length];
@@ -118,21 +108,6 @@ public final class LoadGovernor implements Disposable {
 	private long lastDecisionNanos = UNSET;
 	/** The offered rate smoothed over intervals (decision loop only); NaN before the first decision. */
 	private double smoothedRate = Double.NaN;
-	/** The health score smoothed over decisions (decision loop only); NaN while no signal has data. */
-	private double smoothedScore = Double.NaN;
-	/** Since when the score's level has been worse than the current level; UNSET when it is not. */
-	private long scoreWorseSince = UNSET;
-	/** The signal window: the last intervals' counts, a ring (decision loop only). */
-	private final long[][] windowArrivals;
-	private final long[] windowNanos;
-	private final long[] windowFirstTokens;
-	private final long[] windowTtftNanos;
-	private final long[] windowAttempts;
-	private final long[] windowFailures;
-	private int windowNext;
-	/** The hold the level reflects (decision loop only). */
-	@Nullable
-	private Hold appliedHold;
 
 	// ---- published ----
 	private volatile LoadState state;
@@ -146,17 +121,6 @@ public final class LoadGovernor implements Disposable {
 	private volatile int wip;
 	private static final AtomicIntegerFieldUpdater<LoadGovernor> WIP =
 			AtomicIntegerFieldUpdater.newUpdater(LoadGovernor.class, "wip");
-
-	/** Decisions asked for and not yet made: the loop makes each one. */
-	private volatile int decisionAsked;
-	private static final AtomicIntegerFieldUpdater<LoadGovernor> DECISION_ASKED =
-			AtomicIntegerFieldUpdater.newUpdater(LoadGovernor.class, "decisionAsked");
-
-	/** The hold in force, null when none; the decision loop applies what it finds here. */
-	@Nullable
-	private volatile Hold hold;
-	private static final AtomicReferenceFieldUpdater<LoadGovernor, Hold> HOLD =
-			AtomicReferenceFieldUpdater.newUpdater(LoadGovernor.class, Hold.class, "hold");
 
 	/** 0 new, 1 started, 2 disposed. */
 	private volatile int lifecycle;
@@ -197,16 +161,6 @@ public final class LoadGovernor implements Disposable {
 		}
 		this.listeners = b.listeners.toArray(new LoadListener[0]);
 		this.metrics = GuardMetrics.isolated(b.metrics);
-		this.minSamples = b.minSamples;
-		this.scoreSmoothing = b.scoreSmoothing;
-		this.riseAfterNanos = b.riseAfter().toNanos();
-		int window = (int) Math.max(1L, (b.signalWindow().toNanos() + intervalNanos - 1) / intervalNanos);
-		this.windowArrivals = new long[window][PRIORITIES.length];
-		this.windowNanos = new long[window];
-		this.windowFirstTokens = new long[window];
-		this.windowTtftNanos = new long[window];
-		this.windowAttempts = new long[window];
-		this.windowFailures = new long[window];
 		for (int p = 0; p < arrivals.length; p++) {
 			arrivals[p] = new LongAdder();
 		}
@@ -410,98 +364,21 @@ public final class LoadGovernor implements Disposable {
 	 * @return the state after the decisions made so far
 	 */
 	public LoadState decide() {
-		DECISION_ASKED.incrementAndGet(this);
-		drain();
-		return state;
-	}
-
-	/**
-	 * Pins the level at {@code level} until the returned {@link Disposable} is disposed: an operator's
-	 * override, or a test that needs a steady level. While held, the decisions keep computing score,
-	 * load and forecast ({@link #state()}, the gauges) but do not move the level, and
-	 * {@link LoadState#held()} is true. The hold is a {@link LoadEvent} with reason
-	 * {@link LoadEvent.Reason#HOLD} (even when the level does not change): it resizes the lanes and
-	 * reaches listeners and metrics like any level change. A second hold replaces the first (the
-	 * first's {@code Disposable} then does nothing). Disposing the hold in force is a
-	 * {@link LoadEvent.Reason#RELEASE} event: the level stays where it was held, and the decisions move
-	 * it from there by the usual rules, the dwell counted from the hold. Neither call blocks: when a
-	 * decision is running on another thread, the hold (or release) is published by that thread as
-	 * soon as its decision ends, before any further decision; a hold released before that is
-	 * published by neither event.
-	 *
-	 * <pre>{@code
-	 * Disposable pinned = governor.hold(LoadLevel.CRITICAL);
-	 * // ... the level stays CRITICAL whatever the signals say
-	 * pinned.dispose();
-	 * }</pre>
-	 *
-	 * @param level the level to hold
-	 * @return releases this hold when disposed; idempotent
-	 */
-	public Disposable hold(LoadLevel level) {
-		Hold h = new Hold(this, Objects.requireNonNull(level, "level"));
-		hold = h;
-		drain();
-		return h;
-	}
-
-	/** Serialises decisions and hold changes on one thread at a time; never blocks. */
-	private void drain() {
 		if (WIP.getAndIncrement(this) != 0) {
-			return;
+			return state;
 		}
 		int missed = 1;
 		do {
-			for (int asked = DECISION_ASKED.getAndSet(this, 0); asked > 0; asked--) {
-				applyHold();
-				try {
-					decideOnce();
-				}
-				catch (Throwable failure) {
-					Callbacks.dropped(failure);
-				}
+			try {
+				decideOnce();
 			}
-			applyHold();
+			catch (Throwable failure) {
+				Callbacks.dropped(failure);
+			}
 			missed = WIP.addAndGet(this, -missed);
 		}
 		while (missed != 0);
-	}
-
-	/** Publishes a hold or release found in {@link #hold} (decision loop only). */
-	private void applyHold() {
-		try {
-			applyHoldOnce();
-		}
-		catch (Throwable failure) {
-			Callbacks.dropped(failure);
-		}
-	}
-
-	private void applyHoldOnce() {
-		Hold h = hold;
-		Hold was = appliedHold;
-		if (h == was) {
-			return;
-		}
-		appliedHold = h;
-		LoadState s = state;
-		long now = nanos();
-		LoadEvent event;
-		LoadState next;
-		if (h != null) {
-			event = new LoadEvent(s.level(), h.level, LoadEvent.Reason.HOLD, "held at " + h.level, s.score(), s.load(),
-					s.forecastPeak(), now);
-			next = s.withLevel(h.level, now, event, true);
-		}
-		else {
-			event = new LoadEvent(s.level(), s.level(), LoadEvent.Reason.RELEASE, "released at " + s.level(), s.score(),
-					s.load(), s.forecastPeak(), now);
-			next = s.withLevel(s.level(), s.levelSinceNanos(), event, false);
-		}
-		scoreWorseSince = UNSET;
-		current = actions[next.level().ordinal()];
-		state = next;
-		announce(event);
+		return state;
 	}
 
 	private void decideQuietly() {
@@ -513,7 +390,6 @@ public final class LoadGovernor implements Disposable {
 		long elapsed = lastDecisionNanos == UNSET || now - lastDecisionNanos <= 0 ? intervalNanos : now - lastDecisionNanos;
 		lastDecisionNanos = now;
 		IntervalStats stats = takeInterval(elapsed);
-		IntervalStats window = window(stats);
 
 		double rate = stats.requestRate();
 		forecaster.observe(rate);
@@ -541,7 +417,7 @@ public final class LoadGovernor implements Disposable {
 		String lowestName = null;
 		double lowest = Double.POSITIVE_INFINITY;
 		for (int i = 0; i < signals.length; i++) {
-			double sub = subScore(signals[i], window);
+			double sub = subScore(signals[i], stats);
 			subScores.put(signals[i].name(), sub);
 			if (!Double.isNaN(sub)) {
 				weighted += weights[i] * sub;
@@ -552,47 +428,23 @@ public final class LoadGovernor implements Disposable {
 				}
 			}
 		}
-		double rawScore = weightSum > 0.0 ? weighted / weightSum : Double.NaN;
-		// one decision's score is one window's evidence: the levels read its moving average, and a
-		// decision without any data starts the average afresh (no opinion is not a bad opinion)
-		smoothedScore = Double.isNaN(rawScore) ? Double.NaN
-				: Double.isNaN(smoothedScore) ? rawScore : scoreSmoothing * rawScore + (1.0 - scoreSmoothing) * smoothedScore;
-		double score = smoothedScore;
+		double score = weightSum > 0.0 ? weighted / weightSum : Double.NaN;
 		// the levels read the smoothed rate: one noisy interval must not cross a line on its own
 		smoothedRate = Double.isNaN(smoothedRate) ? rate : smoothing * rate + (1.0 - smoothing) * smoothedRate;
 		double load = smoothedRate / capacity;
 
-		// a rise needs both the decision's own score and the average past the line: the average alone
-		// would stretch one bad decision over the next few, the decision's alone is one window's noise
-		LoadLevel scoreLevel = better(scoreLevel(rawScore), scoreLevel(score));
+		LoadLevel scoreLevel = scoreLevel(score);
 		LoadLevel loadLevel = loadLevel(load);
 		LoadLevel forecastLevel = mode == LoadState.Mode.FORECAST && peak >= overloadLine ? LoadLevel.WARNING
 				: LoadLevel.HEALTHY;
 		LoadLevel level = previous.level();
-		// the score raises the level only once it has stayed past the line for riseAfter: one bad
-		// decision never does; the load and the forecast are smoothed inputs and act at once
-		if (scoreLevel.isWorseThan(level)) {
-			if (scoreWorseSince == UNSET) {
-				scoreWorseSince = now;
-			}
-		}
-		else {
-			scoreWorseSince = UNSET;
-		}
-		LoadLevel confirmedScoreLevel = scoreWorseSince != UNSET && now - scoreWorseSince >= riseAfterNanos ? scoreLevel
-				: LoadLevel.HEALTHY;
-		LoadLevel target = worst(worst(confirmedScoreLevel, loadLevel), forecastLevel);
+		LoadLevel target = worst(worst(scoreLevel, loadLevel), forecastLevel);
 
 		LoadEvent event = null;
-		boolean held = appliedHold != null;
-		if (held) {
-			// pinned: everything above is computed and published, the level stays
-			scoreWorseSince = UNSET;
-		}
-		else if (target.isWorseThan(level)) {
+		if (target.isWorseThan(level)) {
 			LoadEvent.Reason reason;
 			String detail;
-			if (confirmedScoreLevel == target) {
+			if (scoreLevel == target) {
 				reason = LoadEvent.Reason.SCORE;
 				detail = String.format(Locale.ROOT, "%s=%.1f", lowestName, lowest);
 			}
@@ -618,10 +470,9 @@ public final class LoadGovernor implements Disposable {
 		long since = event == null ? previous.levelSinceNanos() : now;
 		if (event != null) {
 			current = actions[decided.ordinal()];
-			scoreWorseSince = UNSET;
 		}
 		state = new LoadState(decided, mode, score, Collections.unmodifiableMap(subScores), load, rate, forecast, peak,
-				since, intervals, event != null ? event : previous.lastChange(), stats, held);
+				since, intervals, event != null ? event : previous.lastChange(), stats);
 		if (event != null) {
 			announce(event);
 		}
@@ -649,38 +500,7 @@ public final class LoadGovernor implements Disposable {
 		seenTtftNanos = ttftTotal;
 		seenSuccesses = successTotal;
 		seenFailures = failureTotal;
-		return IntervalStats.measured(elapsedNanos, offered, tokens, ttft, success + failed, failed, minSamples);
-	}
-
-	/** Enters {@code latest} into the signal window and returns the window's totals. */
-	private IntervalStats window(IntervalStats latest) {
-		int slot = windowNext;
-		windowNext = (slot + 1) % windowNanos.length;
-		for (Priority p : PRIORITIES) {
-			windowArrivals[slot][p.ordinal()] = latest.arrivals(p);
-		}
-		windowNanos[slot] = latest.intervalNanos();
-		windowFirstTokens[slot] = latest.firstTokens();
-		windowTtftNanos[slot] = latest.ttftNanosTotal();
-		windowAttempts[slot] = latest.attempts();
-		windowFailures[slot] = latest.failures();
-		long[] offered = new long[PRIORITIES.length];
-		long nanosTotal = 0;
-		long tokens = 0;
-		long ttft = 0;
-		long attempts = 0;
-		long failed = 0;
-		for (int i = 0; i < windowNanos.length; i++) {
-			for (int p = 0; p < offered.length; p++) {
-				offered[p] += windowArrivals[i][p];
-			}
-			nanosTotal += windowNanos[i];
-			tokens += windowFirstTokens[i];
-			ttft += windowTtftNanos[i];
-			attempts += windowAttempts[i];
-			failed += windowFailures[i];
-		}
-		return IntervalStats.measured(nanosTotal, offered, tokens, ttft, attempts, failed, minSamples);
+		return IntervalStats.measured(elapsedNanos, offered, tokens, ttft, success + failed, failed);
 	}
 
 	private static double subScore(HealthSignal signal, IntervalStats stats) {
@@ -730,10 +550,6 @@ public final class LoadGovernor implements Disposable {
 
 	private static LoadLevel worst(LoadLevel a, LoadLevel b) {
 		return a.isWorseThan(b) ? a : b;
-	}
-
-	private static LoadLevel better(LoadLevel a, LoadLevel b) {
-		return a.isWorseThan(b) ? b : a;
 	}
 
 	private void announce(LoadEvent event) {
@@ -808,40 +624,6 @@ public final class LoadGovernor implements Disposable {
 		return "LoadGovernor{" + name + ", " + state.level() + '}';
 	}
 
-	/** One {@link #hold(LoadLevel)}: disposing it releases the hold when it is still the one in force. */
-	private static final class Hold implements Disposable {
-
-		final LoadGovernor governor;
-		final LoadLevel level;
-		volatile boolean disposed;
-
-		Hold(LoadGovernor governor, LoadLevel level) {
-			this.governor = governor;
-			this.level = level;
-		}
-
-		@Override
-		public void dispose() {
-			if (disposed) {
-				return;
-			}
-			disposed = true;
-			if (HOLD.compareAndSet(governor, this, null)) {
-				governor.drain();
-			}
-		}
-
-		@Override
-		public boolean isDisposed() {
-			return disposed;
-		}
-
-		@Override
-		public String toString() {
-			return "Hold{" + level + '}';
-		}
-	}
-
 	/** A signal and its weight, as registered. */
 	private static final class WeightedSignal {
 
@@ -874,14 +656,6 @@ public final class LoadGovernor implements Disposable {
 		private double degradedAt = Double.POSITIVE_INFINITY;
 		private double criticalAt = Double.POSITIVE_INFINITY;
 		private double smoothing = 0.3;
-		private double scoreSmoothing = 0.3;
-		private int minSamples = 10;
-		/** Null: the default, 10 s but at least one interval. */
-		@Nullable
-		private Duration signalWindow;
-		/** Null: the default, 3 s but at most half the dwell. */
-		@Nullable
-		private Duration riseAfter;
 		private double[] scoreThresholds = {80.0, 60.0, 40.0};
 		private Duration dwell = Duration.ofSeconds(30);
 		private int warmupIntervals = 10;
@@ -1008,69 +782,6 @@ public final class LoadGovernor implements Disposable {
 			return this;
 		}
 
-		/**
-		 * Samples (attempts for the error rate, first tokens for the response time) a rate signal
-		 * needs in the signal window before it counts, >= 0 (default 10; 0: every sample counts).
-		 * Below it the signal has no data and is neutral: it is left out of the weighted mean, so it
-		 * neither raises nor lowers the score. One failed attempt on an idle service is not an error
-		 * rate.
-		 *
-		 * @see IntervalStats#minSamples()
-		 */
-		public Builder minSamples(int samples) {
-			if (samples < 0) {
-				throw new IllegalArgumentException("minSamples must be >= 0, was " + samples);
-			}
-			this.minSamples = samples;
-			return this;
-		}
-
-		/**
-		 * The span the signals read, >= the interval (default 10 s, or one interval when that is
-		 * longer): each decision hands its signals
-		 * the totals of the last {@code ceil(window ÷ interval)} intervals, so a low request rate still
-		 * gathers {@link #minSamples(int)} samples, and an interval's burst is weighed against its
-		 * neighbours. The offered load ({@link LoadState#load()}) and {@link LoadState#interval()} stay
-		 * per interval.
-		 */
-		public Builder signalWindow(Duration window) {
-			Objects.requireNonNull(window, "signalWindow");
-			if (window.isNegative() || window.isZero()) {
-				throw new IllegalArgumentException("signalWindow must be > 0, was " + window);
-			}
-			this.signalWindow = window;
-			return this;
-		}
-
-		/**
-		 * How much of each decision's health score enters the score the levels read: an exponential
-		 * moving average over decisions, in (0, 1] (default 0.3; 1 reads each decision's score alone).
-		 * A decision in which no signal has data resets the average.
-		 */
-		public Builder scoreSmoothing(double alpha) {
-			if (!(alpha > 0.0 && alpha <= 1.0)) {
-				throw new IllegalArgumentException("scoreSmoothing must be in (0, 1], was " + alpha);
-			}
-			this.scoreSmoothing = alpha;
-			return this;
-		}
-
-		/**
-		 * How long the (smoothed) score must stay under a worse level's threshold before the level
-		 * rises, >= 0 and shorter than the dwell when there is one (default 3 s, or half the dwell when
-		 * that is shorter; 0: at the first such decision). The
-		 * level rises to the score's level of the decision that confirms it. Rises from the offered
-		 * load and the forecast, both smoothed inputs, apply at once.
-		 */
-		public Builder riseAfter(Duration confirmation) {
-			Objects.requireNonNull(confirmation, "riseAfter");
-			if (confirmation.isNegative()) {
-				throw new IllegalArgumentException("riseAfter must be >= 0, was " + confirmation);
-			}
-			this.riseAfter = confirmation;
-			return this;
-		}
-
 		/** Decisions on static thresholds before the forecast takes part, >= 0 (default 10). */
 		public Builder warmupIntervals(int intervals) {
 			if (intervals < 0) {
@@ -1147,8 +858,7 @@ public final class LoadGovernor implements Disposable {
 
 		/**
 		 * @throws IllegalArgumentException when capacity is missing, the load thresholds do not
-		 *         increase, recoverBelow is not below degradeAt, the score thresholds do not decrease,
-		 *         the signal window is shorter than the interval, or riseAfter is not shorter than the dwell
+		 *         increase, recoverBelow is not below degradeAt, or the score thresholds do not decrease
 		 */
 		public LoadGovernor build() {
 			if (Double.isNaN(capacity)) {
@@ -1168,35 +878,8 @@ public final class LoadGovernor implements Disposable {
 				throw new IllegalArgumentException("scoreThresholds must decrease (warning > degraded > critical), were "
 						+ scoreThresholds[0] + ", " + scoreThresholds[1] + ", " + scoreThresholds[2]);
 			}
-			if (signalWindow != null && signalWindow.compareTo(interval) < 0) {
-				throw new IllegalArgumentException("signalWindow must be >= interval (" + interval + "), was "
-						+ signalWindow);
-			}
-			if (riseAfter != null && !dwell.isZero() && riseAfter.compareTo(dwell) >= 0) {
-				throw new IllegalArgumentException("riseAfter must be shorter than dwell (" + dwell + "), was "
-						+ riseAfter);
-			}
 			Forecaster f = Objects.requireNonNull(forecaster.get(), "forecaster.get()");
 			return new LoadGovernor(this, f);
-		}
-
-		/** The signal window set, or the default: 10 s, at least one interval. */
-		Duration signalWindow() {
-			if (signalWindow != null) {
-				return signalWindow;
-			}
-			Duration fallback = Duration.ofSeconds(10);
-			return fallback.compareTo(interval) < 0 ? interval : fallback;
-		}
-
-		/** The confirmation set, or the default: 3 s, at most half the dwell. */
-		Duration riseAfter() {
-			if (riseAfter != null) {
-				return riseAfter;
-			}
-			Duration fallback = Duration.ofSeconds(3);
-			Duration half = dwell.dividedBy(2);
-			return half.compareTo(fallback) < 0 ? half : fallback;
 		}
 
 		private static void requirePositive(String field, double value) {

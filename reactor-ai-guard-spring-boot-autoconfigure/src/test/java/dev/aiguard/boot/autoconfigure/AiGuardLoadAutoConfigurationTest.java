@@ -185,10 +185,6 @@ class AiGuardLoadAutoConfigurationTest {
 		expect("aiguard.load.recover-below", ON, "aiguard.load.recover-below=0.9");
 		expect("aiguard.load.dwell", ON, "aiguard.load.dwell=-1s");
 		expect("aiguard.load.load-smoothing", ON, "aiguard.load.load-smoothing=0");
-		expect("aiguard.load.score-smoothing", ON, "aiguard.load.score-smoothing=1.5");
-		expect("aiguard.load.min-samples", ON, "aiguard.load.min-samples=-1");
-		expect("aiguard.load.signal-window", ON, "aiguard.load.signal-window=0s");
-		expect("aiguard.load.rise-after", ON, "aiguard.load.rise-after=-1s");
 		expect("aiguard.load.load-thresholds", ON, "aiguard.load.load-thresholds=0.8,Infinity,2");
 		expect("aiguard.load.warmup-intervals", ON, "aiguard.load.warmup-intervals=-1");
 		expect("aiguard.load.forecast", ON, "aiguard.load.forecast.alpha=2");
