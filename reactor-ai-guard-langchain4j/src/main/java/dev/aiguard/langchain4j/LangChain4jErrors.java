@@ -118,19 +118,9 @@ final class LangChain4jErrors {
 	}
 
 	private ProviderConnectionException connection(String message, Throwable error) {
-		return new ProviderConnectionException(provider, scrub(message), holdsSecret(error) ? null : error);
-	}
-
-	/** @return whether a message anywhere in the chain holds something {@link #scrub} would remove */
-	private boolean holdsSecret(Throwable error) {
-		Throwable t = error;
-		for (int depth = 0; t != null && depth < MAX_DEPTH; depth++) {
-			if (Secrets.containsSecret(t.getMessage(), secrets)) {
-				return true;
-			}
-			t = t.getCause() == t ? null : t.getCause();
-		}
-		return false;
+		// a cause whose chain holds a secret is not handed on: getCause() would reach it
+		return new ProviderConnectionException(provider, scrub(message),
+				Secrets.inCauseChain(error, secrets) ? null : error);
 	}
 
 	@Nullable

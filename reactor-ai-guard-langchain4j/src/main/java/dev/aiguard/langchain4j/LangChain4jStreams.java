@@ -182,15 +182,7 @@ public final class LangChain4jStreams implements Function<ChatRequest, Flux<Chat
 		 * @throws IllegalArgumentException when a secret is null; empty ones are skipped
 		 */
 		public Builder secrets(String... secrets) {
-			if (secrets == null) {
-				throw new IllegalArgumentException("secrets must not be null");
-			}
-			for (int i = 0; i < secrets.length; i++) {
-				if (secrets[i] == null) {
-					throw new IllegalArgumentException("secrets[" + i + "] must not be null");
-				}
-			}
-			this.secrets = secrets.clone();
+			this.secrets = Secrets.checked(secrets);
 			return this;
 		}
 

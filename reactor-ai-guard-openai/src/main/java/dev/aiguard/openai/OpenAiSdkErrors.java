@@ -121,7 +121,7 @@ public final class OpenAiSdkErrors {
 		}
 		if (e instanceof OpenAIInvalidDataException) {
 			return new ProviderFormatException(PROVIDER,
-					"the answer could not be read: " + Secrets.scrub(e.getMessage(), known), holdsSecret(e, known) ? null : e);
+					"the answer could not be read: " + Secrets.scrub(e.getMessage(), known), Secrets.inCauseChain(e, known) ? null : e);
 		}
 		return error;
 	}
@@ -162,19 +162,8 @@ public final class OpenAiSdkErrors {
 		Throwable cause = e instanceof OpenAIIoException && e.getCause() != null ? e.getCause() : e;
 		String detail = cause.getMessage() == null ? "" : ": " + Secrets.scrub(cause.getMessage(), secrets);
 		return new ProviderConnectionException(PROVIDER,
-				"transport failed (" + cause.getClass().getSimpleName() + detail + ")", holdsSecret(e, secrets) ? null : e);
-	}
-
-	/** @return whether a message anywhere in the chain holds something {@link Secrets#scrub} would remove */
-	private static boolean holdsSecret(Throwable error, String[] secrets) {
-		Throwable t = error;
-		for (int depth = 0; t != null && depth < MAX_WRAPPERS; depth++) {
-			if (Secrets.containsSecret(t.getMessage(), secrets)) {
-				return true;
-			}
-			t = t.getCause() == t ? null : t.getCause();
-		}
-		return false;
+				"transport failed (" + cause.getClass().getSimpleName() + detail + ")",
+				Secrets.inCauseChain(e, secrets) ? null : e);
 	}
 
 	/**

@@ -144,15 +144,7 @@ public final class OpenAiStreams {
 	 * @throws IllegalArgumentException when a secret is null
 	 */
 	public OpenAiStreams secrets(String... secrets) {
-		if (secrets == null) {
-			throw new IllegalArgumentException("secrets must not be null");
-		}
-		for (int i = 0; i < secrets.length; i++) {
-			if (secrets[i] == null) {
-				throw new IllegalArgumentException("secrets[" + i + "] must not be null");
-			}
-		}
-		return new OpenAiStreams(client, bufferSize, closeOn, secrets.clone());
+		return new OpenAiStreams(client, bufferSize, closeOn, Secrets.checked(secrets));
 	}
 
 	/** @return the buffer size */

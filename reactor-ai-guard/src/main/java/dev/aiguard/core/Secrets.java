@@ -104,4 +104,39 @@ public final class Secrets {
 		}
 		return !scrub(text, knownSecrets).equals(text);
 	}
+
+	/** How deep {@link #inCauseChain} looks: wrappers rarely nest deeper, and a cyclic chain must end. */
+	public static final int MAX_CAUSE_DEPTH = 8;
+
+	/**
+	 * @return whether the message of {@code error}, or of one of its first {@value #MAX_CAUSE_DEPTH}
+	 *         causes, holds something {@link #scrub} would replace: such an error is not handed on as a
+	 *         cause, since {@code getCause()} would reach the secret
+	 */
+	public static boolean inCauseChain(@Nullable Throwable error, @Nullable String... knownSecrets) {
+		Throwable t = error;
+		for (int depth = 0; t != null && depth < MAX_CAUSE_DEPTH; depth++) {
+			if (containsSecret(t.getMessage(), knownSecrets)) {
+				return true;
+			}
+			t = t.getCause() == t ? null : t.getCause();
+		}
+		return false;
+	}
+
+	/**
+	 * @return a copy of {@code secrets}, for a setting that takes known secrets
+	 * @throws IllegalArgumentException naming {@code secrets}, or {@code secrets[i]}, when null
+	 */
+	public static String[] checked(@Nullable String... secrets) {
+		if (secrets == null) {
+			throw new IllegalArgumentException("secrets must not be null");
+		}
+		for (int i = 0; i < secrets.length; i++) {
+			if (secrets[i] == null) {
+				throw new IllegalArgumentException("secrets[" + i + "] must not be null");
+			}
+		}
+		return secrets.clone();
+	}
 }

@@ -58,4 +58,16 @@ class SecretsTest {
 		String once = Secrets.scrub("Bearer abcdefgh and api_key=12345678 at https://u:p@h/x", "12345678");
 		assertThat(Secrets.scrub(once, "12345678")).isEqualTo(once);
 	}
+
+	@Test
+	void findsASecretAnywhereInACauseChainAndChecksSettings() {
+		Exception inner = new IllegalStateException("Bearer abcdefgh");
+		assertThat(Secrets.inCauseChain(new RuntimeException("wrapped", inner))).isTrue();
+		assertThat(Secrets.inCauseChain(new RuntimeException("plain", new IllegalStateException("io")))).isFalse();
+		assertThat(Secrets.inCauseChain(null)).isFalse();
+		String[] given = { "key-123456" };
+		assertThat(Secrets.checked(given)).containsExactly("key-123456").isNotSameAs(given);
+		org.assertj.core.api.Assertions.assertThatThrownBy(() -> Secrets.checked("ok-123456", null))
+			.isInstanceOf(IllegalArgumentException.class).hasMessage("secrets[1] must not be null");
+	}
 }
