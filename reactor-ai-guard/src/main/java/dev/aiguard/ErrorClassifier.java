@@ -63,8 +63,9 @@ public final class ErrorClassifier {
 	/**
 	 * The outcome of an attempt: its end says it, except for an error, which the policy's
 	 * classifier judges. A classifier that throws or answers {@code null} yields
-	 * {@link Outcome#FAILURE} (what it threw goes to {@code Hooks.onErrorDropped}); a preemption is
-	 * {@link Outcome#REJECTED} whatever the classifier says — the provider did nothing wrong — and
+	 * {@link Outcome#FAILURE} (what it threw goes to {@code Hooks.onErrorDropped}); a preemption or a
+	 * refused admission (a lane thread not free in time) is {@link Outcome#REJECTED} whatever the
+	 * classifier says — the provider did nothing wrong — and
 	 * an output validator's verdict is {@link Outcome#INVALID}, which the guard decided itself.
 	 */
 	static Outcome ofAttempt(StallWatch.End end, Throwable error, Function<Throwable, Outcome> classifier,
@@ -79,7 +80,7 @@ public final class ErrorClassifier {
 			case INCOMPLETE:
 				return Outcome.INCOMPLETE;
 			default:
-				if (error instanceof PreemptedException) {
+				if (error instanceof PreemptedException || error instanceof AdmissionRejectedException) {
 					return Outcome.REJECTED;
 				}
 				if (error instanceof InvalidOutputException) {

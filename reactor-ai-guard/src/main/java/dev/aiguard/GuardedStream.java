@@ -586,8 +586,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		if (error instanceof InvalidOutputException) {
 			invalidAnswer(((InvalidOutputException) error).validator());
 		}
-		Outcome outcome = threadWaitOver ? Outcome.REJECTED
-				: ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
+		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
 		BreakerPermit permit = attemptPermit;
 		attemptPermit = null;
 		if (permit != null) {
