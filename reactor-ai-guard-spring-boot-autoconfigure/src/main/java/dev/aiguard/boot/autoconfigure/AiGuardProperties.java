@@ -27,7 +27,8 @@ import org.springframework.boot.context.properties.NestedConfigurationProperty;
 /**
  * Everything under {@code aiguard.*}: named policies (each becomes an {@code AiGuard} bean of that
  * name), named breakers and the priority lanes that policies share. A setting left unset takes the
- * library's default, which its description names.
+ * library's default, which its description names. Each capability's settings are a class of
+ * {@link dev.aiguard.boot.autoconfigure.properties}; this class holds them and the policies.
  *
  * <pre>
  * aiguard:

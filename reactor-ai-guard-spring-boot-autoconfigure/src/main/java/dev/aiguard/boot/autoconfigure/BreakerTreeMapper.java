@@ -24,6 +24,7 @@ final class BreakerTreeMapper {
 	private BreakerTreeMapper() {
 	}
 
+	/** @return the path a policy's {@code breaker-path} ({@code provider/endpoint}) names in the tree */
 	static BreakerPath path(String at, String value, @Nullable String breaker, @Nullable BreakerTree tree) {
 		if (breaker != null) {
 			throw new InvalidGuardPropertyException(at, value, "a policy has either a breaker or a breaker-path, not both",

@@ -6,7 +6,16 @@ import java.util.List;
 
 import org.jspecify.annotations.Nullable;
 
-/** A circuit breaker; an unset setting takes {@code BreakerConfig.defaults()}'s value. */
+/**
+ * A circuit breaker, {@code aiguard.breakers.<name>}; an unset setting takes
+ * {@code BreakerConfig.defaults()}'s value.
+ *
+ * <pre>
+ * aiguard:
+ *   breakers:
+ *     openai: { failure-rate-threshold: 0.5, minimum-calls: 10, open-wait: 15s, trip-policy: failure-rate }
+ * </pre>
+ */
 public class BreakerProperties {
 
 	/** Failure rate 0..1 at which the breaker opens. */

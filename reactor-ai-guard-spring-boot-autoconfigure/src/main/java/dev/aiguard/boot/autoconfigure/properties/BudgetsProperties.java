@@ -8,9 +8,18 @@ import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The budget of every policy with {@code budget: true}. Buckets live in the context's
- * {@code BucketStore} bean: an in-process one when Bucket4j is on the class path and the
- * application defines none.
+ * The budget of every policy with {@code budget: true}, {@code aiguard.budgets}. Buckets live in
+ * the context's {@code BucketStore} bean: an in-process one when Bucket4j is on the class path and
+ * the application defines none.
+ *
+ * <pre>
+ * aiguard:
+ *   budgets:
+ *     prompt-cap: 8000
+ *     prices:
+ *       gpt-4o: { input: 2.50, output: 10.00 }
+ *     tenant: { requests-per-minute: 60, cost-per-day: 5 }
+ * </pre>
  */
 public class BudgetsProperties {
 

@@ -8,8 +8,13 @@ import dev.aiguard.fallback.FallbackTrigger;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The fallback ladder properties can express: a static text. A ladder with steps that need code
- * (a cache, another model) is set by an {@code AiGuardPolicyCustomizer}, which replaces this one.
+ * The fallback ladder properties can express, {@code aiguard.policies.<name>.fallback}: a static
+ * text. A ladder with steps that need code (a cache, another model) is set by an
+ * {@code AiGuardPolicyCustomizer}, which replaces this one.
+ *
+ * <pre>
+ * fallback: { static-text: "The assistant is busy, please try again shortly.", timeout: 2s }
+ * </pre>
  */
 public class FallbackProperties {
 

@@ -1,5 +1,12 @@
 package dev.aiguard.boot.autoconfigure.properties;
-/** The {@code aiguardBreakers} health contributor: one indicator per breaker. */
+/**
+ * The {@code aiguardBreakers} health contributor, {@code aiguard.health}: one indicator per breaker.
+ *
+ * <pre>
+ * aiguard:
+ *   health: { open-status: OUT_OF_SERVICE }
+ * </pre>
+ */
 public class HealthProperties {
 
 	/**

@@ -7,7 +7,17 @@ import java.util.Map;
 import dev.aiguard.core.Priority;
 import org.jspecify.annotations.Nullable;
 
-/** The shared priority lanes: none, or all three of p0, p1 and p2. */
+/**
+ * The shared priority lanes, {@code aiguard.lanes}: none, or all three of p0, p1 and p2.
+ *
+ * <pre>
+ * aiguard:
+ *   lanes:
+ *     p0: { concurrency: 8 }
+ *     p1: { concurrency: 4 }
+ *     p2: { concurrency: 2, max-queue-wait: 5s }
+ * </pre>
+ */
 public class LanesProperties {
 
 	/** The lanes' name in metrics. Default: {@code lanes}. */

@@ -10,9 +10,19 @@ import dev.aiguard.load.LoadAction;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The load governor ({@code dev.aiguard.load.LoadGovernor}), one per application, attached to
- * every policy unless the policy says {@code load: false}. An unset setting takes the
- * governor's default, which its description names.
+ * The load governor ({@code dev.aiguard.load.LoadGovernor}), {@code aiguard.load}: one per
+ * application, attached to every policy unless the policy says {@code load: false}. An unset
+ * setting takes the governor's default, which its description names.
+ *
+ * <pre>
+ * aiguard:
+ *   load:
+ *     enabled: true
+ *     capacity: 50
+ *     rules:
+ *       degraded:
+ *         p2: { action: shed }
+ * </pre>
  */
 public class LoadProperties {
 

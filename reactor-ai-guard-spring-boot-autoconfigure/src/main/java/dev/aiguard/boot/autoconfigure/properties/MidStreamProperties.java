@@ -2,7 +2,14 @@ package dev.aiguard.boot.autoconfigure.properties;
 
 import org.jspecify.annotations.Nullable;
 
-/** What a policy does when an answer fails after tokens were delivered. */
+/**
+ * What a policy does when an answer fails after tokens were delivered,
+ * {@code aiguard.policies.<name>.mid-stream}.
+ *
+ * <pre>
+ * mid-stream: { mode: continue, max-continuations: 2, continuation: assistant-prefill }
+ * </pre>
+ */
 public class MidStreamProperties {
 
 	/** {@code fail} (PartialStreamException), {@code notice} (append the notice text and complete) or {@code continue}. */

@@ -1,5 +1,12 @@
 package dev.aiguard.boot.autoconfigure.properties;
-/** Recent reports shown by the {@code aiguard} Actuator endpoint. */
+/**
+ * Recent reports shown by the {@code aiguard} Actuator endpoint, {@code aiguard.reports}.
+ *
+ * <pre>
+ * aiguard:
+ *   reports: { recent: 100 }
+ * </pre>
+ */
 public class ReportsProperties {
 
 	/** How many of the most recent reports (all policies together) are kept, 1 to 10000. */

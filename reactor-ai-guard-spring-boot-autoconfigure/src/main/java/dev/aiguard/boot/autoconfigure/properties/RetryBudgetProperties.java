@@ -2,7 +2,15 @@ package dev.aiguard.boot.autoconfigure.properties;
 
 import java.time.Duration;
 
-/** The retry budget shared by the policies that ask for it. */
+/**
+ * The retry budget shared by the policies that ask for it ({@code retry.budget: true}),
+ * {@code aiguard.retry-budget}.
+ *
+ * <pre>
+ * aiguard:
+ *   retry-budget: { ratio: 0.2, min-retries-per-second: 5, window: 10s }
+ * </pre>
+ */
 public class RetryBudgetProperties {
 
 	/** Retries allowed per request in the window, 0..1. Default: 0.1. */

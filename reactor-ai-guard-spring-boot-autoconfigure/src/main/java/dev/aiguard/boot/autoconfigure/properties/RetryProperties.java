@@ -4,7 +4,14 @@ import java.time.Duration;
 
 import org.jspecify.annotations.Nullable;
 
-/** Retries of a policy; without {@code max-attempts} the policy never retries. */
+/**
+ * Retries of a policy, {@code aiguard.policies.<name>.retry}; without {@code max-attempts} the
+ * policy never retries.
+ *
+ * <pre>
+ * retry: { max-attempts: 3, min-backoff: 250ms, budget: true }
+ * </pre>
+ */
 public class RetryProperties {
 
 	/** Upstream calls for the start of an answer, the first one included (1 = no retry); unset: no retries. */

@@ -4,7 +4,14 @@ import java.time.Duration;
 
 import org.jspecify.annotations.Nullable;
 
-/** Stall deadlines of a policy; an unset deadline does not apply. */
+/**
+ * Stall deadlines of a policy, {@code aiguard.policies.<name>.stall}; an unset deadline does not
+ * apply.
+ *
+ * <pre>
+ * stall: { first-token-timeout: 10s, idle-timeout: 30s, max-duration: 5m }
+ * </pre>
+ */
 public class StallProperties {
 
 	/** From subscription to the first content chunk; unset: no first-token deadline. */

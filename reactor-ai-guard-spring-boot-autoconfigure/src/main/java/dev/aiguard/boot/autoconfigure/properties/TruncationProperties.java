@@ -2,7 +2,13 @@ package dev.aiguard.boot.autoconfigure.properties;
 
 import org.jspecify.annotations.Nullable;
 
-/** Prompt truncation on context-length errors. */
+/**
+ * Prompt truncation on context-length errors, {@code aiguard.policies.<name>.truncation}.
+ *
+ * <pre>
+ * truncation: { enabled: true, max-truncations: 1, shrink-factor: 0.6 }
+ * </pre>
+ */
 public class TruncationProperties {
 
 	/** Whether a too-long prompt is shrunk and sent again (call form only). */

@@ -6,9 +6,17 @@ import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The output validators of a policy ({@code dev.aiguard.validation}); an answer they reject is
- * an attempt with outcome {@code INVALID}. Validators that need code (a refusal pattern, a JSON
- * schema, one's own) are added by an {@code AiGuardPolicyCustomizer}.
+ * The output validators of a policy ({@code dev.aiguard.validation}),
+ * {@code aiguard.policies.<name>.validate}; an answer they reject is an attempt with outcome
+ * {@code INVALID}. Validators that need code (a refusal pattern, a JSON schema, one's own) are
+ * added by an {@code AiGuardPolicyCustomizer}.
+ *
+ * <pre>
+ * validate:
+ *   empty-answer: true
+ *   finish-reasons: content_filter
+ *   repetition: { enabled: true }
+ * </pre>
  */
 public class ValidationProperties {
 
