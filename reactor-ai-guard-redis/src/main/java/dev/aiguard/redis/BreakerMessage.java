@@ -2,6 +2,8 @@ package dev.aiguard.redis;
 
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.aiguard.breaker.BreakerState;
 
 /**
@@ -28,7 +30,7 @@ record BreakerMessage(String origin, long epoch, BreakerState state, long waitMi
 	}
 
 	/** @return the message, or {@code null} when {@code text} is not one (another version, garbage) */
-	static BreakerMessage decode(String text) {
+	static @Nullable BreakerMessage decode(@Nullable String text) {
 		if (text == null) {
 			return null;
 		}

@@ -20,7 +20,9 @@ import dev.aiguard.budget.BucketStore;
  * {@code FALLBACK_OPEN} or {@code FALLBACK_CLOSED};</li>
  * <li>{@code aiguard.redis.breaker.received} and {@code aiguard.redis.breaker.published}
  * (counters; tags {@code breaker}, {@code state}): breaker transitions applied from other instances,
- * and local ones published to them.</li>
+ * and local ones published to them;</li>
+ * <li>{@code aiguard.redis.breaker.unpublished} (counter; tags {@code breaker}, {@code state}): local
+ * transitions that could not be published (Redis down, or the sync closed before they were sent).</li>
  * </ul>
  *
  * <pre>{@code
@@ -67,6 +69,13 @@ public final class MicrometerRedisMetrics implements RedisMetrics {
 	public void breakerTransitionPublished(String breaker, BreakerState to) {
 		Counter.builder("aiguard.redis.breaker.published")
 				.description("Breaker transitions of this instance published to the others")
+				.tag("breaker", breaker).tag("state", to.name()).register(registry).increment();
+	}
+
+	@Override
+	public void breakerTransitionNotPublished(String breaker, BreakerState to) {
+		Counter.builder("aiguard.redis.breaker.unpublished")
+				.description("Breaker transitions of this instance that could not be published to the others")
 				.tag("breaker", breaker).tag("state", to.name()).register(registry).increment();
 	}
 }

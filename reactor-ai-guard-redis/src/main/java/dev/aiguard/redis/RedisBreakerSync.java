@@ -5,13 +5,11 @@ import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
-import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
-import reactor.core.publisher.Mono;
+import org.jspecify.annotations.Nullable;
 
 import dev.aiguard.breaker.BreakerEvent;
 import dev.aiguard.breaker.BreakerListener;
@@ -54,8 +52,11 @@ import dev.aiguard.breaker.CircuitBreaker;
  * one), an instance ignores messages it published itself, and a message of an older episode than the
  * latest one seen is ignored.
  *
- * <p>Messages arrive on a Lettuce thread; applying one is a compare-and-swap on the breaker. While
- * Redis is down nothing is shared and every breaker decides alone.
+ * <p>Messages arrive on a Lettuce thread; applying one is a compare-and-swap on the breaker. Local
+ * transitions are sent in the order they happened, one at a time, by the sync's own daemon thread
+ * ({@code aiguard-redis-sync-<instanceId>}), which also connects and closes. While Redis is down
+ * nothing is shared and every breaker decides alone; a transition that could not be published is
+ * counted ({@link RedisMetrics#breakerTransitionNotPublished}).
  */
 public final class RedisBreakerSync implements AutoCloseable {
 
@@ -83,35 +84,37 @@ public final class RedisBreakerSync implements AutoCloseable {
 			}
 			else if (t.to() == BreakerState.CLOSED
 					&& (t.from() == BreakerState.HALF_OPEN || t.from() == BreakerState.OPEN)) {
-				publish(this, new BreakerMessage(instanceId, epoch.get(), BreakerState.CLOSED, 0, t.reason()));
+				BreakerMessage closedMessage = new BreakerMessage(instanceId, epoch.get(), BreakerState.CLOSED, 0, t.reason());
+				publish(this, BreakerState.CLOSED, () -> send(this, closedMessage));
 			}
 		}
 	}
 
-	private final RedisEndpoint endpoint;
 	private final String instanceId;
 	private final int probeQuota;
-	private final Duration verdictWait;
+	private final @Nullable Duration verdictWait;
 	private final RedisMetrics metrics;
 	private final String channelPrefix;
 	private final String keyPrefix;
-	private final long timeoutMillis;
 	private final ConcurrentHashMap<String, Attached> attached = new ConcurrentHashMap<>();
-	private final CompletableFuture<Void> ready = new CompletableFuture<>();
+	private final SyncConnections links;
 
-	private volatile StatefulRedisConnection<String, String> commands;
-	private volatile StatefulRedisPubSubConnection<String, String> pubSub;
 	private volatile boolean closed;
 
 	private RedisBreakerSync(Builder b) {
-		this.endpoint = b.endpoint;
 		this.instanceId = b.instanceId;
 		this.probeQuota = b.probeQuota;
 		this.verdictWait = b.verdictWait;
 		this.metrics = b.metrics;
-		this.channelPrefix = endpoint.settings().keyPrefix() + "breaker:";
-		this.keyPrefix = endpoint.settings().keyPrefix() + "breaker:";
-		this.timeoutMillis = Math.max(1, endpoint.settings().commandTimeout().toMillis());
+		this.channelPrefix = b.endpoint.settings().keyPrefix() + "breaker:";
+		this.keyPrefix = b.endpoint.settings().keyPrefix() + "breaker:";
+		this.links = new SyncConnections(b.endpoint, instanceId,
+				() -> attached.values().stream().map(a -> a.channel).toArray(String[]::new), new RedisPubSubAdapter<>() {
+					@Override
+					public void message(String channel, String message) {
+						received(channel, message);
+					}
+				});
 	}
 
 	/** @return a builder for a sync through {@code endpoint} */
@@ -120,47 +123,8 @@ public final class RedisBreakerSync implements AutoCloseable {
 	}
 
 	private RedisBreakerSync start() {
-		connect();
+		links.connect();
 		return this;
-	}
-
-	/** Opens the two connections; when Redis cannot be reached, tries again after the reconnect delay. */
-	private void connect() {
-		if (closed) {
-			return;
-		}
-		CompletableFuture<StatefulRedisConnection<String, String>> c = endpoint.connectStrings();
-		CompletableFuture<StatefulRedisPubSubConnection<String, String>> p = endpoint.connectPubSub();
-		c.thenCombine(p, this::install).thenCompose(f -> f).whenComplete((ok, error) -> {
-			if (error == null) {
-				ready.complete(null);
-				return;
-			}
-			c.thenAccept(StatefulRedisConnection::closeAsync);
-			p.thenAccept(StatefulRedisPubSubConnection::closeAsync);
-			Mono.delay(endpoint.settings().reconnectDelay()).subscribe(x -> connect());
-		});
-	}
-
-	private CompletableFuture<Void> install(StatefulRedisConnection<String, String> cmd,
-			StatefulRedisPubSubConnection<String, String> sub) {
-		if (closed) {
-			cmd.closeAsync();
-			sub.closeAsync();
-			return CompletableFuture.completedFuture(null);
-		}
-		sub.addListener(new RedisPubSubAdapter<>() {
-			@Override
-			public void message(String channel, String message) {
-				received(channel, message);
-			}
-		});
-		commands = cmd;
-		pubSub = sub;
-		// breakers attached before now: attach() saw no connection and left their channels to this
-		String[] channels = attached.values().stream().map(a -> a.channel).toArray(String[]::new);
-		return channels.length == 0 ? CompletableFuture.completedFuture(null)
-				: sub.async().subscribe(channels).toCompletableFuture().thenApply(x -> null);
 	}
 
 	/** @return this instance's id, the origin of what it publishes */
@@ -176,7 +140,7 @@ public final class RedisBreakerSync implements AutoCloseable {
 	 * @return a future for start-up and tests
 	 */
 	public CompletableFuture<Void> ready() {
-		return ready.copy();
+		return links.ready();
 	}
 
 	/**
@@ -192,11 +156,7 @@ public final class RedisBreakerSync implements AutoCloseable {
 			throw new IllegalStateException("a breaker named '" + breaker.name() + "' is attached already");
 		}
 		breaker.addListener(a);
-		StatefulRedisPubSubConnection<String, String> sub = pubSub;
-		if (sub == null) {
-			return ready();
-		}
-		return sub.async().subscribe(a.channel).toCompletableFuture().thenApply(x -> null);
+		return links.subscribe(a.channel);
 	}
 
 	/**
@@ -210,10 +170,7 @@ public final class RedisBreakerSync implements AutoCloseable {
 			return false;
 		}
 		breaker.removeListener(a);
-		StatefulRedisPubSubConnection<String, String> sub = pubSub;
-		if (sub != null) {
-			sub.async().unsubscribe(a.channel);
-		}
+		links.unsubscribe(a.channel);
 		return true;
 	}
 
@@ -221,36 +178,51 @@ public final class RedisBreakerSync implements AutoCloseable {
 
 	/** A local trip: number the episode, take a probe slot in it, tell the others. */
 	private void publishOpen(Attached a, String reason) {
-		StatefulRedisConnection<String, String> c = commands;
-		if (c == null || closed) {
-			return;
-		}
 		long waitMillis = a.breaker.untilProbe().map(Duration::toMillis).orElse(0L);
-		deadline(c.async().incr(keyPrefix + a.breaker.name() + ":epoch").toCompletableFuture())
+		publish(a, BreakerState.OPEN, () -> links.command(r -> r.incr(keyPrefix + a.breaker.name() + ":epoch"))
 				.thenCompose(epoch -> {
 					raise(a.epoch, epoch);
-					return claim(c, a, epoch, waitMillis).thenApply(slot -> epoch);
+					return claim(a, epoch, waitMillis).thenApply(slot -> epoch);
 				})
-				.thenAccept(epoch -> publish(a, new BreakerMessage(instanceId, epoch, BreakerState.OPEN, waitMillis,
-						reason)));
+				.thenCompose(epoch -> send(a, new BreakerMessage(instanceId, epoch, BreakerState.OPEN, waitMillis, reason))));
 	}
 
-	private void publish(Attached a, BreakerMessage message) {
-		StatefulRedisConnection<String, String> c = commands;
-		if (c == null || closed) {
-			return;
-		}
-		deadline(c.async().publish(a.channel, message.encode()).toCompletableFuture()).thenAccept(
-				receivers -> safely(() -> metrics.breakerTransitionPublished(a.breaker.name(), message.state())));
+	/**
+	 * Queues a local transition behind the ones before it (a close never overtakes the trip before it);
+	 * the metrics hear whether it reached Redis. While not connected it is not shared, as without Redis.
+	 */
+	private void publish(Attached a, BreakerState state, Supplier<CompletableFuture<?>> commands) {
+		String name = a.breaker.name();
+		links.publish(new SyncConnections.Publication() {
+			@Override
+			public CompletableFuture<?> send() {
+				return commands.get();
+			}
+
+			@Override
+			public void settled(@Nullable Throwable error) {
+				safely(() -> {
+					if (error == null) {
+						metrics.breakerTransitionPublished(name, state);
+					}
+					else {
+						metrics.breakerTransitionNotPublished(name, state);
+					}
+				});
+			}
+		});
+	}
+
+	private CompletableFuture<Long> send(Attached a, BreakerMessage message) {
+		return links.command(r -> r.publish(a.channel, message.encode()));
 	}
 
 	/** @return the probe slot this instance got in the episode (1 = first), kept a little past its verdict */
-	private CompletableFuture<Long> claim(StatefulRedisConnection<String, String> c, Attached a, long epoch,
-			long waitMillis) {
+	private CompletableFuture<Long> claim(Attached a, long epoch, long waitMillis) {
 		String key = keyPrefix + a.breaker.name() + ":probes:" + epoch;
 		long ttl = waitMillis + verdictWaitFor(a.breaker).toMillis() + 60_000;
-		return deadline(c.async().incr(key).toCompletableFuture()).thenCompose(
-				slot -> deadline(c.async().pexpire(key, ttl).toCompletableFuture()).handle((x, e) -> slot));
+		return links.command(r -> r.incr(key)).thenCompose(slot -> links.command(r -> r.pexpire(key, ttl))
+				.handle((x, e) -> slot));
 	}
 
 	private Duration verdictWaitFor(CircuitBreaker breaker) {
@@ -273,9 +245,8 @@ public final class RedisBreakerSync implements AutoCloseable {
 				return; // an older episode than one this instance has seen
 			}
 			raise(a.epoch, m.epoch());
-			StatefulRedisConnection<String, String> c = commands;
-			CompletableFuture<Long> slot = c == null ? CompletableFuture.completedFuture(1L)
-					: claim(c, a, m.epoch(), m.waitMillis());
+			CompletableFuture<Long> slot = links.connected() ? claim(a, m.epoch(), m.waitMillis())
+					: CompletableFuture.completedFuture(1L);
 			slot.handle((n, error) -> {
 				// without an answer from Redis, probe like a prober: better than waiting for a verdict that may not come
 				boolean probes = error != null || n <= probeQuota;
@@ -314,10 +285,6 @@ public final class RedisBreakerSync implements AutoCloseable {
 
 	// ---------------------------------------------------------------- helpers
 
-	private <T> CompletableFuture<T> deadline(CompletableFuture<T> future) {
-		return future.orTimeout(timeoutMillis, TimeUnit.MILLISECONDS);
-	}
-
 	private static void raise(AtomicLong value, long to) {
 		value.accumulateAndGet(to, Math::max);
 	}
@@ -331,20 +298,24 @@ public final class RedisBreakerSync implements AutoCloseable {
 		}
 	}
 
-	/** Detaches every breaker and closes the sync's connections (not the {@link RedisEndpoint}). */
+	/**
+	 * Detaches every breaker and closes the sync's connections (not the {@link RedisEndpoint}); returns at
+	 * once. A transition published before the call still reaches Redis: the sync's worker sends what is
+	 * queued, then closes the connections, and its thread ends — within four command timeouts whatever
+	 * Redis does. What could not be sent by then is counted by
+	 * {@link RedisMetrics#breakerTransitionNotPublished}.
+	 */
 	@Override
 	public void close() {
 		closed = true;
 		attached.values().forEach(a -> a.breaker.removeListener(a));
 		attached.clear();
-		StatefulRedisPubSubConnection<String, String> sub = pubSub;
-		if (sub != null) {
-			sub.closeAsync();
-		}
-		StatefulRedisConnection<String, String> c = commands;
-		if (c != null) {
-			c.closeAsync();
-		}
+		links.close();
+	}
+
+	/** @return completed once the connections are closed and the sync's thread has ended (for tests) */
+	CompletableFuture<Void> terminated() {
+		return links.terminated();
 	}
 
 	@Override
@@ -358,7 +329,7 @@ public final class RedisBreakerSync implements AutoCloseable {
 		private final RedisEndpoint endpoint;
 		private String instanceId = UUID.randomUUID().toString();
 		private int probeQuota = 1;
-		private Duration verdictWait;
+		private @Nullable Duration verdictWait;
 		private RedisMetrics metrics = RedisMetrics.NOOP;
 
 		private Builder(RedisEndpoint endpoint) {

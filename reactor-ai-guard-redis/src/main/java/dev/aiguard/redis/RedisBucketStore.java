@@ -1,16 +1,10 @@
 package dev.aiguard.redis;
 
-import java.net.SocketAddress;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -18,10 +12,7 @@ import java.util.function.Supplier;
 import io.github.bucket4j.ConsumptionProbe;
 import io.github.bucket4j.distributed.AsyncBucketProxy;
 import io.github.bucket4j.distributed.proxy.AsyncProxyManager;
-import io.lettuce.core.RedisChannelHandler;
-import io.lettuce.core.RedisCommandTimeoutException;
-import io.lettuce.core.RedisConnectionStateListener;
-import reactor.core.Disposable;
+import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 
 import dev.aiguard.budget.BucketSpec;
@@ -74,59 +65,26 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		CLOSED
 	}
 
-	/**
-	 * The mode, and the mode a change decided on while its listeners are told ({@code next}, else
-	 * {@code null}): {@link #mode()} shows a new mode only after the listeners and meters have heard of
-	 * it, and one compare-and-swap on this decides each change.
-	 */
-	private record Phase(Mode mode, Mode next) {
-	}
-
-	private static final AtomicReferenceFieldUpdater<RedisBucketStore, Phase> PHASE = AtomicReferenceFieldUpdater
-			.newUpdater(RedisBucketStore.class, Phase.class, "phase");
-
-	private final RedisEndpoint endpoint;
 	private final String name;
 	private final int instances;
-	private final Mode fallbackMode;
 	private final String keyPrefix;
-	private final List<StoreModeListener> listeners;
-	private final RedisMetrics metrics;
 	private final StoreConnections links;
-	private final FallbackRule rule;
-	private final LocalShares local;
+	private final StoreHealth health;
+	private final FallbackAnswers fallback;
 	private final SharedBuckets buckets = new SharedBuckets();
-	/** Counts the falls from SHARED to the fallback. */
-	private volatile long fallbacks;
-	private final CompletableFuture<Void> firstShared = new CompletableFuture<>();
 	private final long deadlineMillis;
-	/** The most one probe may take: connecting (the connect timeout) and the handshake's first answer. */
-	private final long probeBoundMillis;
-	private final AtomicBoolean probeInFlight = new AtomicBoolean();
-	private final RedisConnectionStateListener connectionWatch = new ConnectionWatch();
-
-	private volatile Phase phase;
-	private volatile String fallbackReason = "not connected yet";
-	private volatile Disposable probing;
-	private volatile boolean closed;
 
 	private RedisBucketStore(Builder b) {
-		this.endpoint = b.endpoint;
 		this.name = b.name;
 		this.instances = b.instances;
-		this.fallbackMode = b.fallback == Fallback.OPEN ? Mode.FALLBACK_OPEN : Mode.FALLBACK_CLOSED;
-		this.keyPrefix = endpoint.settings().keyPrefix() + "budget:";
-		this.listeners = List.copyOf(b.listeners);
-		this.metrics = b.metrics;
-		this.links = new StoreConnections(endpoint, name, b.scheduler);
-		RedisSettings settings = endpoint.settings();
-		this.rule = new FallbackRule(settings.fallbackAfterTimeouts(), settings.commandTimeout().toNanos(),
-				settings.sharedAfterProbes());
-		this.local = new LocalShares(instances,
-				b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock));
-		this.phase = new Phase(fallbackMode, null);
+		RedisSettings settings = b.endpoint.settings();
+		this.keyPrefix = settings.keyPrefix() + "budget:";
+		this.links = new StoreConnections(b.endpoint, name, b.scheduler);
+		this.health = new StoreHealth(name, b.fallback == Fallback.OPEN ? Mode.FALLBACK_OPEN : Mode.FALLBACK_CLOSED,
+				b.listeners, b.metrics, b.endpoint, links);
+		this.fallback = new FallbackAnswers(name, new LocalShares(instances,
+				b.localClock == null ? LocalBucketStore.create() : LocalBucketStore.create(b.localClock)), health);
 		this.deadlineMillis = Math.max(1, settings.commandTimeout().toMillis());
-		this.probeBoundMillis = settings.connectTimeout().plus(settings.commandTimeout()).toMillis();
 	}
 
 	/** @return a builder for a store on {@code endpoint} */
@@ -135,10 +93,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	}
 
 	private RedisBucketStore start() {
-		safely(() -> metrics.storeRegistered(name, this::mode));
-		endpoint.client().addListener(connectionWatch);
-		startProbing();
-		probe(); // no connection yet: this connects (nothing is written on a connection from this thread)
+		health.start();
 		return this;
 	}
 
@@ -146,7 +101,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	@Override
 	public Mode mode() {
-		return phase.mode;
+		return health.mode();
 	}
 
 	/** @return the store's name (the metrics' {@code store} tag) */
@@ -161,7 +116,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	/** @return the last shared readings held (bounded by {@code LocalShares.MAX_READINGS}); for tests */
 	int readings() {
-		return local.readings();
+		return fallback.local().readings();
 	}
 
 	/** @return the number of instances sharing the budgets; the local fallback holds 1/this of each */
@@ -171,7 +126,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	/** @return the mode this store falls back to while Redis is down */
 	public Mode fallbackMode() {
-		return fallbackMode;
+		return health.fallbackMode();
 	}
 
 	/**
@@ -185,7 +140,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 * @return a future completed when the store is first shared
 	 */
 	public CompletableFuture<Void> shared() {
-		return firstShared.copy();
+		return health.firstShared();
 	}
 
 	/**
@@ -193,7 +148,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 *         {@code capacity / instances} units (at least one)
 	 */
 	public BucketSpec localShare(BucketSpec spec) {
-		return local.share(spec);
+		return fallback.local().share(spec);
 	}
 
 	// ---------------------------------------------------------------- operations
@@ -205,30 +160,15 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (units < 1) {
 			return CompletableFuture.failedFuture(new IllegalArgumentException("units must be >= 1, was " + units));
 		}
-		AsyncBucketProxy bucket = sharedBucket(spec, id);
-		if (bucket == null) {
-			return fallbackTake(spec, id, units);
-		}
-		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units)).handle((probe, error) -> {
-			if (error == null) {
-				local.saw(spec, id, probe.getRemainingTokens());
-				return CompletableFuture.completedFuture(take(probe));
-			}
-			failed(error);
-			return fallbackTake(spec, id, units);
-		}).thenCompose(f -> f);
+		return shared(spec, id, bucket -> bucket.tryConsumeAndReturnRemaining(units), probe -> {
+			fallback.local().saw(spec, id, probe.getRemainingTokens());
+			return take(probe);
+		}, () -> fallback.tryTake(spec, id, units));
 	}
 
 	private static Take take(ConsumptionProbe probe) {
 		return probe.isConsumed() ? Take.ofTaken(probe.getRemainingTokens())
 				: Take.ofRefused(probe.getNanosToWaitForRefill());
-	}
-
-	private CompletableFuture<Take> fallbackTake(BucketSpec spec, String id, long units) {
-		if (fallbackMode == Mode.FALLBACK_CLOSED) {
-			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
-		}
-		return local.store().tryTake(local.aligned(spec, id, fallbacks), id, units);
 	}
 
 	/**
@@ -257,52 +197,35 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (maxWaitNanos == 0) {
 			return tryTake(spec, id, units);
 		}
-		AsyncBucketProxy bucket = sharedBucket(spec, id);
-		if (bucket == null) {
-			return fallbackReserve(spec, id, units, maxWaitNanos);
-		}
-		return guarded(() -> bucket.tryConsumeAndReturnRemaining(units).thenCompose(probe -> {
+		return shared(spec, id, bucket -> bucket.tryConsumeAndReturnRemaining(units).thenCompose(probe -> {
 			if (probe.isConsumed()) {
-				local.saw(spec, id, probe.getRemainingTokens());
+				fallback.local().saw(spec, id, probe.getRemainingTokens());
 				return CompletableFuture.completedFuture(take(probe));
 			}
 			WaitHeard heard = new WaitHeard();
 			return bucket.asScheduler().tryConsume(units, maxWaitNanos, heard).thenCompose(reserved -> reserved
 					? CompletableFuture.completedFuture(reservedShared(spec, id, heard.nanos))
 					: bucket.estimateAbilityToConsume(units).thenApply(e -> Take.ofRefused(e.getNanosToWaitForRefill())));
-		})).handle((take, error) -> {
-			if (error == null) {
-				return CompletableFuture.completedFuture(take);
-			}
-			failed(error);
-			return fallbackReserve(spec, id, units, maxWaitNanos);
-		}).thenCompose(f -> f);
+		}), Function.identity(), () -> fallback.reserve(spec, id, units, maxWaitNanos));
 	}
 
 	private Take reservedShared(BucketSpec spec, String id, long nanos) {
 		if (nanos > 0L) {
-			local.saw(spec, id, 0L); // queueing: the shared bucket is in debt
+			fallback.local().saw(spec, id, 0L); // queueing: the shared bucket is in debt
 		}
 		return Take.ofReserved(nanos);
-	}
-
-	private CompletableFuture<Take> fallbackReserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
-		if (fallbackMode == Mode.FALLBACK_CLOSED) {
-			return CompletableFuture.failedFuture(new SharedStoreUnavailableException(name, fallbackReason));
-		}
-		return local.store().reserve(local.aligned(spec, id, fallbacks), id, units, maxWaitNanos);
 	}
 
 	@Override
 	public CompletableFuture<Void> takeRegardless(BucketSpec spec, String id, long units) {
 		return update(spec, id, units, b -> b.consumeIgnoringRateLimits(units).thenApply(x -> null),
-				() -> local.store().takeRegardless(local.share(spec), id, units));
+				() -> fallback.local().store().takeRegardless(fallback.local().share(spec), id, units));
 	}
 
 	@Override
 	public CompletableFuture<Void> giveBack(BucketSpec spec, String id, long units) {
 		return update(spec, id, units, b -> b.addTokens(units),
-				() -> local.store().giveBack(local.share(spec), id, units));
+				() -> fallback.local().store().giveBack(fallback.local().share(spec), id, units));
 	}
 
 	@Override
@@ -312,7 +235,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 			return CompletableFuture.completedFuture(null);
 		}
 		// the local share is paused as well: should Redis go down now, the fallback honours the pause too
-		local.store().pause(local.share(spec), id, duration);
+		fallback.local().store().pause(fallback.local().share(spec), id, duration);
 		long refill = spec.refilledIn(duration);
 		// hold -refill afterwards (a longer pause already in place is kept): empty by the pause's end
 		return update(spec, id, 1, b -> b.getAvailableTokens().thenCompose(available -> {
@@ -327,27 +250,13 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	public CompletableFuture<Long> available(BucketSpec spec, String id) {
 		Objects.requireNonNull(spec, "spec");
 		Objects.requireNonNull(id, "id");
-		AsyncBucketProxy bucket = sharedBucket(spec, id);
-		if (bucket == null) {
-			return fallbackAvailable(spec, id);
-		}
-		return guarded(bucket::getAvailableTokens).handle((units, error) -> {
-			if (error == null) {
-				return CompletableFuture.completedFuture(units);
-			}
-			failed(error);
-			return fallbackAvailable(spec, id);
-		}).thenCompose(f -> f);
-	}
-
-	private CompletableFuture<Long> fallbackAvailable(BucketSpec spec, String id) {
-		return fallbackMode == Mode.FALLBACK_CLOSED ? CompletableFuture.completedFuture(0L)
-				: local.store().available(local.aligned(spec, id, fallbacks), id);
+		return shared(spec, id, AsyncBucketProxy::getAvailableTokens, Function.identity(),
+				() -> fallback.available(spec, id));
 	}
 
 	/** A write to a shared bucket, or to the local share while in FALLBACK_OPEN (nothing while closed). */
 	private CompletableFuture<Void> update(BucketSpec spec, String id, long units,
-			Function<AsyncBucketProxy, CompletableFuture<Void>> remote, Runnable fallback) {
+			Function<AsyncBucketProxy, CompletableFuture<Void>> remote, Runnable local) {
 		Objects.requireNonNull(spec, "spec");
 		Objects.requireNonNull(id, "id");
 		if (units < 0) {
@@ -356,29 +265,30 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		if (units == 0) {
 			return CompletableFuture.completedFuture(null);
 		}
-		AsyncBucketProxy bucket = sharedBucket(spec, id);
-		if (bucket == null) {
-			return runFallback(fallback);
-		}
-		return guarded(() -> remote.apply(bucket)).handle((ok, error) -> {
-			if (error == null) {
-				return CompletableFuture.<Void>completedFuture(null);
-			}
-			failed(error);
-			return runFallback(fallback);
-		}).thenCompose(f -> f);
+		return shared(spec, id, remote, Function.identity(), () -> fallback.update(local));
 	}
 
-	private CompletableFuture<Void> runFallback(Runnable fallback) {
-		if (fallbackMode == Mode.FALLBACK_OPEN) {
-			try {
-				fallback.run();
-			}
-			catch (RuntimeException e) {
-				return CompletableFuture.failedFuture(e);
-			}
+	/**
+	 * {@code call} on the shared bucket while the store is {@link Mode#SHARED}, its result read by
+	 * {@code answer} once it is in within the deadline; the fallback's answer when the store is not
+	 * shared, or when the call fails (which the fall-back rule hears of). Each operation is answered
+	 * once, by one of the two.
+	 */
+	private <T, R> CompletableFuture<R> shared(BucketSpec spec, String id,
+			Function<AsyncBucketProxy, CompletableFuture<T>> call, Function<T, R> answer,
+			Supplier<CompletableFuture<R>> otherwise) {
+		AsyncProxyManager<String> pm = links.proxies();
+		if (health.mode() != Mode.SHARED || pm == null) {
+			return otherwise.get();
 		}
-		return CompletableFuture.completedFuture(null);
+		AsyncBucketProxy bucket = buckets.get(pm, keyPrefix + spec.name() + ':' + id, spec);
+		return guarded(() -> call.apply(bucket)).handle((result, error) -> {
+			if (error == null) {
+				return CompletableFuture.completedFuture(answer.apply(result));
+			}
+			health.failed(error);
+			return otherwise.get();
+		}).thenCompose(f -> f);
 	}
 
 	/**
@@ -400,186 +310,13 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 		// counted out when Bucket4j's own future ends (its commands are done with the connection), not at
 		// the deadline; the deadline is on a copy, so it never completes Bucket4j's future, and it is timed
-		// on the store's worker (StoreConnections.deadline says why not orTimeout)
+		// on the store's worker (ConnectionWorker.deadline says why not orTimeout)
 		future.whenComplete((v, e) -> links.exit());
 		return links.deadline(future, deadlineMillis).whenComplete((v, e) -> {
 			if (e == null) {
-				rule.answered();
+				health.answered();
 			}
 		});
-	}
-
-	/** @return the shared bucket, or {@code null} while the store is not {@link Mode#SHARED} */
-	private AsyncBucketProxy sharedBucket(BucketSpec spec, String id) {
-		AsyncProxyManager<String> pm = links.proxies();
-		if (phase.mode != Mode.SHARED || pm == null) {
-			return null;
-		}
-		return buckets.get(pm, keyPrefix + spec.name() + ':' + id, spec);
-	}
-
-	// ---------------------------------------------------------------- modes
-
-	/**
-	 * An operation failed. A timeout counts towards the fall-back rule ({@link FallbackRule}); any other
-	 * failure (the connection lost, commands refused while disconnected, an error reply) moves the
-	 * store to its fallback at once.
-	 */
-	private void failed(Throwable error) {
-		Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-		if (timedOut(cause)) {
-			if (rule.timedOut(links.nowNanos())) {
-				lost(rule.timeoutsInARow() + " operations in a row without an answer within the command timeout of "
-						+ endpoint.settings().commandTimeout());
-			}
-			return;
-		}
-		lost(cause.getClass().getSimpleName() + ": " + cause.getMessage());
-	}
-
-	/** @return whether {@code error} or one of its causes is a timeout (ours, or Lettuce's, however wrapped) */
-	private static boolean timedOut(Throwable error) {
-		for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
-			if (t instanceof TimeoutException || t instanceof RedisCommandTimeoutException) {
-				return true;
-			}
-		}
-		return false;
-	}
-
-	/** Redis counts as down: from SHARED to the fallback mode. */
-	private void lost(String reason) {
-		if (move(Mode.SHARED, fallbackMode, reason)) {
-			startProbing();
-		}
-	}
-
-	/**
-	 * Moves from {@code from} to {@code to} unless another change is being told or the mode is another:
-	 * the listeners and meters hear of it first, then {@link #mode()} shows it.
-	 *
-	 * @return whether this call made the change
-	 */
-	private boolean move(Mode from, Mode to, String reason) {
-		Phase now = phase;
-		if (closed || now.next != null || now.mode != from) {
-			return false;
-		}
-		Phase moving = new Phase(from, to);
-		if (!PHASE.compareAndSet(this, now, moving)) {
-			return false;
-		}
-		rule.reset();
-		if (to != Mode.SHARED) {
-			fallbacks++;
-			fallbackReason = reason;
-		}
-		changed(from, to, reason);
-		// close() may have set the fallback meanwhile: it wins
-		PHASE.compareAndSet(this, moving, new Phase(to, null));
-		return true;
-	}
-
-	private void changed(Mode from, Mode to, String reason) {
-		safely(() -> metrics.storeModeChanged(name, from, to));
-		if (!listeners.isEmpty()) {
-			StoreModeChange change = new StoreModeChange(name, from, to, reason, Instant.now());
-			for (StoreModeListener l : listeners) {
-				safely(() -> l.onModeChange(change));
-			}
-		}
-	}
-
-	/**
-	 * Schedules the next probe one probe interval from now, replacing one already scheduled: probes
-	 * follow each other at least an interval apart, whatever woke one up early (a reconnection), so
-	 * {@code sharedAfterProbes} answers in a row span at least that many intervals less one.
-	 */
-	private synchronized void startProbing() {
-		Disposable previous = probing;
-		probing = closed || phase.mode == Mode.SHARED ? null
-				: links.after(endpoint.settings().probeInterval(), this::probe);
-		if (previous != null) {
-			previous.dispose();
-		}
-	}
-
-	private synchronized void stopProbing() {
-		Disposable p = probing;
-		probing = null;
-		if (p != null) {
-			p.dispose();
-		}
-	}
-
-	/**
-	 * Connects when there is no connection yet, else pings on the probe connection; one probe at a
-	 * time, on the worker only (but for the first, which only connects). Back to SHARED once enough
-	 * pings in a row were answered.
-	 */
-	private void probe() {
-		if (closed || phase.mode == Mode.SHARED) {
-			return;
-		}
-		if (!probeInFlight.compareAndSet(false, true)) {
-			startProbing(); // the one in flight may end late: the next is due all the same
-			return;
-		}
-		CompletableFuture<Void> attempt;
-		try {
-			attempt = links.probe();
-		}
-		catch (RuntimeException e) {
-			attempt = CompletableFuture.failedFuture(e);
-		}
-		// a connect or a ping Lettuce never completes must not stop the probing
-		links.deadline(attempt, probeBoundMillis).whenComplete((ok, error) -> {
-			probeInFlight.set(false);
-			if (error != null) {
-				rule.probeFailed();
-				if (fallbackReason.startsWith("not connected")) {
-					fallbackReason = "not connected yet: " + error.getMessage();
-				}
-			}
-			else {
-				boolean first = !firstShared.isDone();
-				if (rule.probeAnswered(first)) {
-					String why = first ? "connected to redis" : "redis answered " + rule.probesInARow() + " pings in a row";
-					if (move(fallbackMode, Mode.SHARED, why)) {
-						firstShared.complete(null);
-					}
-				}
-			}
-			startProbing(); // the next one, unless shared or closed
-		});
-	}
-
-	/** Lettuce tells of a lost or re-established connection before any command fails. */
-	private final class ConnectionWatch implements RedisConnectionStateListener {
-
-		@Override
-		public void onRedisDisconnected(RedisChannelHandler<?, ?> handler) {
-			if (links.owns(handler)) {
-				rule.probeFailed(); // answers before the loss do not count towards the return
-				lost("connection to redis lost");
-			}
-		}
-
-		@Override
-		public void onRedisConnected(RedisChannelHandler<?, ?> handler, SocketAddress address) {
-			if (links.owns(handler)) {
-				links.onWorker(RedisBucketStore.this::probe);
-			}
-		}
-	}
-
-	private static void safely(Runnable callback) {
-		try {
-			callback.run();
-		}
-		catch (Throwable t) {
-			// a throwing listener or metrics implementation must not break the store
-		}
 	}
 
 	/**
@@ -590,10 +327,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	 */
 	@Override
 	public void close() {
-		closed = true;
-		stopProbing();
-		endpoint.client().removeListener(connectionWatch);
-		PHASE.set(this, new Phase(fallbackMode, null));
+		health.close();
 		links.close();
 	}
 
@@ -604,7 +338,7 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 
 	@Override
 	public String toString() {
-		return "RedisBucketStore{" + name + ", " + phase.mode + ", instances=" + instances + "}";
+		return "RedisBucketStore{" + name + ", " + health.mode() + ", instances=" + instances + "}";
 	}
 
 	/** Builds a {@link RedisBucketStore}; each setter checks its value. */
@@ -617,8 +351,8 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		private final List<StoreModeListener> listeners = new ArrayList<>();
 		private RedisMetrics metrics = RedisMetrics.NOOP;
 		/** {@code null}: the store's own probe thread. */
-		private Scheduler scheduler;
-		private LongSupplier localClock;
+		private @Nullable Scheduler scheduler;
+		private @Nullable LongSupplier localClock;
 
 		private Builder(RedisEndpoint endpoint) {
 			this.endpoint = Objects.requireNonNull(endpoint, "endpoint");

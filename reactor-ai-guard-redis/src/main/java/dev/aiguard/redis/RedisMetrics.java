@@ -57,4 +57,14 @@ public interface RedisMetrics {
 	 */
 	default void breakerTransitionPublished(String breaker, BreakerState to) {
 	}
+
+	/**
+	 * A local breaker transition could not be published: Redis did not answer, the sync was not
+	 * connected, or it was closed before the transition could be sent.
+	 *
+	 * @param breaker the breaker's name
+	 * @param to the state it moved to
+	 */
+	default void breakerTransitionNotPublished(String breaker, BreakerState to) {
+	}
 }

@@ -11,4 +11,7 @@
  * RedisBreakerSync.builder(redis).instanceId("api-1").build().attach(breaker);
  * }</pre>
  */
+@NullMarked
 package dev.aiguard.redis;
+
+import org.jspecify.annotations.NullMarked;

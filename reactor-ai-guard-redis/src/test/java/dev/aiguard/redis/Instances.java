@@ -57,21 +57,47 @@ final class Instances implements AutoCloseable {
 	RedisBucketStore store(RedisServer redis, UnaryOperator<RedisBucketStore.Builder> config) {
 		List<StoreModeChange> changes = new java.util.concurrent.CopyOnWriteArrayList<>();
 		RedisBucketStore store = unconnectedStore(redis, b -> config.apply(b.listener(changes::add)));
+		RedisSettings settings = settings(redis, commandTimeout);
 		try {
-			store.shared().get(5, TimeUnit.SECONDS);
-			store.available(WARM_UP, "warm-up").get(5, TimeUnit.SECONDS);
+			store.shared().get(connectBound(settings).toMillis(), TimeUnit.MILLISECONDS);
+			store.available(WARM_UP, "warm-up").get(connectBound(settings).toMillis(), TimeUnit.MILLISECONDS);
 		}
 		catch (Exception e) {
-			throw new AssertionError("store did not reach Redis at " + redis, e);
+			throw new AssertionError("store did not reach Redis at " + redis + "; its mode changes: " + changes, e);
 		}
+		// the event, not the instant: the latest change heard is the one to SHARED (listeners hear of a change
+		// before mode() shows it), and mode() shows it; a warm-up that failed and moved the store comes back
+		// within the hysteresis' bound
 		try {
-			Await.until("the store is shared after its warm-up", Duration.ofSeconds(5),
-					() -> store.mode() == BucketStore.Mode.SHARED);
+			Await.until("the store is shared after its warm-up", returnBound(settings),
+					() -> !changes.isEmpty() && changes.get(changes.size() - 1).to() == BucketStore.Mode.SHARED
+							&& store.mode() == BucketStore.Mode.SHARED);
 		}
 		catch (AssertionError e) {
 			throw new AssertionError(e.getMessage() + "; its mode changes: " + changes, e);
 		}
 		return store;
+	}
+
+	/**
+	 * How long a store may take to connect: one attempt is bounded by the connect timeout and the first
+	 * answer (the command timeout), the next starts a probe interval later. Three attempts, for a cold JVM
+	 * on a machine whose two cores are kept busy by another process (a handshake missed twice was seen).
+	 */
+	static Duration connectBound(RedisSettings settings) {
+		return settings.connectTimeout().plus(settings.commandTimeout()).plus(settings.probeInterval()).multipliedBy(3);
+	}
+
+	/**
+	 * How long a store in fallback may take to share again once Redis answers (the hysteresis): a
+	 * reconnection (the reconnect delay and a connect) and {@code sharedAfterProbes} pings in a row, each a
+	 * probe interval after the previous one ended and each bounded by the connect and command timeouts
+	 * (a probe's own bound); and one round more, as a busy machine's timers run late.
+	 */
+	static Duration returnBound(RedisSettings settings) {
+		Duration probe = settings.probeInterval().plus(settings.connectTimeout()).plus(settings.commandTimeout());
+		return settings.reconnectDelay().plus(settings.connectTimeout())
+				.plus(probe.multipliedBy(settings.sharedAfterProbes() + 1L));
 	}
 
 	private static final BucketSpec WARM_UP = BucketSpec.of("warm-up", 1, Duration.ofSeconds(1));

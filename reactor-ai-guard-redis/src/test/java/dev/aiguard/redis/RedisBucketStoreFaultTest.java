@@ -33,8 +33,12 @@ class RedisBucketStoreFaultTest {
 	private static final Duration KILL_TIMEOUT = Duration.ofSeconds(1);
 	/** The most any answer may take: the longer command timeout plus room for a loaded machine. */
 	private static final Duration ANSWER_BOUND = KILL_TIMEOUT.plusMillis(500);
-	/** The most an answer may take when the command timeout is {@link Instances#COMMAND_TIMEOUT}. */
-	private static final Duration SHORT_BOUND = Instances.COMMAND_TIMEOUT.plusMillis(350);
+	/**
+	 * The most an operation on a hung Redis may take: the command timeout's deadline (one, for one
+	 * operation) and a second for a busy machine, whose timers run late (0.62 s seen for a 0.25 s
+	 * deadline with both cores kept busy by another process). A hang is a future that never completes.
+	 */
+	private static final Duration HUNG_BOUND = Instances.COMMAND_TIMEOUT.plusSeconds(1);
 	private static final BucketSpec TEN_PER_HOUR = BucketSpec.of("provider.requests", 10, Duration.ofHours(1));
 	private static final BucketSpec PLENTY_OF_ROOM = BucketSpec.of("tenant.tokens", 1_000, Duration.ofHours(1));
 	private static final BucketSpec PLENTY = BucketSpec.of("tenant.requests", 1_000_000, Duration.ofMinutes(1));
@@ -48,6 +52,11 @@ class RedisBucketStoreFaultTest {
 	void close() {
 		instances.close();
 		shortTimeouts.close();
+	}
+
+	/** @return how long the store may take to share again after a restart: the hysteresis' bound */
+	private static Duration returnBound(RedisServer redis) {
+		return Instances.returnBound(Instances.settings(redis, KILL_TIMEOUT));
 	}
 
 	private static <T> T await(CompletableFuture<T> future) throws Exception {
@@ -129,7 +138,7 @@ class RedisBucketStoreFaultTest {
 		redis.restart();
 		// the event, then the mode: listeners hear of a change before the store shows it, and the test reads
 		// the events below (three answered pings, 100 ms apart, after the restart)
-		Await.until("the FALLBACK_OPEN->SHARED event after the restart", Duration.ofSeconds(5),
+		Await.until("the FALLBACK_OPEN->SHARED event after the restart", returnBound(redis),
 				() -> after(killedAt).size() >= 2);
 		Await.until("the store shows the mode its listeners heard of", Duration.ofSeconds(1),
 				() -> store.mode() == Mode.SHARED);
@@ -182,7 +191,7 @@ class RedisBucketStoreFaultTest {
 		assertThat(await(store.available(TEN_PER_HOUR, "openai"))).isZero();
 
 		redis.restart();
-		Await.until("the FALLBACK_CLOSED->SHARED event after the restart", Duration.ofSeconds(5),
+		Await.until("the FALLBACK_CLOSED->SHARED event after the restart", returnBound(redis),
 				() -> after(killedAt).size() >= 2);
 		Await.until("the store shows the mode its listeners heard of", Duration.ofSeconds(1),
 				() -> store.mode() == Mode.SHARED);
@@ -207,17 +216,21 @@ class RedisBucketStoreFaultTest {
 		RedisBucketStore store = shortTimeouts.store(redis, b -> b.name("budgets").instances(4).listener(changes::add));
 		BucketSpec eight = BucketSpec.of("provider.requests", 8, Duration.ofHours(1));
 
+		changes.clear(); // from here on: the connection is behind us
 		redis.freeze();
 		try {
 			long start = System.nanoTime();
-			Take take = store.tryTake(eight, "openai", 1).get(SHORT_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+			// the event: the answer, whenever the store's worker gets to run its deadline on a busy machine
+			Take take = store.tryTake(eight, "openai", 1).get(HUNG_BOUND.toMillis(), TimeUnit.MILLISECONDS);
 			Duration took = Duration.ofNanos(System.nanoTime() - start);
 
 			assertThat(take).as("answered by the local share of 8 / 4").isEqualTo(Take.ofTaken(1));
-			assertThat(took).as("the command timeout, not longer (mode changes: %s)", changes)
-					.isBetween(Duration.ofMillis(200), SHORT_BOUND);
-			// one operation without an answer is one slow moment: the store stays shared (RedisBucketStoreModeTest)
-			assertThat(store.mode()).as("mode changes: %s", changes).isEqualTo(Mode.SHARED);
+			assertThat(took).as("by the command timeout's deadline, not before it (mode changes: %s)", changes)
+					.isBetween(Duration.ofMillis(200), HUNG_BOUND);
+			// one operation without an answer is one slow moment: the rule needs fallbackAfterTimeouts of them
+			// in a row, a command timeout apart, so no change was even decided (RedisBucketStoreModeTest)
+			assertThat(changes).as("no mode change decided").isEmpty();
+			assertThat(store.mode()).isEqualTo(Mode.SHARED);
 		}
 		finally {
 			redis.thaw();

@@ -172,7 +172,8 @@ class RedisBucketStoreModeTest {
 		Await.until("fallen back", Duration.ofSeconds(3), () -> store.mode() == Mode.FALLBACK_OPEN);
 		assertThat(heard).as("told before the mode changed").containsExactly("SHARED->FALLBACK_OPEN while SHARED");
 		redis.restart();
-		Await.until("shared again", Duration.ofSeconds(5), () -> store.mode() == Mode.SHARED);
+		// bounded by the hysteresis: a reconnection, then sharedAfterProbes pings in a row (Instances.returnBound)
+		Await.until("shared again", Instances.returnBound(Instances.settings(redis)), () -> store.mode() == Mode.SHARED);
 		// no wait here: a store that shows SHARED has told its listeners
 		assertThat(heard).containsExactly("SHARED->FALLBACK_OPEN while SHARED", "FALLBACK_OPEN->SHARED while FALLBACK_OPEN");
 	}

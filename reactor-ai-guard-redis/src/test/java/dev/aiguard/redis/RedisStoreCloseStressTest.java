@@ -4,10 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -48,7 +45,7 @@ class RedisStoreCloseStressTest {
 	private static final BucketSpec SPEC = BucketSpec.of("tenant.requests", 1_000, Duration.ofMinutes(1));
 
 	private final List<CompletableFuture<?>> answers = new ArrayList<>();
-	private long slowestCloseNanos;
+	private final CloseStress stress = new CloseStress(CLOSE_BOUND);
 
 	/** Starts one operation of each kind on {@code store}, without waiting for them. */
 	private void traffic(RedisBucketStore store, int i) {
@@ -59,47 +56,13 @@ class RedisStoreCloseStressTest {
 		answers.add(store.takeRegardless(SPEC, id, 1));
 	}
 
-	private void close(RedisBucketStore store) {
-		long start = System.nanoTime();
-		store.close();
-		long took = System.nanoTime() - start;
-		slowestCloseNanos = Math.max(slowestCloseNanos, took);
-		assertThat(Duration.ofNanos(took)).as("close() of %s returns at once", store.name()).isLessThan(CLOSE_BOUND);
-	}
-
-	private static List<Thread> alive(Set<Thread> before, String prefix) {
-		return Thread.getAllStackTraces().keySet().stream()
-				.filter(t -> !before.contains(t) && t.isAlive() && t.getName().startsWith(prefix))
-				.toList();
-	}
-
-	/** @return the live threads named {@code prefix}..., with their state and stack */
-	private static List<String> threads(String prefix) {
-		List<String> found = new ArrayList<>();
-		Thread.getAllStackTraces().forEach((t, stack) -> {
-			if (t.getName().startsWith(prefix)) {
-				found.add(t.getName() + " " + t.getState() + " " + Arrays.toString(stack));
-			}
-		});
-		return found;
-	}
-
-	/** @return the threads with Lettuce's endpoint lock on their stack, with their state and stack */
-	private static List<String> inSharedLock() {
-		List<String> found = new ArrayList<>();
-		for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
-			if (Arrays.stream(e.getValue()).anyMatch(f -> f.getClassName().equals("io.lettuce.core.protocol.SharedLock"))) {
-				found.add(e.getKey().getName() + " " + e.getKey().getState() + " " + Arrays.toString(e.getValue()));
-			}
-		}
-		return found;
+	private void close(RedisBucketStore store) throws Exception {
+		stress.close(store, store.name());
 	}
 
 	@Test
 	void aThousandStoresClosedWhileCommandsPingsAndConnectsAreInFlightLeaveNoThreadBehind(RedisServer redis)
 			throws Exception {
-		Set<Thread> before = Set.copyOf(Thread.getAllStackTraces().keySet());
-		long start = System.nanoTime();
 		for (int batch = 0; batch < BATCHES; batch++) {
 			RedisEndpoint endpoint = RedisEndpoint.create(RedisSettings.builder(redis.uri())
 					// a second for a command and a connection's handshake: forty stores connect at once, on two
@@ -159,22 +122,18 @@ class RedisStoreCloseStressTest {
 						}
 					}
 					throw new AssertionError("stores not closed within " + END_BOUND + ": " + open + "; threads: "
-							+ threads("aiguard-redis-probe-stress-" + batch + "-") + "; in SharedLock: " + inSharedLock(), e);
+							+ CloseStress.threads("aiguard-redis-probe-stress-" + batch + "-") + "; in SharedLock: "
+								+ CloseStress.inSharedLock(), e);
 				}
-				String prefix = "aiguard-redis-probe-stress-" + batch + "-";
-				Await.until("no thread of batch " + batch + "'s stores is left", END_BOUND,
-						() -> alive(before, prefix).isEmpty());
-				assertThat(inSharedLock()).as("no thread spinning or parked in Lettuce's endpoint lock").isEmpty();
+				stress.assertNoThreadLeft("aiguard-redis-probe-stress-" + batch + "-", END_BOUND);
 			}
 			finally {
 				stores.forEach(RedisBucketStore::close);
 				endpoint.close();
 			}
-			Await.until("no Lettuce thread of batch " + batch + " is left", END_BOUND,
-					() -> alive(before, "lettuce-").isEmpty());
+			stress.assertNoLettuceThreadLeft("batch " + batch, END_BOUND);
 			answers.clear();
 		}
-		System.out.printf("[RedisStoreCloseStressTest] %d stores closed in %d ms; slowest close() %.2f ms%n",
-				BATCHES * STORES, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), slowestCloseNanos / 1e6);
+		stress.report("RedisStoreCloseStressTest", BATCHES * STORES);
 	}
 }
