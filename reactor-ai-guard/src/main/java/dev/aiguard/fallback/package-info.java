@@ -3,7 +3,7 @@
  * {@link dev.aiguard.fallback.FallbackChain} tries {@link dev.aiguard.fallback.Fallback} steps
  * best first (another model, the {@link dev.aiguard.fallback.ResponseCache}, a lightweight
  * function, a static answer), and every answer says which {@link dev.aiguard.core.Source} it
- * came from. {@link dev.aiguard.fallback.CacheKeys} and {@link dev.aiguard.fallback.recording.AnswerRecorder}
+ * came from. {@link dev.aiguard.fallback.CacheKeys} and the recorder in {@code fallback.recording}
  * fill the cache with complete realtime answers.
  *
  * <pre>{@code
@@ -18,6 +18,4 @@
 package dev.aiguard.fallback;
 
 import org.jspecify.annotations.NullMarked;
-
-import dev.aiguard.fallback.recording.AnswerRecorder;
 

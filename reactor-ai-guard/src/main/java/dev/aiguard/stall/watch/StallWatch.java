@@ -1,49 +1,31 @@
 package dev.aiguard.stall.watch;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
-import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.internal.TimeSource;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StallSpec;
-import dev.aiguard.stall.StreamStalledException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.core.Disposable;
-import reactor.core.Exceptions;
 import reactor.core.Scannable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
-import dev.aiguard.core.StallPhase;
-import dev.aiguard.stall.Stall;
 
 /**
  * The subscriber that watches one attempt of a token stream: first-token, idle and max-duration
- * deadlines, and the terminal-marker check. Shared by {@link Stall#detect} and {@code AiGuard};
- * applications use those and never create one directly.
+ * deadlines, and the terminal-marker check. Shared by the stall operator ({@code Stall.detect})
+ * and {@code AiGuard}; applications use those and never create one directly. What it has seen is
+ * kept by {@link AttemptFacts}, the one end of the attempt is decided by {@link EndOnce}, the
+ * deadlines are watched by {@link DeadlineTimer}; this class is the Reactive Streams side.
  *
  * <h2>Cost per chunk</h2>
  * Two ordered stores and one ordered load of this object's own fields, one call to
  * {@link ChunkInspector#flags}, one counter increment and one plain store of the chunk's flags
- * (plus the {@link ContentCheck}, when one is given):
- * no atomic read-modify-write instruction,
- * no timer and no clock read (except once, for the first token). A single re-armed one-shot task
- * per subscription watches all three deadlines: it wakes at the first-token deadline, every
- * {@code idleTimeout / idleChecks} once idle watching applies, and at the max-duration deadline,
- * and compares the content counter with the one it saw last. The idle deadline counts from the
- * check that last saw content, and the last check is armed for exactly that deadline, so a late
- * timer wake-up delays the decision once instead of adding up over the checks. An idle stall is
- * therefore signalled between {@code idleTimeout} and {@code idleTimeout + idleTimeout/idleChecks}
- * after the last content chunk (plus the timer's lateness), never earlier; every stall is
+ * (plus the {@link ContentCheck}, when one is given): no allocation, no atomic read-modify-write
+ * instruction, no timer and no clock read (except once, for the first token). Every stall is
  * confirmed {@link #CONFIRM_DELAY_NANOS} after it is decided.
  *
  * <h2>User callbacks never hold a deadline</h2>
@@ -56,20 +38,9 @@ import dev.aiguard.stall.Stall;
  * stream, the subscriber is told first and the upstream is cancelled afterwards on
  * {@link StallSpec#cancelScheduler()}, never on the timer thread.
  *
- * <h2>Serialisation without a per-chunk CAS</h2>
- * {@code onNext} marks {@link #seq} odd before delivering and even after, and reads
- * {@link #gate}. The deadline task that decides a stall first closes the gate (a volatile write),
- * then waits {@link #CONFIRM_DELAY_NANOS} before confirming: every chunk that starts after the
- * gate closed takes the slow path, which claims {@link #state} with a CAS, so the task's own CAS
- * on {@link #state} excludes it; a chunk that started before can only be missed if its first
- * store stayed invisible for the whole confirmation delay, a million times longer than a store
- * buffer takes to drain. The confirmation gives up if content arrived meanwhile, and waits while
- * a chunk is being delivered. Upstream terminal signals are serial with {@code onNext} and win
- * or lose against the task by a CAS on {@link #state}: never two terminal signals.
- *
  * @param <T> the chunk type
  */
-public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Scannable, Runnable {
+public final class StallWatch<T> extends DeadlineTimer<T> implements CoreSubscriber<T>, Subscription, Scannable {
 
 	/** How an attempt ended, as seen by the watch. */
 	public enum End {
@@ -143,137 +114,22 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 	/** How long a decided stall waits for a chunk that was already on its way (1 ms). */
 	public static final long CONFIRM_DELAY_NANOS = 1_000_000L;
 
-	/** {@link #state} once a terminal signal won; otherwise even (idle) or odd (slow-path delivery). */
-	static final int DONE = -1;
-
-	private static final Disposable CANCELLED_TIMER = () -> {
-	};
-
-	private static final VarHandle SEQ;
-	private static final VarHandle GATE;
-
-	static {
-		try {
-			MethodHandles.Lookup lookup = MethodHandles.lookup();
-			SEQ = lookup.findVarHandle(StallWatch.class, "seq", long.class);
-			GATE = lookup.findVarHandle(StallWatch.class, "gate", int.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
-
 	/** The finish reason of an answer the output cap ended. */
 	public static final String OUTPUT_CAP_REASON = "length";
 
-	/**
-	 * Changed only from inside its own {@code onNext} ({@link #passOnTo}), so chunks read it on the
-	 * delivering thread; other threads read only its context, the same for every value it takes.
-	 */
-	CoreSubscriber<? super T> actual;
 	private final ChunkInspector<T> inspector;
-	private final Terminal<T> terminal;
-	/** The timer's clock; its scheduler runs the deadline task. */
-	private final TimeSource clock;
 	private final boolean standalone;
 	private final boolean announceFirstContent;
 	/** Judges content chunks as they pass, or {@code null}. */
 	@Nullable
 	private final ContentCheck<? super T> check;
-	/** Where a deadline's cancel of the upstream runs; read only when a deadline ends the stream. */
-	private final StallSpec spec;
-
-	/** Twice the chunks started, plus one while a chunk is being delivered. Written by onNext only. */
-	volatile long seq;
-
-	/** Non-zero (bits {@link #GATE_STALL}, {@link #GATE_ABORT}, {@link #GATE_END}): chunks take the slow path. */
-	volatile int gate;
-
-	static final int GATE_STALL = 1;
-	static final int GATE_ABORT = 2;
-	static final int GATE_END = 4;
-
-	volatile Throwable abortCause;
-	static final AtomicReferenceFieldUpdater<StallWatch, Throwable> ABORT_CAUSE =
-			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Throwable.class, "abortCause");
-
-	volatile Disposable abortTask;
-	static final AtomicReferenceFieldUpdater<StallWatch, Disposable> ABORT_TASK =
-			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Disposable.class, "abortTask");
-
-	/**
-	 * {@link #DONE} once a terminal signal won; else a version number, odd while a slow-path chunk is
-	 * being delivered. The version moves on with every slow-path chunk, so a CAS from a value read
-	 * earlier fails if a chunk slipped in between.
-	 */
-	volatile int state;
-	static final AtomicIntegerFieldUpdater<StallWatch> STATE =
-			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "state");
-
-	volatile long requested;
-	static final AtomicLongFieldUpdater<StallWatch> REQUESTED =
-			AtomicLongFieldUpdater.newUpdater(StallWatch.class, "requested");
-
-	volatile long pendingRequest;
-	static final AtomicLongFieldUpdater<StallWatch> PENDING_REQUEST =
-			AtomicLongFieldUpdater.newUpdater(StallWatch.class, "pendingRequest");
-
-	volatile Subscription upstream;
-
-	volatile Disposable task;
-	static final AtomicReferenceFieldUpdater<StallWatch, Disposable> TASK =
-			AtomicReferenceFieldUpdater.newUpdater(StallWatch.class, Disposable.class, "task");
-
-	volatile int ended;
-	static final AtomicIntegerFieldUpdater<StallWatch> ENDED =
-			AtomicIntegerFieldUpdater.newUpdater(StallWatch.class, "ended");
-
-	/**
-	 * When the upstream was called: the origin of every deadline and of the attempt's times. Set in
-	 * {@code onSubscribe}, or for a watch given {@link #awaitUpstream} by {@link #startUpstream()};
-	 * {@link #NOT_STARTED} until then, {@link #WAIT_OVER} once the wait's bound passed first. One
-	 * CAS out of {@link #NOT_STARTED} decides between the two.
-	 */
-	volatile long upstreamAt = NOT_STARTED;
-	static final AtomicLongFieldUpdater<StallWatch> UPSTREAM_AT =
-			AtomicLongFieldUpdater.newUpdater(StallWatch.class, "upstreamAt");
-	static final long NOT_STARTED = -1L;
-	static final long WAIT_OVER = Long.MIN_VALUE;
-
-	// Written by onNext before its release store of seq; read by the deadline task after reading seq.
-	long tokens;
-	/** Heartbeats received; they count as activity only when {@link StallSpec#heartbeatsExtendIdle()}. */
-	long heartbeats;
-	/** The flags of every chunk that was not plain content, or'ed together. */
-	int seenFlags;
-	String finishReason;
-	long firstTokenAt = -1L;
-	/** The flags of the chunk being delivered, for a tap between the watch and the subscriber. */
-	int lastFlags;
-	/** The last chunk flagged {@link ChunkInspector#USAGE}; its usage is read once, after the end. */
-	@Nullable
-	T usageChunk;
 	/** Content chunks after which the attempt ends as complete ({@link #capOutput}); set before subscription. */
 	private long outputCap = Long.MAX_VALUE;
-	/** Whether {@link #outputCap} ended the attempt. */
-	private volatile boolean capped;
-	/** The bound on the wait for {@link #startUpstream()}; 0 when the upstream is called at subscription. */
-	private long upstreamWaitNanos;
 
-	// Touched only by the deadline task (one run at a time: each run schedules at most the next).
-	private long seenActivity;
-	/** When a check last saw activity (or a reason to wait): the idle deadline counts from here. */
-	private long quietSince;
-	private boolean idleStarted;
-	private long firstTokenDeadline;
-	private StallPhase pendingPhase;
-	private long pendingActivity;
-	private long decidedAt;
-	/** The watch waits for {@link #startUpstream()}: no deadline runs yet, only the wait's bound. */
-	private boolean awaitingUpstream;
-
-	long startNanos;
-	long endNanos;
+	volatile long pendingRequest;
+	@SuppressWarnings("rawtypes")
+	static final AtomicLongFieldUpdater<StallWatch> PENDING_REQUEST =
+			AtomicLongFieldUpdater.newUpdater(StallWatch.class, "pendingRequest");
 
 	public StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, Scheduler timer, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone) {
@@ -287,13 +143,10 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 
 	private StallWatch(CoreSubscriber<? super T> actual, StallSpec spec, TimeSource clock, ChunkInspector<T> inspector,
 			Terminal<T> terminal, boolean standalone, @Nullable ContentCheck<? super T> check) {
-		this.actual = actual;
+		super(actual, spec, clock, terminal);
 		this.check = check;
-		this.clock = clock;
 		this.inspector = inspector;
-		this.terminal = terminal;
 		this.standalone = standalone;
-		this.spec = spec;
 		this.announceFirstContent = terminal.wantsFirstContent();
 	}
 
@@ -326,15 +179,7 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		if (!Operators.validate(upstream, s)) {
 			return;
 		}
-		startNanos = clock.nanos();
-		if (upstreamWaitNanos == 0L) {
-			upstreamAt = startNanos;
-			firstTokenDeadline = spec.firstTokenNanos() > 0 ? startNanos + spec.firstTokenNanos() : 0L;
-		}
-		else {
-			// the deadline task adopts the start once the upstream is called (startUpstream)
-			awaitingUpstream = true;
-		}
+		startClock();
 		upstream = s;
 		if (ended != 0) {
 			// cancelled before the upstream arrived: cancel() may not have seen it
@@ -456,71 +301,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 	}
 
-	/**
-	 * The inspector threw, or the chunk was null: the attempt fails with that error. Runs on the
-	 * upstream's thread, serial with its other signals, so the upstream is cancelled right here.
-	 */
-	private void chunkRejected(Throwable e, @Nullable T t) {
-		Exceptions.throwIfJvmFatal(e);
-		fail(t == null ? e
-				: Operators.onOperatorError(null, CallbackException.threw("ChunkInspector", e), t, actual.currentContext()));
-	}
-
-	/**
-	 * The subscriber (or a tap before it) threw from {@code onNext}: the chunk counts as delivered,
-	 * the attempt fails with what was thrown, and deadlines keep working meanwhile.
-	 */
-	private void downstreamFailed(Throwable e) {
-		Exceptions.throwIfJvmFatal(e);
-		fail(e);
-	}
-
-	/** Ends the attempt with {@code error} from the upstream's own thread, which cancels it right here. */
-	private void fail(Throwable e) {
-		if (!win()) {
-			Operators.onErrorDropped(e, actual.currentContext());
-			return;
-		}
-		GATE.getAndBitwiseOr(this, GATE_END);
-		Subscription up = upstream;
-		if (up != null) {
-			up.cancel();
-		}
-		end(End.ERROR, e);
-	}
-
-	/**
-	 * The output cap was reached with the chunk just delivered: the answer ends here as complete,
-	 * finish reason {@code length}, and the upstream is cancelled. Runs on the upstream's thread,
-	 * serial with its other signals, like {@link #fail}.
-	 */
-	private void reachedCap() {
-		if (!win()) {
-			return;
-		}
-		GATE.getAndBitwiseOr(this, GATE_END);
-		capped = true;
-		finishReason = OUTPUT_CAP_REASON;
-		Subscription up = upstream;
-		if (up != null) {
-			up.cancel();
-		}
-		end(End.COMPLETED, null);
-	}
-
-	/** Upstream terminal signals are serial with onNext; only the deadline task can race them. */
-	private boolean win() {
-		for (;;) {
-			int v = state;
-			if (v < 0) {
-				return false;
-			}
-			if (STATE.compareAndSet(this, v, DONE)) {
-				return true;
-			}
-		}
-	}
-
 	@Override
 	public void onError(Throwable t) {
 		if (t == null) {
@@ -590,341 +370,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 	}
 
-	/** The deadline task: decides a stall, confirms it, or re-arms itself. */
-	@Override
-	public void run() {
-		if (state == DONE || ended != 0) {
-			return;
-		}
-		long now = clock.nanos();
-		if (pendingPhase != null) {
-			confirm(now);
-			return;
-		}
-		StallPhase phase = evaluate(now);
-		if (phase == null) {
-			armNext(now);
-			return;
-		}
-		GATE.getAndBitwiseOr(this, GATE_STALL);
-		pendingPhase = phase;
-		decidedAt = now;
-		pendingActivity = activitySeen();
-		schedule(CONFIRM_DELAY_NANOS);
-	}
-
-	private void confirm(long now) {
-		int v = state;
-		if (v < 0) {
-			return;
-		}
-		long s = (long) SEQ.getVolatile(this);
-		if ((v & 1) != 0 || (s & 1L) != 0L) {
-			// a chunk is being delivered: look again once it is through
-			schedule(CONFIRM_DELAY_NANOS);
-			return;
-		}
-		StallPhase phase = pendingPhase;
-		if (phase != StallPhase.MAX_DURATION && activitySeen() != pendingActivity) {
-			// content arrived after all: not a stall
-			pendingPhase = null;
-			seenActivity = activitySeen();
-			quietSince = now;
-			GATE.getAndBitwiseAnd(this, ~GATE_STALL);
-			if (state == DONE || ended != 0) {
-				return;
-			}
-			armNext(now);
-			return;
-		}
-		if (!STATE.compareAndSet(this, v, DONE)) {
-			if (state >= 0) {
-				// a chunk slipped in since we looked: decide again on fresh state
-				schedule(0L);
-			}
-			return;
-		}
-		end(End.STALLED, new StreamStalledException(phase, tokens, Duration.ofNanos(decidedAt - origin())));
-		cancelUpstreamOffTimer();
-	}
-
-	/**
-	 * A deadline ended the stream on the timer thread: the subscriber has been told, now the
-	 * upstream is cancelled on the spec's cancel scheduler, because some clients block in their
-	 * cancel (closing an HTTP response) and the timer serves every other stream's deadlines.
-	 */
-	private void cancelUpstreamOffTimer() {
-		Subscription up = upstream;
-		if (up == null) {
-			return;
-		}
-		try {
-			spec.cancelScheduler().schedule(up::cancel);
-		}
-		catch (Throwable rejected) {
-			// the cancel scheduler is shut down: cancelling here is better than leaking the upstream
-			up.cancel();
-		}
-	}
-
-	/**
-	 * Ends the attempt from outside (the guard uses it when a lane permit is preempted): cancels the
-	 * upstream and fails with {@code cause}, serialised with chunk delivery like a stall, so it
-	 * reaches the subscriber within about {@link #CONFIRM_DELAY_NANOS}. Only the first call counts;
-	 * does nothing once the attempt has ended.
-	 */
-	public void abort(Throwable cause) {
-		if (ended != 0 || state < 0 || !ABORT_CAUSE.compareAndSet(this, null, cause)) {
-			return;
-		}
-		if (ended != 0) {
-			// looked again after publishing the cause: end() looks at the cause after setting ended,
-			// so either it disposes our confirmation or we never schedule one
-			return;
-		}
-		GATE.getAndBitwiseOr(this, GATE_ABORT);
-		scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
-	}
-
-	void confirmAbort() {
-		int v = state;
-		if (v < 0 || ended != 0) {
-			return;
-		}
-		long s = (long) SEQ.getVolatile(this);
-		if ((v & 1) != 0 || (s & 1L) != 0L) {
-			scheduleAbortConfirmation(CONFIRM_DELAY_NANOS);
-			return;
-		}
-		if (!STATE.compareAndSet(this, v, DONE)) {
-			if (state >= 0) {
-				scheduleAbortConfirmation(0L);
-			}
-			return;
-		}
-		end(End.ERROR, abortCause);
-		cancelUpstreamOffTimer();
-	}
-
-	private void scheduleAbortConfirmation(long delayNanos) {
-		Disposable next;
-		try {
-			next = clock.scheduler().schedule(this::confirmAbort, delayNanos, TimeUnit.NANOSECONDS);
-		}
-		catch (Throwable rejected) {
-			if (win()) {
-				end(End.ERROR, abortCause);
-				cancelUpstreamOffTimer();
-			}
-			return;
-		}
-		for (;;) {
-			Disposable current = abortTask;
-			if (current == CANCELLED_TIMER) {
-				next.dispose();
-				return;
-			}
-			if (ABORT_TASK.compareAndSet(this, current, next)) {
-				return;
-			}
-		}
-	}
-
-	/** Content chunks, plus heartbeats when they extend the idle deadline; read after reading seq. */
-	private long activitySeen() {
-		return spec.heartbeatsExtendIdle() ? tokens + heartbeats : tokens;
-	}
-
-	/** @return the deadline passed, or {@code null}; updates the idle bookkeeping. */
-	@Nullable
-	private StallPhase evaluate(long now) {
-		if (awaitingUpstream) {
-			long at = upstreamAt;
-			if (at < 0L) {
-				// the upstream was not called yet, so the model cannot be late: only the wait is bounded,
-				// and a wait that runs out ends the attempt before it can be called
-				if (now - startNanos >= upstreamWaitNanos && UPSTREAM_AT.compareAndSet(this, NOT_STARTED, WAIT_OVER)) {
-					return StallPhase.FIRST_TOKEN;
-				}
-				return null;
-			}
-			awaitingUpstream = false;
-			firstTokenDeadline = spec.firstTokenNanos() > 0 ? at + spec.firstTokenNanos() : 0L;
-		}
-		if (spec.maxDurationNanos() > 0L && now - origin() >= spec.maxDurationNanos()) {
-			return StallPhase.MAX_DURATION;
-		}
-		long s = (long) SEQ.getVolatile(this);
-		boolean demand = hasDemand(s);
-		long activity = activitySeen();
-		if (tokens == 0L && firstTokenDeadline != 0L) {
-			if (now - firstTokenDeadline >= 0L) {
-				if (!demand) {
-					// nothing was asked for: the upstream cannot be late yet
-					firstTokenDeadline = now + spec.firstTokenNanos();
-					return null;
-				}
-				return StallPhase.FIRST_TOKEN;
-			}
-			return null;
-		}
-		if (spec.idleTickNanos() == 0L) {
-			return null;
-		}
-		if (!idleStarted) {
-			idleStarted = true;
-			seenActivity = activity;
-			quietSince = now;
-			return null;
-		}
-		if (activity != seenActivity || !demand || (s & 1L) != 0L) {
-			seenActivity = activity;
-			quietSince = now;
-			return null;
-		}
-		// measured from the check that last saw activity, not counted in checks: a late timer wake-up
-		// then delays the decision once, instead of adding its lateness to every check
-		return now - quietSince >= spec.idleNanos() ? StallPhase.IDLE : null;
-	}
-
-	private boolean hasDemand(long s) {
-		long r = requested;
-		return r == Long.MAX_VALUE || r - (s >>> 1) > 0L;
-	}
-
-	/** Schedules the next wake-up of the deadline task, if any deadline remains. */
-	private void armNext(long now) {
-		if (awaitingUpstream) {
-			armWhileAwaiting(now);
-			return;
-		}
-		long delay = Long.MAX_VALUE;
-		if (spec.maxDurationNanos() > 0L) {
-			delay = Math.max(0L, origin() + spec.maxDurationNanos() - now);
-		}
-		if (tokens == 0L && firstTokenDeadline != 0L) {
-			delay = Math.min(delay, Math.max(0L, firstTokenDeadline - now));
-			if (spec.idleTickNanos() > 0L && delay > spec.idleTickNanos()) {
-				// a first token may come early; keep idle watching close behind it
-				delay = spec.idleTickNanos();
-			}
-		}
-		else if (spec.idleTickNanos() > 0L) {
-			delay = Math.min(delay, spec.idleTickNanos());
-			if (idleStarted) {
-				// the last check lands exactly on the idle deadline
-				delay = Math.min(delay, Math.max(0L, quietSince + spec.idleNanos() - now));
-			}
-		}
-		if (delay != Long.MAX_VALUE) {
-			schedule(delay);
-		}
-	}
-
-	/**
-	 * While the upstream is not called: wakes when the wait's bound passes, and every shortest
-	 * deadline span meanwhile. A deadline counts from a start later than the last wake-up that did
-	 * not see it, so waking one span after that wake-up is never late for it.
-	 */
-	private void armWhileAwaiting(long now) {
-		long delay = Math.max(0L, upstreamWaitNanos - Math.max(0L, now - startNanos));
-		delay = Math.min(delay, shortestSpan(spec.firstTokenNanos(), shortestSpan(spec.idleTickNanos(),
-				shortestSpan(spec.maxDurationNanos(), Long.MAX_VALUE))));
-		if (delay != Long.MAX_VALUE) {
-			schedule(delay);
-		}
-	}
-
-	private static long shortestSpan(long span, long other) {
-		return span > 0L ? Math.min(span, other) : other;
-	}
-
-	/** @return when the deadlines started: the upstream's call, else (still waiting for it) the subscription */
-	private long origin() {
-		long at = upstreamAt;
-		return at >= 0L ? at : startNanos;
-	}
-
-	private void schedule(long delayNanos) {
-		Disposable next;
-		try {
-			next = clock.scheduler().schedule(this, delayNanos, TimeUnit.NANOSECONDS);
-		}
-		catch (Throwable rejected) {
-			GATE.getAndBitwiseOr(this, GATE_END);
-			if (win()) {
-				end(End.ERROR, Operators.onRejectedExecution(rejected, actual.currentContext()));
-				cancelUpstreamOffTimer();
-			}
-			return;
-		}
-		for (;;) {
-			Disposable current = task;
-			if (current == CANCELLED_TIMER) {
-				next.dispose();
-				return;
-			}
-			if (TASK.compareAndSet(this, current, next)) {
-				if (ended != 0) {
-					// end() may have found no task to dispose (it does not swap in the marker then): do it here
-					disposeTask();
-				}
-				return;
-			}
-		}
-	}
-
-	private void end(End end, @Nullable Throwable error) {
-		if (!ENDED.compareAndSet(this, 0, 1)) {
-			if (error != null && end != End.CANCELLED) {
-				Operators.onErrorDropped(error, actual.currentContext());
-			}
-			return;
-		}
-		if (end == End.CANCELLED) {
-			// the upstream may still send a few chunks, from its own thread: they take the slow path and are dropped
-			GATE.getAndBitwiseOr(this, GATE_END);
-		}
-		else {
-			// a terminal signal or a deadline ended it; a chunk after an upstream's terminal signal would
-			// come from that same thread, so an ordered store is enough. Other writers only add bits or
-			// clear GATE_STALL, so the gate stays non-zero either way.
-			GATE.setRelease(this, (int) GATE.getVolatile(this) | GATE_END);
-		}
-		// a stream that ended while being subscribed (a replayed answer) never armed its timer: no swap for it.
-		// schedule() installs a task and then looks at ended, we set ended and then look at the task, so one
-		// of the two sees the other and disposes it
-		if (task != null) {
-			disposeTask();
-		}
-		// abort() sets abortCause and then looks at ended, we set ended and then look at abortCause:
-		// one of the two sees the other, so an abort confirmation is either never scheduled or disposed
-		if (abortCause != null) {
-			Disposable a = ABORT_TASK.getAndSet(this, CANCELLED_TIMER);
-			if (a != null) {
-				a.dispose();
-			}
-		}
-		endNanos = clock.nanos();
-		terminal.onEnd(this, end, error);
-	}
-
-	private void disposeTask() {
-		Disposable t = TASK.getAndSet(this, CANCELLED_TIMER);
-		if (t != null && t != CANCELLED_TIMER) {
-			t.dispose();
-		}
-	}
-
-	/**
-	 * @return the {@link ChunkInspector#flags} of the chunk being passed on; valid inside the
-	 * subscriber's {@code onNext}, so a tap between the watch and the subscriber need not ask the
-	 * inspector again
-	 */
-	public int chunkFlags() {
-		return lastFlags;
-	}
-
 	/**
 	 * From the next chunk on, chunks go to {@code next} instead of the current subscriber: a
 	 * subscriber that only had to see an attempt's first chunks steps out of the per-chunk path.
@@ -970,80 +415,6 @@ public final class StallWatch<T> implements CoreSubscriber<T>, Subscription, Sca
 		}
 		upstreamWaitNanos = maxWaitNanos;
 		return this;
-	}
-
-	/**
-	 * For a watch given {@link #awaitUpstream}: the upstream is about to be called, and its
-	 * deadlines start now. Call it on the thread that calls the upstream, right before.
-	 *
-	 * @return false when the attempt no longer wants its upstream — it ended, is being aborted, or
-	 *         its wait's bound passed — and the upstream must not be called; whoever stopped the
-	 *         attempt ends it
-	 */
-	public boolean startUpstream() {
-		if (ended != 0 || abortCause != null) {
-			return false;
-		}
-		return UPSTREAM_AT.compareAndSet(this, NOT_STARTED, clock.nanos());
-	}
-
-	/** @return whether the upstream was called: false only for an {@link #awaitUpstream} watch that it never reached */
-	public boolean upstreamStarted() {
-		return upstreamAt >= 0L;
-	}
-
-	/** @return whether the output cap ({@link #capOutput}) ended the attempt */
-	public boolean capped() {
-		return capped;
-	}
-
-	/**
-	 * @return the last chunk of the attempt flagged {@link ChunkInspector#USAGE}, or {@code null};
-	 *         read it after the end
-	 */
-	@Nullable
-	public T usageChunk() {
-		return usageChunk;
-	}
-
-	/** @return content chunks received so far (final once ended) */
-	public long tokens() {
-		return tokens;
-	}
-
-	/** @return the demand asked of this attempt so far, {@code Long.MAX_VALUE} when unbounded */
-	public long requested() {
-		return requested;
-	}
-
-	/** @return chunks of any kind passed downstream (final once ended) */
-	public long emitted() {
-		return ((long) SEQ.getVolatile(this) + 1L) >>> 1;
-	}
-
-	/** @return nanoseconds from the upstream's subscription to the first content chunk, or -1 when none arrived */
-	public long timeToFirstTokenNanos() {
-		long f = firstTokenAt;
-		return f < 0L ? -1L : f - origin();
-	}
-
-	/**
-	 * @return the timer's clock reading when the upstream was subscribed (for an
-	 *         {@link #awaitUpstream} watch whose upstream was never called: when the watch was), in nanoseconds
-	 */
-	public long startNanos() {
-		return origin();
-	}
-
-	/** @return nanoseconds from {@link #startNanos()} to the end (valid once ended) */
-	public long durationNanos() {
-		return endNanos - origin();
-	}
-
-	/** @return the last finish reason seen, or {@code null} */
-	@Nullable
-	public String finishReason() {
-		return finishReason;
 	}
 
 	@Override
