@@ -47,10 +47,10 @@ final class Lane {
 
 	// drain-only
 	int queueSize;
-	LaneTicket queueHead;
-	LaneTicket queueTail;
-	LaneTicket lentHead;
-	LaneTicket lentTail;
+	/** Waiters of this priority, in arrival order. */
+	final Tickets queue = new Tickets();
+	/** Streams of less urgent priorities on this lane's permits, in grant order. */
+	final Tickets lent = new Tickets();
 
 	Lane(Priority priority, LaneSpec spec) {
 		this.priority = priority;
@@ -103,19 +103,11 @@ final class Lane {
 		return queueSize >= spec.maxQueueSize();
 	}
 
-	// ---- the wait queue and the lent list: intrusive, through the tickets' prev/next (drain loop only) ----
+	// ---- the wait queue and the lent list (drain loop only) ----
 
 	/** Appends a waiter to the queue. */
 	void enqueue(LaneTicket t) {
-		t.prev = queueTail;
-		t.next = null;
-		if (queueTail == null) {
-			queueHead = t;
-		}
-		else {
-			queueTail.next = t;
-		}
-		queueTail = t;
+		queue.append(t);
 		t.linked = true;
 		queueSize++;
 		queued = queueSize;
@@ -123,52 +115,45 @@ final class Lane {
 
 	/** Takes a waiter out of the queue, wherever it is. */
 	void dequeue(LaneTicket t) {
-		if (t.prev == null) {
-			queueHead = t.next;
-		}
-		else {
-			t.prev.next = t.next;
-		}
-		if (t.next == null) {
-			queueTail = t.prev;
-		}
-		else {
-			t.next.prev = t.prev;
-		}
-		t.prev = null;
-		t.next = null;
+		queue.remove(t);
 		t.linked = false;
 		queueSize--;
 		queued = queueSize;
 	}
 
-	/** Records a permit of this lane lent to a less urgent request, most recent last. */
-	void linkLent(LaneTicket t) {
-		t.prev = lentTail;
-		t.next = null;
-		if (lentTail == null) {
-			lentHead = t;
-		}
-		else {
-			lentTail.next = t;
-		}
-		lentTail = t;
-	}
+	/** A doubly linked list of tickets through their own {@code prev} and {@code next}: nothing allocated per ticket. */
+	static final class Tickets {
 
-	void unlinkLent(LaneTicket t) {
-		if (t.prev == null) {
-			lentHead = t.next;
+		LaneTicket head;
+		LaneTicket tail;
+
+		void append(LaneTicket t) {
+			t.prev = tail;
+			t.next = null;
+			if (tail == null) {
+				head = t;
+			}
+			else {
+				tail.next = t;
+			}
+			tail = t;
 		}
-		else {
-			t.prev.next = t.next;
+
+		void remove(LaneTicket t) {
+			if (t.prev == null) {
+				head = t.next;
+			}
+			else {
+				t.prev.next = t.next;
+			}
+			if (t.next == null) {
+				tail = t.prev;
+			}
+			else {
+				t.next.prev = t.prev;
+			}
+			t.prev = null;
+			t.next = null;
 		}
-		if (t.next == null) {
-			lentTail = t.prev;
-		}
-		else {
-			t.next.prev = t.prev;
-		}
-		t.prev = null;
-		t.next = null;
 	}
 }

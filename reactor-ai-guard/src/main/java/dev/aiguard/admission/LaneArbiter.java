@@ -314,7 +314,7 @@ final class LaneArbiter {
 				LaneTicket best = null;
 				int bestRank = Integer.MAX_VALUE;
 				for (Lane candidate : lanes) {
-					LaneTicket head = candidate.queueHead;
+					LaneTicket head = candidate.queue.head;
 					if (head == null || !borrowing.mayUse(candidate.priority.ordinal(), lane)) {
 						continue;
 					}

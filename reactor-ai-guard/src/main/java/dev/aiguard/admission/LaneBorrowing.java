@@ -68,7 +68,7 @@ final class LaneBorrowing {
 	Lane preemptible(int p) {
 		for (int l = p; l < lanes.length; l++) {
 			Lane lane = lanes[l];
-			if (lane.spec.preemptBorrowers() && lane.lentTail != null && (l == p || mayUse(p, lane))) {
+			if (lane.spec.preemptBorrowers() && lane.lent.tail != null && (l == p || mayUse(p, lane))) {
 				return lane;
 			}
 		}
@@ -77,7 +77,7 @@ final class LaneBorrowing {
 
 	/** The permit {@code lane} takes back: the least urgent borrower, the most recently admitted among those. */
 	static LaneTicket victim(Lane lane) {
-		LaneTicket victim = lane.lentTail;
+		LaneTicket victim = lane.lent.tail;
 		for (LaneTicket c = victim.prev; c != null; c = c.prev) {
 			if (c.priority.ordinal() > victim.priority.ordinal()) {
 				victim = c;
@@ -101,7 +101,7 @@ final class LaneBorrowing {
 		}
 		else {
 			lane.lentUp = lane.lentUp + 1;
-			lane.linkLent(t);
+			lane.lent.append(t);
 		}
 	}
 
@@ -126,7 +126,7 @@ final class LaneBorrowing {
 		}
 		else {
 			lane.lentUp = lane.lentUp - 1;
-			lane.unlinkLent(t);
+			lane.lent.remove(t);
 		}
 		if (returnPermit) {
 			lane.giveBack();

@@ -77,7 +77,7 @@ final class LaneQueues {
 	@Nullable
 	LaneTicket pollAny() {
 		for (Lane lane : lanes) {
-			LaneTicket t = lane.queueHead;
+			LaneTicket t = lane.queue.head;
 			if (t != null) {
 				unlink(t);
 				return t;
