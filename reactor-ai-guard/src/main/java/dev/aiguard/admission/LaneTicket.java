@@ -19,7 +19,8 @@ import reactor.util.context.Context;
  * admission allocates nothing else).
  *
  * <p>Threads never touch the lanes' bookkeeping directly: they flip an operation bit here and
- * queue the ticket for the lanes' drain loop, which owns every drain-only field below.
+ * queue the ticket for the lanes' drain loop ({@link LaneArbiter}), which owns every drain-only
+ * field below.
  */
 final class LaneTicket implements Subscription, LanePermit, Runnable {
 
@@ -40,7 +41,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	private static final Object RELEASED_MARK = new Object();
 	private static final Object PREEMPTED_MARK = new Object();
 
-	final PriorityLanes lanes;
+	final LaneArbiter arbiter;
 	final Priority priority;
 	/** The acquire Mono's subscriber; {@code null} for a permit {@linkplain #grantedNow granted at once}. */
 	@Nullable
@@ -71,7 +72,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	Priority grantedLane;
 
 	/** The granted lane's state; written before GRANTED like {@link #grantedLane}. */
-	PriorityLanes.Lane lane;
+	Lane lane;
 
 	// ---- owned by the drain loop ----
 	boolean linked;
@@ -82,15 +83,15 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	long enqueuedAtNanos;
 	Disposable timeout;
 
-	LaneTicket(PriorityLanes lanes, Priority priority, CoreSubscriber<? super LanePermit> actual) {
-		this.lanes = lanes;
+	LaneTicket(LaneArbiter arbiter, Priority priority, @Nullable CoreSubscriber<? super LanePermit> actual) {
+		this.arbiter = arbiter;
 		this.priority = priority;
 		this.actual = actual;
 	}
 
 	/** A permit of {@code lane}'s own priority, taken by {@link PriorityLanes#tryAcquire}: already delivered. */
-	static LaneTicket grantedNow(PriorityLanes lanes, PriorityLanes.Lane lane) {
-		LaneTicket t = new LaneTicket(lanes, lane.priority, null);
+	static LaneTicket grantedNow(LaneArbiter arbiter, Lane lane) {
+		LaneTicket t = new LaneTicket(arbiter, lane.priority, null);
 		t.lane = lane;
 		t.grantedLane = lane.priority;
 		t.state = DELIVERED;
@@ -102,9 +103,9 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	@Override
 	public void request(long n) {
 		// a ticket that is not NEW was requested before: the state only moves on from NEW
-		if (Operators.validate(n) && state == NEW && !lanes.grantAtOnce(this)
+		if (Operators.validate(n) && state == NEW && !arbiter.grantAtOnce(this)
 				&& STATE.compareAndSet(this, NEW, PENDING)) {
-			lanes.submit(this);
+			arbiter.submit(this);
 		}
 	}
 
@@ -119,7 +120,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 			}
 			else if (s == PENDING) {
 				if (STATE.compareAndSet(this, PENDING, CANCELLED)) {
-					lanes.signal(this, OP_CANCEL);
+					arbiter.signal(this, OP_CANCEL);
 					return;
 				}
 			}
@@ -140,7 +141,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 
 	@Override
 	public void run() {
-		lanes.signal(this, OP_TIMEOUT);
+		arbiter.signal(this, OP_TIMEOUT);
 	}
 
 	// ---- LanePermit ----
@@ -157,7 +158,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 
 	@Override
 	public Scheduler scheduler() {
-		return lanes.scheduler(priority);
+		return arbiter.scheduler(priority);
 	}
 
 	@Override
@@ -166,7 +167,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 			// a plain ordered store is enough: preemption can no longer claim this permit, so a hook
 			// that a racing onPreempted manages to add first would never run anyway
 			HOOKS.lazySet(this, RELEASED_MARK);
-			lanes.released(this);
+			arbiter.released(this);
 		}
 	}
 

@@ -72,14 +72,17 @@ class PriorityLanesLincheckTest {
 	static final Priority[] PRIORITIES = Priority.values();
 	static final int MAX_THREAD_IDS = 8; // init part, up to 3 parallel threads, post part, with room
 
+	static final VarHandle ARBITER;
 	static final VarHandle WIP;
 	static final VarHandle LANES;
 
 	static {
 		try {
 			MethodHandles.Lookup lookup = MethodHandles.privateLookupIn(PriorityLanes.class, MethodHandles.lookup());
-			WIP = lookup.findVarHandle(PriorityLanes.class, "wip", int.class);
-			LANES = lookup.findVarHandle(PriorityLanes.class, "lanes", PriorityLanes.Lane[].class);
+			ARBITER = lookup.findVarHandle(PriorityLanes.class, "arbiter", LaneArbiter.class);
+			WIP = MethodHandles.privateLookupIn(LaneArbiter.class, MethodHandles.lookup())
+					.findVarHandle(LaneArbiter.class, "wip", int.class);
+			LANES = lookup.findVarHandle(PriorityLanes.class, "lanes", Lane[].class);
 		}
 		catch (ReflectiveOperationException e) {
 			throw new ExceptionInInitializerError(e);
@@ -220,7 +223,7 @@ class PriorityLanesLincheckTest {
 
 		/** Returns once the drain loop is idle: whatever this thread handed to it has been done. */
 		void awaitDrained() {
-			while ((int) WIP.getVolatile(lanes) != 0) {
+			while ((int) WIP.getVolatile((LaneArbiter) ARBITER.get(lanes)) != 0) {
 				Thread.onSpinWait();
 			}
 		}
@@ -290,7 +293,7 @@ class PriorityLanesLincheckTest {
 				sb.append("t").append(t).append(fates).append(' ');
 			}
 			for (Priority lane : PRIORITIES) {
-				PriorityLanes.Lane l = ((PriorityLanes.Lane[]) LANES.get(lanes))[lane.ordinal()];
+				Lane l = ((Lane[]) LANES.get(lanes))[lane.ordinal()];
 				int taken = l.limit - l.available;
 				if (taken != holding[lane.ordinal()]) {
 					throw new IllegalStateException("lane " + lane + ": " + taken + " permits taken, but requests hold "
