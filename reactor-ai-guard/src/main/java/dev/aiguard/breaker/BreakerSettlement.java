@@ -223,7 +223,7 @@ abstract class BreakerSettlement extends BreakerStateMachine {
 		return 0;
 	}
 
-	void release(Permit permit) {
+	private void release(Permit permit) {
 		if (permit.kind == Permit.PROBE_SLOT) {
 			BreakerPhase.GRANTED.decrementAndGet(permit.phase);
 		}
@@ -234,7 +234,7 @@ abstract class BreakerSettlement extends BreakerStateMachine {
 	}
 
 	/** The window of {@code s} with the batched successes in and slid to {@code nowNanos}, without a copy. */
-	SlidingWindow slid(Settings s, long nowNanos) {
+	private SlidingWindow slid(Settings s, long nowNanos) {
 		handOverWaiting(s, nowNanos);
 		if (s.window.timeBased()) {
 			s.window.advanceTo(nowNanos);
