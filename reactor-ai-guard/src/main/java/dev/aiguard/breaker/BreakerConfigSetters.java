@@ -83,13 +83,13 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	abstract B self();
 
 	/** @param threshold a fraction in (0, 1]: 0.5 trips at 50 % failures */
-	public final B failureRateThreshold(double threshold) {
+	public B failureRateThreshold(double threshold) {
 		this.failureRateThreshold = fraction("failureRateThreshold", threshold);
 		return self();
 	}
 
 	/** @param threshold a fraction in (0, 1]: 1.0 trips only when every call in the window is slow */
-	public final B slowCallRateThreshold(double threshold) {
+	public B slowCallRateThreshold(double threshold) {
 		this.slowCallRateThreshold = fraction("slowCallRateThreshold", threshold);
 		return self();
 	}
@@ -98,13 +98,13 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * @param threshold time to first token at or above which a call is slow. A stream is judged by its
 	 * first token, never by its total duration (which grows with the answer's length).
 	 */
-	public final B slowTimeToFirstToken(Duration threshold) {
+	public B slowTimeToFirstToken(Duration threshold) {
 		this.slowTimeToFirstToken = positive("slowTimeToFirstToken", threshold);
 		return self();
 	}
 
 	/** @param calls the fewest calls in the window for rates to be judged, at least 1 */
-	public final B minimumCalls(int calls) {
+	public B minimumCalls(int calls) {
 		if (calls < 1) {
 			throw new IllegalArgumentException("minimumCalls must be at least 1, was " + calls);
 		}
@@ -119,7 +119,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * @param buckets between 1 and 3600
 	 * @param bucketLength at least 1 ms, at most 1 hour
 	 */
-	public final B timeWindow(int buckets, Duration bucketLength) {
+	public B timeWindow(int buckets, Duration bucketLength) {
 		if (buckets < 1 || buckets > 3600) {
 			throw new IllegalArgumentException("timeWindow buckets must be between 1 and 3600, was " + buckets);
 		}
@@ -135,7 +135,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	}
 
 	/** A count-based window of the last {@code calls} calls, between 1 and 100 000. */
-	public final B countWindow(int calls) {
+	public B countWindow(int calls) {
 		if (calls < 1 || calls > 100_000) {
 			throw new IllegalArgumentException("countWindow calls must be between 1 and 100000, was " + calls);
 		}
@@ -146,7 +146,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	}
 
 	/** @param wait time OPEN before the first probe, positive */
-	public final B openWait(Duration wait) {
+	public B openWait(Duration wait) {
 		this.openWait = positive("openWait", wait);
 		return self();
 	}
@@ -156,7 +156,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * growth). A trip soon after a re-close counts as consecutive: the streak ends only once the breaker
 	 * has stayed closed for as long as it was last held open.
 	 */
-	public final B openWaitMultiplier(double multiplier) {
+	public B openWaitMultiplier(double multiplier) {
 		if (!(multiplier >= 1.0) || multiplier > 100 || Double.isNaN(multiplier)) {
 			throw new IllegalArgumentException("openWaitMultiplier must be between 1.0 and 100, was " + multiplier);
 		}
@@ -165,7 +165,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	}
 
 	/** @param wait the cap of the growing open wait, positive, at least {@code openWait} (checked by build) */
-	public final B maxOpenWait(Duration wait) {
+	public B maxOpenWait(Duration wait) {
 		this.maxOpenWait = positive("maxOpenWait", wait);
 		return self();
 	}
@@ -174,7 +174,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * @param jitter share of the wait added at random, in [0, 1]: 0.1 makes a 60 s wait last 60 to 66 s, so
 	 * breakers of many instances do not probe in lockstep. The wait is never shorter than computed.
 	 */
-	public final B openWaitJitter(double jitter) {
+	public B openWaitJitter(double jitter) {
 		if (!(jitter >= 0 && jitter <= 1)) {
 			throw new IllegalArgumentException("openWaitJitter must be between 0 and 1, was " + jitter);
 		}
@@ -188,7 +188,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 *
 	 * @param probes between 1 and 10 000
 	 */
-	public final B halfOpenProbes(int probes) {
+	public B halfOpenProbes(int probes) {
 		if (probes < 1 || probes > 10_000) {
 			throw new IllegalArgumentException("halfOpenProbes must be between 1 and 10000, was " + probes);
 		}
@@ -203,14 +203,14 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 *
 	 * @param ratio a fraction in (0, 1]
 	 */
-	public final B halfOpenProbeRatio(double ratio) {
+	public B halfOpenProbeRatio(double ratio) {
 		this.halfOpenProbeRatio = fraction("halfOpenProbeRatio", ratio);
 		this.halfOpenProbes = 0;
 		return self();
 	}
 
 	/** @param successes healthy probes (not failed, not slow) needed to close, at least 1 */
-	public final B successesToClose(int successes) {
+	public B successesToClose(int successes) {
 		if (successes < 1) {
 			throw new IllegalArgumentException("successesToClose must be at least 1, was " + successes);
 		}
@@ -219,7 +219,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	}
 
 	/** @param max time HALF_OPEN may last without a decision before it re-opens, positive */
-	public final B maxTimeInHalfOpen(Duration max) {
+	public B maxTimeInHalfOpen(Duration max) {
 		this.maxTimeInHalfOpen = positive("maxTimeInHalfOpen", max);
 		return self();
 	}
@@ -229,7 +229,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * only when the probes' pressure is below {@code 1 - band}; with 0.2 and a 50 % threshold, probes
 	 * must fail less than 40 %.
 	 */
-	public final B hysteresis(double band) {
+	public B hysteresis(double band) {
 		if (!(band >= 0 && band < 1)) {
 			throw new IllegalArgumentException("hysteresis must be in [0, 1), was " + band);
 		}
@@ -242,7 +242,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * by its probes cannot trip again sooner, and HALF_OPEN cannot close sooner. Zero disables it; it
 	 * must not exceed {@code openWait} (checked by build).
 	 */
-	public final B minimumDwell(Duration dwell) {
+	public B minimumDwell(Duration dwell) {
 		notNull("minimumDwell", dwell);
 		if (dwell.isNegative()) {
 			throw new IllegalArgumentException("minimumDwell must not be negative, was " + dwell);
@@ -252,13 +252,13 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	}
 
 	/** @param policy what trips CLOSED to OPEN */
-	public final B tripPolicy(TripPolicy policy) {
+	public B tripPolicy(TripPolicy policy) {
 		this.tripPolicy = notNull("tripPolicy", policy);
 		return self();
 	}
 
 	/** @param record whether client errors (400, context length exceeded...) count as failures */
-	public final B recordClientErrors(boolean record) {
+	public B recordClientErrors(boolean record) {
 		this.recordClientErrors = record;
 		return self();
 	}
@@ -280,7 +280,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 *
 	 * @param perToken zero (off) up to 1 s
 	 */
-	public final B slowTimeToFirstTokenPerPromptToken(Duration perToken) {
+	public B slowTimeToFirstTokenPerPromptToken(Duration perToken) {
 		notNull("slowTimeToFirstTokenPerPromptToken", perToken);
 		if (perToken.isNegative() || perToken.compareTo(Duration.ofSeconds(1)) > 0) {
 			throw new IllegalArgumentException(
@@ -296,7 +296,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * the warm-up; any success between them starts the count again. Between 1 and 10 000, or 0 for
 	 * off (the default).
 	 */
-	public final B consecutiveFailuresToTrip(int failures) {
+	public B consecutiveFailuresToTrip(int failures) {
 		if (failures < 0 || failures > 10_000) {
 			throw new IllegalArgumentException(
 					"consecutiveFailuresToTrip must be between 0 (off) and 10000, was " + failures);
@@ -310,7 +310,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * trips: a spike that is over sooner is ignored. While the pressure is up, every call is judged,
 	 * successes too, so its fall is seen. Zero (the default) trips at once; at most 1 hour.
 	 */
-	public final B tripDelay(Duration delay) {
+	public B tripDelay(Duration delay) {
 		this.tripDelay = nonNegative("tripDelay", delay, Duration.ofHours(1));
 		return self();
 	}
@@ -322,7 +322,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * admitted calls are spread evenly among the offered ones). Zero (the default) admits everything
 	 * at once; at most 1 hour. A new breaker and an operator's close do not ramp.
 	 */
-	public final B rampUp(Duration ramp) {
+	public B rampUp(Duration ramp) {
 		this.rampUp = nonNegative("rampUp", ramp, Duration.ofHours(1));
 		return self();
 	}
@@ -332,7 +332,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * {@link #warmUpThresholdFactor(double)} times the usual pressure (a cold provider's first calls
 	 * are slower and fail more). Zero (the default) is off; at most 1 hour.
 	 */
-	public final B warmUp(Duration warmUp) {
+	public B warmUp(Duration warmUp) {
 		this.warmUp = nonNegative("warmUp", warmUp, Duration.ofHours(1));
 		return self();
 	}
@@ -341,7 +341,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * @param factor the pressure a trip needs during warm-up, between 1 and 100 (default 2: with a
 	 * 0.5 failure-rate threshold, warm-up trips only at 100 % failures)
 	 */
-	public final B warmUpThresholdFactor(double factor) {
+	public B warmUpThresholdFactor(double factor) {
 		if (!(factor >= 1 && factor <= 100)) {
 			throw new IllegalArgumentException("warmUpThresholdFactor must be between 1 and 100, was " + factor);
 		}
@@ -356,7 +356,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * without a priority ({@link CircuitBreaker#tryAcquire()}) is not held back. Zero (the default)
 	 * is off; at most 1 hour.
 	 */
-	public final B p0ProbeWindow(Duration window) {
+	public B p0ProbeWindow(Duration window) {
 		this.p0ProbeWindow = nonNegative("p0ProbeWindow", window, Duration.ofHours(1));
 		return self();
 	}
@@ -369,7 +369,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	 * priority are refused. Between 0 (off, the default) and 0.5; meant for a system-wide breaker,
 	 * so a total outage still lets a trickle of the most urgent traffic find the first recovery.
 	 */
-	public final B openP0ProbeShare(double share) {
+	public B openP0ProbeShare(double share) {
 		if (!(share >= 0 && share <= 0.5)) {
 			throw new IllegalArgumentException("openP0ProbeShare must be between 0 (off) and 0.5, was " + share);
 		}

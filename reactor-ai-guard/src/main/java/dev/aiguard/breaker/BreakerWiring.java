@@ -25,25 +25,25 @@ abstract class BreakerWiring<B extends BreakerWiring<B>> {
 	abstract B self();
 
 	/** @param clock the monotonic clock the breakers' waits and windows read (default {@link BreakerClock#system()}) */
-	public final B clock(BreakerClock clock) {
+	public B clock(BreakerClock clock) {
 		this.clock = BreakerConfig.notNull("clock", clock);
 		return self();
 	}
 
 	/** @param wallClock the clock that stamps {@link BreakerEvent.ConfigChanged#at()} (default UTC) */
-	public final B wallClock(Clock wallClock) {
+	public B wallClock(Clock wallClock) {
 		this.wallClock = BreakerConfig.notNull("wallClock", wallClock);
 		return self();
 	}
 
 	/** @param metrics where the breakers report state, transitions, rejections and rates (default no-op) */
-	public final B metrics(GuardMetrics metrics) {
+	public B metrics(GuardMetrics metrics) {
 		this.metrics = BreakerConfig.notNull("metrics", metrics);
 		return self();
 	}
 
 	/** @param listener a listener every breaker registers from the start (repeatable) */
-	public final B listener(BreakerListener listener) {
+	public B listener(BreakerListener listener) {
 		listeners.add(BreakerConfig.notNull("listener", listener));
 		return self();
 	}
