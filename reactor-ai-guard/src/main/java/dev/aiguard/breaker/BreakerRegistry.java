@@ -1,15 +1,11 @@
 package dev.aiguard.breaker;
 
-import java.time.Clock;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Consumer;
-
-import dev.aiguard.metrics.GuardMetrics;
 
 /**
  * Breakers shared by name, so several policies (chat, summarise, embed...) that call the same provider
@@ -34,17 +30,12 @@ public final class BreakerRegistry {
 	private final ConcurrentMap<String, CircuitBreaker> breakers = new ConcurrentHashMap<>();
 	private final ConcurrentMap<String, BreakerTree> trees = new ConcurrentHashMap<>();
 	private final BreakerConfig defaultConfig;
-	private final BreakerClock clock;
-	private final Clock wallClock;
-	private final GuardMetrics metrics;
-	private final List<BreakerListener> listeners;
+	/** A copy of what the builder was given, so a later change to the builder does not reach the registry. */
+	private final Builder wiring;
 
 	private BreakerRegistry(Builder b) {
 		this.defaultConfig = b.defaultConfig;
-		this.clock = b.clock;
-		this.wallClock = b.wallClock;
-		this.metrics = b.metrics;
-		this.listeners = List.copyOf(b.listeners);
+		this.wiring = b.wire(new Builder());
 	}
 
 	/** @return a registry with the default config, the system clock and no metrics */
@@ -70,12 +61,7 @@ public final class BreakerRegistry {
 		if (existing != null) {
 			return existing;
 		}
-		return breakers.computeIfAbsent(name, n -> {
-			CircuitBreaker.Builder b = CircuitBreaker.builder(n).config(config).clock(clock).wallClock(wallClock)
-					.metrics(metrics);
-			listeners.forEach(b::listener);
-			return b.build();
-		});
+		return breakers.computeIfAbsent(name, n -> wiring.wire(CircuitBreaker.builder(n)).config(config).build());
 	}
 
 	/** @return the breaker named {@code name} if it exists */
@@ -115,9 +101,8 @@ public final class BreakerRegistry {
 		return trees.computeIfAbsent(name, n -> {
 			BreakerConfig parents = BreakerConfig.from(defaultConfig).consecutiveFailuresToTrip(0)
 					.tripPolicy(TripPolicy.failureRate()).build();
-			BreakerTree.Builder b = BreakerTree.builder(n).clock(clock).wallClock(wallClock).metrics(metrics)
-					.endpointConfig(defaultConfig).providerConfig(parents).systemConfig(parents);
-			listeners.forEach(b::listener);
+			BreakerTree.Builder b = wiring.wire(BreakerTree.builder(n)).endpointConfig(defaultConfig)
+					.providerConfig(parents).systemConfig(parents);
 			spec.accept(b);
 			BreakerTree tree = b.build((breakerName, config) -> {
 				if (breakers.containsKey(breakerName)) {
@@ -153,44 +138,21 @@ public final class BreakerRegistry {
 	}
 
 	/** Builds a {@link BreakerRegistry}; what it is given applies to every breaker it creates. */
-	public static final class Builder {
+	public static final class Builder extends BreakerWiring<Builder> {
 
 		private BreakerConfig defaultConfig = BreakerConfig.defaults();
-		private BreakerClock clock = BreakerClock.system();
-		private Clock wallClock = Clock.systemUTC();
-		private GuardMetrics metrics = GuardMetrics.noop();
-		private final List<BreakerListener> listeners = new ArrayList<>();
 
 		private Builder() {
+		}
+
+		@Override
+		Builder self() {
+			return this;
 		}
 
 		/** @param config the config a breaker gets when its first request brings none (default {@link BreakerConfig#defaults()}) */
 		public Builder defaultConfig(BreakerConfig config) {
 			this.defaultConfig = BreakerConfig.notNull("defaultConfig", config);
-			return this;
-		}
-
-		/** @param clock the monotonic clock every breaker of the registry reads (default the system's) */
-		public Builder clock(BreakerClock clock) {
-			this.clock = BreakerConfig.notNull("clock", clock);
-			return this;
-		}
-
-		/** @param wallClock stamps configuration changes (default UTC) */
-		public Builder wallClock(Clock wallClock) {
-			this.wallClock = BreakerConfig.notNull("wallClock", wallClock);
-			return this;
-		}
-
-		/** @param metrics where every breaker of the registry reports (default no-op) */
-		public Builder metrics(GuardMetrics metrics) {
-			this.metrics = BreakerConfig.notNull("metrics", metrics);
-			return this;
-		}
-
-		/** @param listener registered on every breaker the registry creates (repeatable) */
-		public Builder listener(BreakerListener listener) {
-			listeners.add(BreakerConfig.notNull("listener", listener));
 			return this;
 		}
 

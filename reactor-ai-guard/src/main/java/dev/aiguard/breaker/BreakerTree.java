@@ -1,6 +1,5 @@
 package dev.aiguard.breaker;
 
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -9,8 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.BiFunction;
-
-import dev.aiguard.metrics.GuardMetrics;
 
 /**
  * Breakers in a hierarchy: the system → its providers → their model endpoints. Each node is a plain
@@ -200,7 +197,7 @@ public final class BreakerTree {
 	 * every breaker of the tree shares (clock, metrics, listeners). Each setter checks its argument;
 	 * {@link #build()} checks the whole.
 	 */
-	public static final class Builder {
+	public static final class Builder extends BreakerWiring<Builder> {
 
 		private final String name;
 		private BreakerConfig systemConfig = BreakerConfig.defaults();
@@ -208,14 +205,15 @@ public final class BreakerTree {
 		private BreakerConfig endpointConfig = BreakerConfig.defaults();
 		private int childrenToTrip = 2;
 		private double childrenShareToTrip = 0.5;
-		private BreakerClock clock = BreakerClock.system();
-		private Clock wallClock = Clock.systemUTC();
-		private GuardMetrics metrics = GuardMetrics.noop();
-		private final List<BreakerListener> listeners = new ArrayList<>();
 		private final Map<String, List<String>> providers = new LinkedHashMap<>();
 
 		private Builder(String name) {
 			this.name = checkName("name", name);
+		}
+
+		@Override
+		Builder self() {
+			return this;
 		}
 
 		/**
@@ -314,30 +312,6 @@ public final class BreakerTree {
 			return this;
 		}
 
-		/** @param clock the monotonic clock every breaker of the tree reads (default the system's) */
-		public Builder clock(BreakerClock clock) {
-			this.clock = BreakerConfig.notNull("clock", clock);
-			return this;
-		}
-
-		/** @param wallClock stamps configuration changes (default UTC) */
-		public Builder wallClock(Clock wallClock) {
-			this.wallClock = BreakerConfig.notNull("wallClock", wallClock);
-			return this;
-		}
-
-		/** @param metrics where every breaker of the tree reports (default no-op) */
-		public Builder metrics(GuardMetrics metrics) {
-			this.metrics = BreakerConfig.notNull("metrics", metrics);
-			return this;
-		}
-
-		/** @param listener registered on every breaker of the tree (repeatable) */
-		public Builder listener(BreakerListener listener) {
-			listeners.add(BreakerConfig.notNull("listener", listener));
-			return this;
-		}
-
 		/**
 		 * @return the tree, every breaker CLOSED
 		 * @throws IllegalArgumentException when no provider was declared
@@ -354,10 +328,7 @@ public final class BreakerTree {
 		}
 
 		CircuitBreaker newBreaker(String breakerName, BreakerConfig config) {
-			CircuitBreaker.Builder b = CircuitBreaker.builder(breakerName).config(config).clock(clock)
-					.wallClock(wallClock).metrics(metrics);
-			listeners.forEach(b::listener);
-			return b.build();
+			return wire(CircuitBreaker.builder(breakerName)).config(config).build();
 		}
 
 		String name() {

@@ -77,12 +77,12 @@ class BreakerTreeRaceTest {
 					() -> permit.record(Outcome.CANCELLED, -1));
 			for (BreakerNode node : new BreakerNode[] {a.system(), a.provider(), a.endpoint()}) {
 				long tally = node.breaker().phase().probes;
-				int counted = CircuitBreaker.Phase.field(tally, CircuitBreaker.Phase.CALLS);
+				int counted = BreakerPhase.field(tally, BreakerPhase.CALLS);
 				int granted = node.breaker().phase().granted;
 				// the failure counted (one probe call, the slot kept) or the cancel won (nothing, slot back)
 				assertThat(counted + (1 - granted)).as(node.name()).isEqualTo(1);
 				assertThat(counted).as("the same outcome at every level").isEqualTo(
-						CircuitBreaker.Phase.field(a.endpoint().breaker().phase().probes, CircuitBreaker.Phase.CALLS));
+						BreakerPhase.field(a.endpoint().breaker().phase().probes, BreakerPhase.CALLS));
 			}
 		}
 	}

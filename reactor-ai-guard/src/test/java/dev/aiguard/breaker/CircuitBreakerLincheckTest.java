@@ -124,7 +124,7 @@ class CircuitBreakerLincheckTest {
 		@Operation
 		public String snapshot() {
 			BreakerSnapshot s = breaker.snapshot();
-			CircuitBreaker.Phase p = breaker.phase();
+			BreakerPhase p = breaker.phase();
 			String probes = p.state == BreakerState.HALF_OPEN ? " probes=" + p.granted : "";
 			return p.state + " calls=" + s.calls() + " failures=" + s.failures() + " rejected="
 					+ breaker.rejectedCalls() + probes;

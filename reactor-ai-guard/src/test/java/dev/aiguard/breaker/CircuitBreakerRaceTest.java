@@ -216,8 +216,8 @@ class CircuitBreakerRaceTest {
 			RaceTestUtils.race(Schedulers.boundedElastic(), () -> probe.record(Outcome.SUCCESS, FAST),
 					() -> probe.record(Outcome.CANCELLED, -1));
 
-			CircuitBreaker.Phase phase = breaker.phase();
-			int probeCalls = CircuitBreaker.Phase.field(phase.probes, CircuitBreaker.Phase.CALLS);
+			BreakerPhase phase = breaker.phase();
+			int probeCalls = BreakerPhase.field(phase.probes, BreakerPhase.CALLS);
 			if (probeCalls == 1) {
 				assertThat(phase.granted).isEqualTo(1);
 			}
@@ -238,11 +238,11 @@ class CircuitBreakerRaceTest {
 			RaceTestUtils.race(Schedulers.boundedElastic(), () -> probe.record(Outcome.SUCCESS, FAST, now),
 					() -> probe.record(Outcome.FAILURE, -1, now));
 
-			CircuitBreaker.Phase phase = breaker.phase();
+			BreakerPhase phase = breaker.phase();
 			long tally = phase.probes;
-			assertThat(CircuitBreaker.Phase.field(tally, CircuitBreaker.Phase.CALLS)).isEqualTo(1);
-			assertThat(CircuitBreaker.Phase.field(tally, CircuitBreaker.Phase.FAILURES)
-					+ CircuitBreaker.Phase.field(tally, CircuitBreaker.Phase.HEALTHY)).isEqualTo(1);
+			assertThat(BreakerPhase.field(tally, BreakerPhase.CALLS)).isEqualTo(1);
+			assertThat(BreakerPhase.field(tally, BreakerPhase.FAILURES)
+					+ BreakerPhase.field(tally, BreakerPhase.HEALTHY)).isEqualTo(1);
 		}
 	}
 

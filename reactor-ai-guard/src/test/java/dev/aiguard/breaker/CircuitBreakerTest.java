@@ -292,7 +292,7 @@ class CircuitBreakerTest {
 		assertThat(breaker.tryAcquire(now)).isNull();
 		probe.record(Outcome.CANCELLED, -1, now);
 		probe.record(Outcome.SUCCESS, FAST, now); // settled already: ignored
-		assertThat(CircuitBreaker.Phase.field(breaker.phase().probes, CircuitBreaker.Phase.CALLS)).isZero();
+		assertThat(BreakerPhase.field(breaker.phase().probes, BreakerPhase.CALLS)).isZero();
 		assertThat(breaker.tryAcquire(now)).isNotNull();
 	}
 
