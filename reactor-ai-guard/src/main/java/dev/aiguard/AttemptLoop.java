@@ -1,22 +1,19 @@
 package dev.aiguard;
 
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Supplier;
 
-import dev.aiguard.admission.AdmissionRejectedException;
-import dev.aiguard.admission.LaneAdmission;
-import dev.aiguard.admission.LanePermit;
-import dev.aiguard.admission.PreemptedException;
-import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerPermit;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
-import dev.aiguard.load.LoadAction;
-import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.stage.AttemptEnd;
+import dev.aiguard.stage.Lane;
+import dev.aiguard.stage.RequestPort;
+import dev.aiguard.stage.StageEvent;
+import dev.aiguard.stage.StageList;
+import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.watch.StallWatch;
 import org.jspecify.annotations.Nullable;
@@ -32,8 +29,8 @@ import reactor.core.scheduler.Schedulers;
 import reactor.util.context.Context;
 
 /**
- * The mechanics of one guarded request, without its decisions: the lane permit (taken once, held
- * across attempts, given back in one place), subscribing each attempt through a
+ * The mechanics of one guarded request, without its decisions: running the policy's stages
+ * (admission in order, each before an attempt, their end once), subscribing each attempt through a
  * {@link StallWatch}, the subscriber's demand and cancel, preemption in any phase, the backoff
  * wait between attempts, and the once-only end. {@link GuardedStream} decides what each attempt
  * is and what follows its end.
@@ -42,7 +39,7 @@ import reactor.util.context.Context;
  * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
  */
 abstract class AttemptLoop<T> extends RequestLedger<T>
-		implements Subscription, StallWatch.Terminal<T>, LaneAdmission.Owner, Scannable {
+		implements Subscription, StallWatch.Terminal<T>, RequestPort, Scannable {
 
 	final AiGuard<T> guard;
 	/** The guard's policy as this request read it when subscribed: a live change never reaches it. */
@@ -56,14 +53,17 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	 * cheaper steps walked first because of the load.
 	 */
 	volatile Stage stage = Stage.REALTIME;
-	/** The breaker's permission for the attempt being started or running. */
-	@Nullable
-	BreakerPermit attemptPermit;
 
+	/** The runs of the policy's stages for this request, in order; set when the request starts. */
+	StageRun[] runs = NO_RUNS;
+	private static final StageRun[] NO_RUNS = new StageRun[0];
+	/** The next stage whose admission the request goes through. */
+	private int admitting;
+	/** The stage whose {@link StageRun#beforeAttempt} runs now, -1 outside those checks. */
+	private int checking = -1;
+	/** The lane the request holds once admitted, {@code null} without lanes. */
 	@Nullable
-	private volatile LanePermit lanePermit;
-	@Nullable
-	private volatile Disposable admission;
+	private volatile Lane lane;
 	@Nullable
 	private volatile Disposable pendingRetry;
 
@@ -76,9 +76,9 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 
 	/** Set once when the lanes take the permit back; every phase of the request looks at it. */
 	@Nullable
-	volatile PreemptedException preemption;
-	static final AtomicReferenceFieldUpdater<AttemptLoop, PreemptedException> PREEMPTION =
-			AtomicReferenceFieldUpdater.newUpdater(AttemptLoop.class, PreemptedException.class, "preemption");
+	volatile Throwable preemption;
+	static final AtomicReferenceFieldUpdater<AttemptLoop, Throwable> PREEMPTION =
+			AtomicReferenceFieldUpdater.newUpdater(AttemptLoop.class, Throwable.class, "preemption");
 
 	/**
 	 * {@link #WAITING} while a retry backoff is scheduled and no attempt runs; a CAS out of it
@@ -93,12 +93,14 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	static final AtomicIntegerFieldUpdater<AttemptLoop> CANCELLED =
 			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "cancelled");
 
-	/** Whether the budget admitted the request already (admit() runs again after the load's cheaper steps). */
-	private boolean budgetCleared;
-
 	volatile int finished;
 	static final AtomicIntegerFieldUpdater<AttemptLoop> FINISHED =
 			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "finished");
+
+	/** The stages' runs end once, before the subscriber hears of the end or when a cancel finishes the request. */
+	volatile int stagesEnded;
+	static final AtomicIntegerFieldUpdater<AttemptLoop> STAGES_ENDED =
+			AtomicIntegerFieldUpdater.newUpdater(AttemptLoop.class, "stagesEnded");
 
 	enum Stage {
 		REALTIME, FALLBACK, NOTICE, PREFERRED,
@@ -120,25 +122,6 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	/** Sends (or, after a backoff, re-sends) the request. */
 	abstract void nextAttempt();
 
-	/** The request ends with the lanes' refusal, or whatever the fallback ladder makes of it. */
-	abstract void notAdmitted(Throwable rejection);
-
-	/**
-	 * The load governor asks for something other than a live answer for this request: shed it, or
-	 * walk the ladder's cheaper steps first.
-	 *
-	 * @return whether the request went that way; false sends it on to admission as usual
-	 */
-	abstract boolean routedByLoad(LoadGovernor load, LoadAction action);
-
-	/**
-	 * The policy's budgets, before the lanes: the prompt cap and the tenant's budgets.
-	 *
-	 * @return true to go on to the lanes now; false when the request ended, or when the budget
-	 *         answers later and calls {@link #admit()} again itself
-	 */
-	abstract boolean admittedByBudget();
-
 
 	void start() {
 		Priority priority;
@@ -158,73 +141,87 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		if (budget != null) {
 			budget.onRequest();
 		}
-		LoadGovernor load = policy.load();
-		if (load != null) {
-			load.arrived(priority);
-			LoadAction action = load.action(priority);
-			if (action != LoadAction.REALTIME && routedByLoad(load, action)) {
-				return;
-			}
+		StageList stages = view.stages;
+		if (stages.size() > 0) {
+			runs = stages.start(this);
 		}
-		admit();
+		proceed();
 	}
 
 	/**
-	 * Takes the lane permit (at once, or through the acquire Mono) and starts the first attempt;
-	 * with no lanes, starts it at once. Runs when the request starts, or after the load governor's
-	 * cheaper sources had no answer.
+	 * Admission goes on: the next stage admits the request, or, once every stage did, the first
+	 * attempt starts. Runs when the request starts, when a stage admitted it, or after the load
+	 * governor's cheaper sources had no answer.
 	 */
-	final void admit() {
-		if (!budgetCleared) {
-			budgetCleared = true;
-			if (policy.budgetGate() != null && !admittedByBudget()) {
-				return;
-			}
-		}
-		PriorityLanes lanes = policy.lanes();
-		if (lanes == null) {
-			nextAttempt();
-			return;
-		}
-		// a free permit on the request's own lane is taken at once; waiting, borrowing and
-		// preempting go through the acquire Mono
-		LanePermit now = lanes.tryAcquire(priority);
-		if (now != null) {
-			admitted(now);
-			return;
-		}
-		observeQueued();
-		LaneAdmission waiting = LaneAdmission.await(lanes, priority, this);
-		admission = waiting;
-		if (cancelled != 0) {
-			waiting.dispose();
-		}
-	}
-
-	// ---- the lane permit ----
-
 	@Override
-	public void admitted(LanePermit permit) {
-		lanePermit = permit;
+	public final void proceed() {
 		if (cancelled != 0) {
-			// a cancel racing the grant may have finished the request before it could see the permit
-			permit.release();
 			finishCancelled();
 			return;
 		}
-		permit.onPreempted(this::preempted);
-		observeAdmitted();
+		int next = admitting;
+		if (next < runs.length) {
+			admitting = next + 1;
+			runs[next].admit(this);
+			return;
+		}
 		nextAttempt();
 	}
 
-	@Override
-	public void refused(Throwable rejection) {
-		if (cancelled != 0) {
-			finishCancelled();
-			return;
+	/**
+	 * Asks each stage whether the attempt may be sent now.
+	 *
+	 * @return true to send it; false when a stage refused it or asked for it later
+	 */
+	final boolean stagesAllowAttempt() {
+		StageRun[] r = runs;
+		for (int i = 0; i < r.length; i++) {
+			checking = i;
+			boolean go = r[i].beforeAttempt(this);
+			checking = -1;
+			if (!go) {
+				return false;
+			}
 		}
-		observeRefused(rejection);
-		notAdmitted(rejection);
+		return true;
+	}
+
+	/**
+	 * A stage refused: when it did so before an attempt was sent, the runs that let the attempt
+	 * through hear that it was not, and give back what they took for it.
+	 */
+	final void refusedBeforeSending() {
+		int refusing = checking;
+		checking = -1;
+		StageRun[] r = runs;
+		for (int i = refusing - 1; i >= 0; i--) {
+			r[i].afterAttempt(AttemptEnd.notSent());
+		}
+	}
+
+	@Override
+	public final void admitted(Lane held) {
+		lane = held;
+		observeAdmitted();
+	}
+
+	@Override
+	public final void observe(StageEvent event) {
+		switch (event) {
+			case QUEUED -> observeQueued();
+			case BREAKER_PERMITTED -> observeBreaker(true);
+			case BREAKER_REFUSED -> observeBreaker(false);
+		}
+	}
+
+	@Override
+	public final void attemptAfter(long delayNanos) {
+		waitThenAttempt(delayNanos);
+	}
+
+	@Override
+	public final void attemptNow() {
+		nextAttempt();
 	}
 
 	@Override
@@ -232,12 +229,33 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		return actual.currentContext();
 	}
 
+	@Override
+	public final Context context() {
+		return actual.currentContext();
+	}
+
+	@Override
+	public final Priority priority() {
+		return priority;
+	}
+
+	@Override
+	public final long nanos() {
+		return clock.nanos();
+	}
+
+	@Override
+	public final boolean cancelled() {
+		return cancelled != 0;
+	}
+
 	/**
 	 * The lanes took the permit back (they released it already). Whatever the request is doing, it
 	 * stops: a running attempt, fallback answer or notice is aborted with the exception, a backoff
 	 * is called off, and an attempt about to start sees {@link #preemption} and never subscribes.
 	 */
-	private void preempted(PreemptedException e) {
+	@Override
+	public final void preempted(Throwable e) {
 		if (!PREEMPTION.compareAndSet(this, null, e)) {
 			return;
 		}
@@ -258,21 +276,20 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	}
 
 	/**
-	 * The one place the lane permit is given back. Called before the subscriber hears of the end,
-	 * so a request it starts from there finds the permit, and again by {@link #finish}; the permit
-	 * counts only the first release.
+	 * The one place the stages' runs end (the lane permit goes back, a reservation is returned).
+	 * Called before the subscriber hears of the end, so a request it starts from there finds the
+	 * permit, and again by {@link #finish}; only the first call counts.
 	 */
-	final void releaseLane() {
-		LanePermit lp = lanePermit;
-		if (lp != null) {
-			lp.release();
+	final void endStages(Outcome outcome) {
+		if (STAGES_ENDED.compareAndSet(this, 0, 1)) {
+			StageList.finish(runs, outcome);
 		}
 	}
 
 	/** Blocking work of this request (a blocking upstream, blocking fallback steps) runs on its lane's threads. */
 	final Scheduler blockingScheduler() {
-		LanePermit lp = lanePermit;
-		return lp != null ? lp.scheduler() : Schedulers.boundedElastic();
+		Lane l = lane;
+		return l != null ? l.scheduler() : Schedulers.boundedElastic();
 	}
 
 	/**
@@ -290,9 +307,9 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	 * of the request's lane; without lanes, the first-token timeout (or no bound without one).
 	 */
 	final long laneThreadWaitNanos() {
-		PriorityLanes lanes = policy.lanes();
-		if (lanes != null) {
-			return lanes.spec(priority).maxQueueWait().toNanos();
+		Lane l = lane;
+		if (l != null) {
+			return l.threadWaitNanos();
 		}
 		long firstToken = settings.stall.firstTokenNanos();
 		return firstToken > 0L ? firstToken : Long.MAX_VALUE;
@@ -302,10 +319,8 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	 * @return why an attempt whose wait for a lane thread ran out never called its upstream: the
 	 *         lane's {@code WAIT_TIMEOUT}, like a queue wait that ran out
 	 */
-	final AdmissionRejectedException laneThreadTimeout() {
-		return new AdmissionRejectedException(priority, AdmissionRejectedException.Reason.WAIT_TIMEOUT,
-				"no thread was free for the blocking upstream of a " + priority + " request within "
-						+ Duration.ofNanos(laneThreadWaitNanos()));
+	final RuntimeException laneThreadTimeout() {
+		return ErrorClassifier.laneThreadTimeout(priority, laneThreadWaitNanos());
 	}
 
 	/**
@@ -329,8 +344,8 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		@Override
 		@SuppressWarnings("unchecked") // a publisher of T's subtypes only ever hands out Ts
 		public Publisher<T> get() {
-			LanePermit lp = lanePermit;
-			if (cancelled != 0 || preemption != null || lp != null && !lp.held() || !watch.startUpstream()) {
+			Lane l = lane;
+			if (cancelled != 0 || preemption != null || l != null && !l.held() || !watch.startUpstream()) {
 				return Flux.never();
 			}
 			return (Publisher<T>) call.get();
@@ -348,7 +363,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless cancelled or preempted first. */
 	final void waitThenAttempt(long delayNanos) {
 		phase = WAITING;
-		PreemptedException taken = preemption;
+		Throwable taken = preemption;
 		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
 			// preempted while this attempt was ending: preempted() saw no backoff to call off
 			failPreempted(taken);
@@ -387,7 +402,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			finishCancelled();
 			return false;
 		}
-		PreemptedException taken = preemption;
+		Throwable taken = preemption;
 		if (taken != null) {
 			failPreempted(taken);
 			return false;
@@ -432,7 +447,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			watch.cancel();
 			return;
 		}
-		PreemptedException taken = preemption;
+		Throwable taken = preemption;
 		if (taken != null) {
 			// the permit went while this attempt was being set up: end it without calling the upstream
 			watch.abort(taken);
@@ -455,10 +470,6 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		if (!CANCELLED.compareAndSet(this, 0, 1)) {
 			return;
 		}
-		Disposable waiting = admission;
-		if (waiting != null) {
-			waiting.dispose();
-		}
 		Disposable backoff = pendingRetry;
 		if (backoff != null) {
 			backoff.dispose();
@@ -467,7 +478,8 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		if (w != null) {
 			w.cancel();
 		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request;
+		// between attempts (waiting for admission, backing off) nothing else will end the request
+		// (finishing it ends the stages: a lane wait is called off);
 		// once an attempt has started, its end (ours or one that won the race) finishes the request
 		if (w == null || backoff != null) {
 			finishCancelled();
@@ -486,14 +498,14 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 	// ---- the end ----
 
 	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
-	final void failPreempted(PreemptedException e) {
+	final void failPreempted(Throwable e) {
 		long delivered = deliveredTokens();
 		endWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
 	}
 
 	/** The answer is whole: the lane is free before the subscriber hears of it. */
 	final void complete(Outcome outcome, boolean realtime, @Nullable String finishReason) {
-		releaseLane();
+		endStages(outcome);
 		actual.onComplete();
 		if (realtime) {
 			answered(dev.aiguard.core.Source.REALTIME);
@@ -508,18 +520,12 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 			finishCancelled();
 			return;
 		}
-		releaseLane();
+		endStages(outcome);
 		actual.onError(error);
 		finish(outcome, error, null);
 	}
 
 	final void finishCancelled() {
-		BreakerPermit permit = attemptPermit;
-		if (permit != null) {
-			// only in the window between taking a permission and subscribing: settling is idempotent
-			attemptPermit = null;
-			permit.record(Outcome.CANCELLED, -1L);
-		}
 		finish(Outcome.CANCELLED, null, null);
 	}
 
@@ -527,7 +533,7 @@ abstract class AttemptLoop<T> extends RequestLedger<T>
 		if (!FINISHED.compareAndSet(this, 0, 1)) {
 			return;
 		}
-		releaseLane();
+		endStages(outcome);
 		close(outcome, error, finishReason);
 	}
 

@@ -1,16 +1,7 @@
 package dev.aiguard;
 
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.Function;
 
-import dev.aiguard.admission.AdmissionRejectedException;
-import dev.aiguard.admission.PreemptedException;
-import dev.aiguard.admission.PriorityLanes;
-import dev.aiguard.breaker.BreakerGate;
-import dev.aiguard.breaker.BreakerOpenException;
-import dev.aiguard.breaker.BreakerPermit;
-import dev.aiguard.budget.BudgetGate;
-import dev.aiguard.budget.Take;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
@@ -22,20 +13,17 @@ import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.FallbackRequest;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.load.DegradedByLoadException;
-import dev.aiguard.load.LoadAction;
-import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.provider.ContextLengthExceededException;
-import dev.aiguard.provider.RateLimitListener;
-import dev.aiguard.provider.RateLimitedException;
 import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.stage.Degradation;
+import dev.aiguard.stage.Refusal;
+import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.truncation.PromptTooLargeException;
-import dev.aiguard.truncation.TokenCounter;
 import dev.aiguard.truncation.TruncationSpec;
 import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
@@ -43,7 +31,6 @@ import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Operators;
 
 /**
  * One guarded request, read in one direction: each attempt is sent ({@link #nextAttempt}), ends
@@ -53,15 +40,12 @@ import reactor.core.publisher.Operators;
  * are the {@link RequestLedger}'s. Chunks go from each attempt straight to the subscriber
  * (through an {@link AnswerTap} only when something must see them), so this costs nothing per token.
  */
-final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admission, BudgetGate.ProviderTurn {
+final class GuardedStream<T> extends AttemptLoop<T> {
 
 	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
 	private final boolean callForm;
 	@Nullable
 	private final RetryBudget retryBudget;
-	/** A breaker, or a path through a breaker tree. */
-	@Nullable
-	private final BreakerGate breaker;
 
 	@Nullable
 	private final ChatRequest originalRequest;
@@ -70,10 +54,9 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	private ChatRequest continuationBase;
 	@Nullable
 	private ChatRequest request;
-	/** The request {@link #sizedTokens} was estimated for. */
+	/** How the last realtime attempt ended, for the stages; created at the first end a stage hears. */
 	@Nullable
-	private ChatRequest sizedRequest;
-	private int sizedTokens;
+	private EndedAttempt<T> ended;
 
 	private int realtimeAttempts;
 	private int truncations;
@@ -101,37 +84,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 	private boolean announced;
 	/** Set while only the static steps are walked because the load sheds the request otherwise. */
 	@Nullable
-	private AdmissionRejectedException shedOtherwise;
-
-	// ---- budgets (only with policy.budgetGate()) ----
-	@Nullable
-	private final BudgetGate budget;
-	private BudgetGate.@Nullable TenantBudget tenant;
-	private String model = "unknown";
-	/** The request {@link #countedTokens} were counted for. */
-	@Nullable
-	private ChatRequest countedRequest;
-	private int countedTokens;
-	/** Taken from the tenant's budgets at admission, ahead of the first attempt's usage. */
-	private long tenantTokensTaken;
-	private long tenantCostTaken;
-	/** Taken from the provider key's tokens bucket ahead of the current attempt. */
-	private long providerTokensTaken;
-	/** When the current attempt began waiting for the provider key's buckets, or -1. */
-	private long throttledSince = -1L;
-	/** An answer of the budget arrived while the call that asked was still running (0: not yet; 1: it returned first; 2: the answer came first). */
-	volatile int budgetHandshake;
-	static final AtomicIntegerFieldUpdater<GuardedStream> BUDGET_HANDSHAKE =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "budgetHandshake");
-	@Nullable
-	private AdmissionRejectedException budgetRefusal;
-	private long providerAnswer;
-	/** 1 while the provider key's units are reserved for the next attempt, which waits for its turn. */
-	volatile int providerReserved;
-	static final AtomicIntegerFieldUpdater<GuardedStream> PROVIDER_RESERVED =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "providerReserved");
-	/** A provider answer that arrived later is waiting to be read by {@link #nextAttempt()}. */
-	private boolean providerAnswerReady;
+	private Throwable shedOtherwise;
 
 	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
 			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
@@ -142,37 +95,14 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		this.continuationBase = request;
 		this.request = request;
 		this.retryBudget = policy.retryBudget();
-		this.breaker = policy.breakerGate();
-		this.budget = policy.budgetGate();
 	}
 
 	// ---- sending an attempt ----
 
 	@Override
 	void nextAttempt() {
-		if (!mayStartAttempt()) {
+		if (!mayStartAttempt() || !stagesAllowAttempt()) {
 			return;
-		}
-		if (budget != null && budget.limitsProvider() && !providerCleared()) {
-			return;
-		}
-		if (breaker != null) {
-			BreakerPermit permit;
-			try {
-				permit = breaker.acquire(priority);
-			}
-			catch (BreakerOpenException refused) {
-				observeBreaker(false);
-				if (budget != null && budget.limitsProvider()) {
-					// nothing goes to the provider: what this attempt took from the key goes back
-					budget.releaseProvider(providerTokensTaken);
-					providerTokensTaken = 0L;
-				}
-				breakerRefused(refused);
-				return;
-			}
-			observeBreaker(true);
-			attemptPermit = permit;
 		}
 		String reason = retryReason;
 		if (reason != null) {
@@ -189,10 +119,8 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		// a blocking upstream is called, not only subscribed, on the request's lane threads: after a
 		// backoff this code runs on the timer
 		Publisher<? extends T> source = policy.blockingUpstream() ? onLaneThread(() -> open(sent)) : open(sent);
-		if (budget != null && budget.limitsProvider()) {
-			// the client tells the budget what its rate-limit headers say (RateLimitListener)
-			RateLimitListener listener = budget.headerListener();
-			source = Flux.from(source).contextWrite(c -> c.put(RateLimitListener.CONTEXT_KEY, listener));
+		for (StageRun run : runs) {
+			source = run.decorate(source);
 		}
 		if (continuations > 0) {
 			source = view.continuationSupport().splice(source, tap.transcript());
@@ -213,266 +141,51 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		}
 	}
 
-	/**
-	 * The sent request's prompt tokens for the breaker's slowness allowance: estimated (characters / 4)
-	 * once per request, and only when the breaker asks for it; 0 (unknown) without a request.
-	 */
-	private int promptTokens() {
-		ChatRequest sent = request;
-		if (sent == null || !breaker.weighsPromptTokens()) {
-			return 0;
-		}
-		if (sent != sizedRequest) {
-			sizedRequest = sent;
-			sizedTokens = TokenCounter.estimate().count(sent.messages());
-		}
-		return sizedTokens;
-	}
+	// ---- what the stages ask of the request ----
 
-	// ---- budgets ----
-
-	/**
-	 * The prompt cap and the tenant's budgets, before the lanes. Counts the prompt (call form),
-	 * shortens or refuses it over the cap, then takes from the tenant's buckets.
-	 */
 	@Override
-	boolean admittedByBudget() {
-		BudgetGate gate = budget;
-		try {
-			tenant = gate.tenant(actual.currentContext());
-		}
-		catch (IllegalArgumentException badTenant) {
-			observeRefused(badTenant);
-			endWith(badTenant, Outcome.REJECTED);
-			return false;
-		}
-		model = gate.modelOf(request);
-		int counted = 0;
-		if (request != null) {
-			try {
-				counted = promptTokensOf(request);
-				ChatRequest fits = gate.capPrompt(request, counted, model,
-						policy.truncation() != null ? policy.truncation().truncator() : null);
-				if (fits != request) {
-					int before = counted;
-					request = fits;
-					continuationBase = fits;
-					counted = promptTokensOf(fits);
-					promptTruncated(before - counted);
-				}
-			}
-			catch (PromptTooLargeException tooLarge) {
-				endWith(tooLarge, Outcome.CLIENT_ERROR);
-				return false;
-			}
-			catch (Throwable counterOrTruncator) {
-				endWith(CallbackException.threw("budget prompt cap", counterOrTruncator), Outcome.CLIENT_ERROR);
-				return false;
-			}
-		}
-		if (!gate.limits(tenant)) {
-			return true;
-		}
-		budgetHandshake = 0;
-		gate.admit(tenant, priority, counted, gate.promptCost(model, counted), this);
-		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 1)) {
-			return false; // the store answers later: budgetAdmitted / budgetRefused go on from there
-		}
-		AdmissionRejectedException refused = budgetRefusal;
-		if (refused != null) {
-			refusedByBudget(refused);
-			return false;
-		}
-		return true;
+	@Nullable
+	public ChatRequest request() {
+		return request;
 	}
 
 	@Override
-	public void budgetAdmitted(long tokensTaken, long costTaken) {
-		tenantTokensTaken = tokensTaken;
-		tenantCostTaken = costTaken;
-		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 2)) {
-			return; // answered while admittedByBudget still runs: it goes on
-		}
+	public int attemptsStarted() {
+		return realtimeAttempts;
+	}
+
+	@Override
+	public void promptShortened(ChatRequest shorter, int tokensDropped) {
+		request = shorter;
+		continuationBase = shorter;
+		promptTruncated(tokensDropped);
+	}
+
+	@Override
+	public void refuse(Refusal kind, Throwable reason) {
+		refusedBeforeSending();
 		if (cancelled != 0) {
 			finishCancelled();
 			return;
 		}
-		admit();
-	}
-
-	@Override
-	public void budgetRefused(AdmissionRejectedException refusal) {
-		budgetRefusal = refusal;
-		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 2)) {
-			return;
-		}
-		if (cancelled != 0) {
-			finishCancelled();
-			return;
-		}
-		refusedByBudget(refusal);
-	}
-
-	private void refusedByBudget(AdmissionRejectedException refusal) {
-		observeRefused(refusal);
-		notAdmitted(refusal);
-	}
-
-	/** @return the prompt tokens of {@code sent}, counted once per request sent */
-	private int promptTokensOf(@Nullable ChatRequest sent) {
-		if (sent == null) {
-			return 0;
-		}
-		if (sent != countedRequest) {
-			countedTokens = budget.count(sent, model);
-			countedRequest = sent;
-		}
-		return countedTokens;
-	}
-
-	/**
-	 * Takes the attempt's request and prompt tokens from the provider key's buckets, or reserves them
-	 * and waits for its turn.
-	 *
-	 * @return true to send the attempt now; false when it waits (on the policy's timer, then
-	 *         {@link #nextAttempt()} again), was refused, or the store answers later
-	 */
-	private boolean providerCleared() {
-		if (PROVIDER_RESERVED.compareAndSet(this, 1, 0)) {
-			// its turn came: the units were reserved before the wait
-			throttledSince = -1L;
-			return true;
-		}
-		long packed;
-		int prompt;
-		try {
-			prompt = promptTokensOf(request);
-		}
-		catch (Throwable counterFailure) {
-			endWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
-			return false;
-		}
-		long now = clock.nanos();
-		if (throttledSince < 0L) {
-			throttledSince = now;
-		}
-		long allowed = maxThrottleNanos();
-		long waited = now - throttledSince;
-		if (providerAnswerReady) {
-			providerAnswerReady = false;
-			packed = providerAnswer;
-		}
-		else {
-			budgetHandshake = 0;
-			budget.takeProvider(prompt, allowed - waited, this);
-			if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 1)) {
-				return false; // providerAnswered calls nextAttempt() again
+		switch (kind) {
+			case REJECTED -> {
+				observeRefused(reason);
+				lastError = reason;
+				lastOutcome = Outcome.REJECTED;
+				endWith(reason, Outcome.REJECTED);
 			}
-			packed = providerAnswer;
-		}
-		if (packed >= 0L) {
-			providerTokensTaken = budget.spec().provider().tokensPerMinute() > 0 ? BudgetGate.providerUnits(prompt) : 0L;
-			if (packed == 0L) {
-				throttledSince = -1L;
-				return true;
+			case BAD_REQUEST -> endWith(reason, Outcome.CLIENT_ERROR);
+			case NO_CAPACITY -> {
+				observeRefused(reason);
+				notAdmitted(reason, FallbackTrigger.REJECTED);
 			}
-			// reserved: the units are this request's once its turn comes; given back if it ends first
-			budget.throttled(priority, packed);
-			providerReserved = 1;
-			waitThenAttempt(packed);
-			return false;
-		}
-		long wait = Take.nanosToWait(packed);
-		if (wait != Long.MAX_VALUE && waited + wait <= allowed) {
-			// a store that does not queue: ask again once the buckets have room
-			budget.throttled(priority, wait);
-			waitThenAttempt(wait);
-			return false;
-		}
-		throttledSince = -1L;
-		AdmissionRejectedException refused = budget.providerRefusal(priority, wait, allowed);
-		if (realtimeAttempts == 0) {
-			refusedByBudget(refused);
-		}
-		else {
-			// a retry or a continuation the key has no room for: the last real error stands
-			breakerRefused(refused);
-		}
-		return false;
-	}
-
-	@Override
-	void close(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
-		BudgetGate gate = budget;
-		if (gate != null && PROVIDER_RESERVED.compareAndSet(this, 1, 0)) {
-			// the request ended while it waited for its turn: its reservation goes back to the key
-			gate.releaseProvider(providerTokensTaken);
-			providerTokensTaken = 0L;
-		}
-		super.close(outcome, error, finishReason);
-	}
-
-	/** The longest a request waits for its provider key: its lane's queue wait, else the budget's. */
-	private long maxThrottleNanos() {
-		PriorityLanes lanes = policy.lanes();
-		return (lanes != null ? lanes.spec(priority).maxQueueWait() : budget.spec().maxWait()).toNanos();
-	}
-
-	@Override
-	public void providerAnswered(long packed) {
-		providerAnswer = packed;
-		if (BUDGET_HANDSHAKE.compareAndSet(this, 0, 2)) {
-			return;
-		}
-		providerAnswerReady = true;
-		nextAttempt();
-	}
-
-	/**
-	 * What a realtime attempt used: the provider's usage when it reported one, else the counted
-	 * prompt and the content chunks received; settled against the buckets, metered, and kept for
-	 * the report.
-	 */
-	private void settle(StallWatch<T> watch, Outcome outcome, @Nullable Throwable error) {
-		BudgetGate gate = budget;
-		BudgetGate.@Nullable TenantBudget t = tenant;
-		if (gate == null || t == null) {
-			return;
-		}
-		if (watch.capped()) {
-			outputCapped();
-		}
-		if (error instanceof RateLimitedException) {
-			gate.rateLimited((RateLimitedException) error);
-		}
-		T usage = watch.usageChunk();
-		int reportedPrompt = -1;
-		int reportedCompletion = -1;
-		if (usage != null) {
-			try {
-				reportedPrompt = guard.inspector().promptTokens(usage);
-				reportedCompletion = guard.inspector().completionTokens(usage);
+			case OVER_BUDGET -> {
+				observeRefused(reason);
+				notAdmitted(reason, FallbackTrigger.BUDGET);
 			}
-			catch (Throwable inspectorFailure) {
-				Operators.onErrorDropped(CallbackException.threw("ChunkInspector", inspectorFailure), actual.currentContext());
-			}
+			case ATTEMPT -> breakerRefused(reason);
 		}
-		long prompt;
-		try {
-			prompt = reportedPrompt >= 0 ? reportedPrompt : promptTokensOf(request);
-		}
-		catch (Throwable counterFailure) {
-			prompt = 0L;
-		}
-		long completion = reportedCompletion >= 0 ? reportedCompletion : watch.tokens();
-		long cost = gate.costNanos(model, prompt, completion);
-		boolean wasted = outcome != Outcome.SUCCESS && outcome != Outcome.CANCELLED;
-		gate.settle(t, prompt + completion, tenantTokensTaken, cost, tenantCostTaken, providerTokensTaken);
-		tenantTokensTaken = 0L;
-		tenantCostTaken = 0L;
-		providerTokensTaken = 0L;
-		gate.record(t, model, reportedPrompt >= 0 || reportedCompletion >= 0, prompt, completion, cost, wasted);
-		spent(prompt, completion, cost, wasted);
 	}
 
 	/** The breaker (or the provider key's budget) refused a retry or a continuation: the last real error stands. */
@@ -587,15 +300,20 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			invalidAnswer(((InvalidOutputException) error).validator());
 		}
 		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
-		BreakerPermit permit = attemptPermit;
-		attemptPermit = null;
-		if (permit != null) {
-			// a priority the breaker does not count hands its permission back, whatever the outcome
-			permit.promptTokens(promptTokens())
-					.record(settings.countedByBreaker ? outcome : Outcome.CANCELLED, watch.timeToFirstTokenNanos());
+		StageRun[] r = runs;
+		if (r.length > 0) {
+			EndedAttempt<T> e = ended;
+			if (e == null) {
+				e = new EndedAttempt<>(guard.inspector(), actual.currentContext());
+				ended = e;
+			}
+			e.of(watch, outcome, error, request);
+			// the stages hear of the end in the reverse of their order: the breaker first, the load last
+			for (int i = r.length - 1; i >= 0; i--) {
+				r[i].afterAttempt(e);
+			}
 		}
 		attemptEnded(watch, outcome, error, held || blanks);
-		settle(watch, outcome, error);
 		switch (end) {
 			case COMPLETED:
 				answerCompleted();
@@ -618,7 +336,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 				lastOutcome = outcome;
 				if (threadWaitOver && deliveredTokens() == 0L) {
 					// like a queue wait that ran out: the ladder's REJECTED step, not a retry on the same busy lane
-					notAdmitted(error);
+					notAdmitted(error, FallbackTrigger.REJECTED);
 					break;
 				}
 				attemptFailed(outcome, error);
@@ -632,7 +350,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			return;
 		}
 		boolean retryable = settings.retry.isRetryable(error);
-		Recovery.Facts facts = new Recovery.Facts(outcome, error instanceof PreemptedException,
+		Recovery.Facts facts = new Recovery.Facts(outcome, ErrorClassifier.isPreemption(error),
 				error instanceof ContextLengthExceededException && request != null, retryable,
 				retryable || error instanceof StreamStalledException || error instanceof IncompleteStreamException,
 				error instanceof StreamStalledException && ((StreamStalledException) error).phase() != StallPhase.MAX_DURATION,
@@ -752,13 +470,11 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		return true;
 	}
 
-	@Override
-	void notAdmitted(Throwable rejection) {
+	/** The request was not admitted: the ladder for {@code trigger}, or the refusal. */
+	private void notAdmitted(Throwable rejection, FallbackTrigger trigger) {
 		lastError = rejection;
 		lastOutcome = Outcome.REJECTED;
-		boolean budget = rejection instanceof AdmissionRejectedException a
-				&& a.reason() == AdmissionRejectedException.Reason.BUDGET;
-		fallbackOrFail(budget ? FallbackTrigger.BUDGET : FallbackTrigger.REJECTED, rejection, Outcome.REJECTED);
+		fallbackOrFail(trigger, rejection, Outcome.REJECTED);
 	}
 
 	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
@@ -781,56 +497,31 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		subscribe(answer, settings.tailStall, Stage.FALLBACK, tapFor(Stage.FALLBACK), tap);
 	}
 
-	// ---- the load governor's routing ----
+	// ---- the ladder's cheaper steps first (a stage asks: the load governor) ----
 
 	@Override
-	boolean routedByLoad(LoadGovernor load, LoadAction action) {
-		if (action == LoadAction.SHED) {
-			shedByLoad(load.shed(priority));
-			return true;
-		}
-		FallbackChain<T> ladder = view.ladderFor(action);
-		if (action == LoadAction.STATIC_OR_SHED) {
-			AdmissionRejectedException shed = load.shed(priority);
-			if (ladder == null) {
-				shedByLoad(shed);
-			}
-			else {
-				walkFirst(ladder, shed, shed);
-			}
-			return true;
-		}
-		if (ladder == null) {
-			return false; // nothing cheaper to try: served live
-		}
-		walkFirst(ladder, new DegradedByLoadException(priority, load.level(), action), null);
-		return true;
-	}
-
-	private void shedByLoad(AdmissionRejectedException shed) {
-		observeRefused(shed);
-		lastError = shed;
-		lastOutcome = Outcome.REJECTED;
-		endWith(shed, Outcome.REJECTED);
+	public boolean hasLadder(Degradation degradation) {
+		return view.ladderFor(degradation) != null;
 	}
 
 	/**
-	 * Walks {@code ladder} before the live model (or, with {@code shedOtherwise}, instead of it):
-	 * no lane permit is taken for it.
+	 * Walks the ladder's steps for {@code degradation} before the live model (or, with
+	 * {@code shedOtherwise}, instead of it): no lane permit is taken for it.
 	 */
-	private void walkFirst(FallbackChain<T> ladder, Throwable cause, @Nullable AdmissionRejectedException shedOtherwise) {
+	@Override
+	public void walkFirst(Degradation degradation, Throwable cause, @Nullable Throwable shedOtherwise) {
 		this.shedOtherwise = shedOtherwise;
 		Object key = CacheKeys.keyOf(policy.cacheKey(), originalRequest);
 		FallbackRequest fallbackRequest = new FallbackRequest(request, cause, FallbackTrigger.LOAD, priority, key,
 				policy.breakerPath());
-		Flux<T> answer = ladder.answer(fallbackRequest, blockingScheduler(), clock.scheduler(), this::sourceChosen,
-				policy.metrics(), policy.name());
+		Flux<T> answer = view.ladderFor(degradation).answer(fallbackRequest, blockingScheduler(), clock.scheduler(),
+				this::sourceChosen, policy.metrics(), policy.name());
 		subscribe(answer, settings.tailStall, Stage.PREFERRED, tapFor(Stage.PREFERRED), tap);
 	}
 
 	/** The cheaper steps had no answer and delivered nothing: the live model is asked after all. */
 	private void preferredFailed(Throwable error) {
-		AdmissionRejectedException shed = shedOtherwise;
+		Throwable shed = shedOtherwise;
 		if (shed != null) {
 			endWith(shed, Outcome.REJECTED);
 			return;
@@ -843,7 +534,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 			finishCancelled();
 			return;
 		}
-		admit();
+		proceed();
 	}
 
 	/** A fallback answer or a notice ended. */
@@ -851,7 +542,7 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 		tailEnded(watch);
 		if (stage == Stage.PREFERRED && end != StallWatch.End.COMPLETED && end != StallWatch.End.CANCELLED
 				&& watch.tokens() == 0L
-				&& !(error instanceof PreemptedException)) {
+				&& !ErrorClassifier.isPreemption(error)) {
 			preferredFailed(error);
 			return;
 		}
@@ -870,9 +561,9 @@ final class GuardedStream<T> extends AttemptLoop<T> implements BudgetGate.Admiss
 				finish(Outcome.CANCELLED, null, watch.finishReason());
 				break;
 			default:
-				if (error instanceof PreemptedException) {
+				if (ErrorClassifier.isPreemption(error)) {
 					// a fallback answer or notice was running on the permit the lanes took back
-					failPreempted((PreemptedException) error);
+					failPreempted(error);
 					return;
 				}
 				endWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);

@@ -215,7 +215,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	 *
 	 * @param wasted whether its text did not become the answer
 	 */
-	void spent(long promptTokens, long completionTokens, long costNanos, boolean wasted) {
+	public void spent(long promptTokens, long completionTokens, long costNanos, boolean wasted) {
 		spentPrompt += promptTokens;
 		spentCompletion += completionTokens;
 		spentCost += costNanos;
@@ -227,7 +227,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	}
 
 	/** The output cap ended the answer. */
-	void outputCapped() {
+	public void outputCapped() {
 		outputCapped = true;
 		policy.metrics().outputCapped(policy.name(), priority);
 	}
