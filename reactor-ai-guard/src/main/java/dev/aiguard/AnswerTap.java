@@ -294,7 +294,7 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 
 	/**
 	 * The subscriber of a held attempt: its own object, so that the demand hand-over can tell that
-	 * what this attempt emitted never reached the subscriber ({@link AttemptLoop#consumedBy}).
+	 * what this attempt emitted never reached the subscriber ({@link GuardedStream#consumedBy}).
 	 */
 	static final class Held<T> implements CoreSubscriber<T> {
 

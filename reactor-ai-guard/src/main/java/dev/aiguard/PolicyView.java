@@ -46,6 +46,11 @@ final class PolicyView<T> {
 	private final FallbackChain<T>[] degraded;
 	/** The per-request capabilities the policy has, in the order a request meets them. */
 	final StageList stages;
+	/** The budget's output cap in content chunks, 0 when none. */
+	final long outputCap;
+	/** The budget's currency for the report's spend, {@code null} without a budget. */
+	@Nullable
+	final String currency;
 
 	/** What a request of one priority reads of the policy, resolved once for all its requests. */
 	static final class ForPriority {
@@ -54,7 +59,6 @@ final class PolicyView<T> {
 		/** The watch of fallback answers and notices: the priority's spec without deadlines. */
 		final StallSpec tailStall;
 		final RetryRules retry;
-		final boolean countedByBreaker;
 		private final Recovery.Rules transformRules;
 		private final Recovery.Rules callRules;
 
@@ -62,7 +66,6 @@ final class PolicyView<T> {
 			this.stall = r.stall();
 			this.tailStall = r.tailStall();
 			this.retry = r.retry();
-			this.countedByBreaker = r.countedByBreaker();
 			this.transformRules = transformRules;
 			this.callRules = callRules;
 		}
@@ -91,6 +94,8 @@ final class PolicyView<T> {
 		}
 		this.degraded = cuts;
 		this.stages = stagesOf(policy);
+		this.outputCap = policy.budget() == null ? 0L : policy.budget().outputCap();
+		this.currency = policy.budget() == null ? null : policy.budget().prices().currency();
 	}
 
 	/** The policy's stages: load routing, budgets, lane admission, then the breaker before each attempt. */
