@@ -21,8 +21,8 @@ import reactor.util.context.Context;
  * The way one request's chunks take to the subscriber when something must see them: the response
  * cache's recording, the continuation's transcript, the output validation. Chooses, per attempt,
  * the subscriber the attempt delivers to (the actual one, an {@link AnswerTap}, or the tap's hold)
- * and which of the watch and the tap feeds the {@link AnswerCheck}. A request whose policy needs
- * none of these has no path: its chunks go straight to the subscriber.
+ * and the {@link AnswerCheck} the attempt's watch feeds (the one place validation is fed). A request
+ * whose policy needs none of these has no path: its chunks go straight to the subscriber.
  */
 final class AnswerPath<T> {
 
@@ -63,7 +63,7 @@ final class AnswerPath<T> {
 	/**
 	 * The subscriber chunks go to: the actual one, or a tap when something must see them, or the
 	 * tap's hold when the answer is validated before anything of it is delivered. Starts the
-	 * attempt's validation; {@link #checkFor} says who feeds it.
+	 * attempt's validation, which the watch feeds ({@link #check}).
 	 */
 	CoreSubscriber<? super T> targetFor(AttemptKind next, @Nullable ChatRequest request, long delivered,
 			boolean continued) {
@@ -92,28 +92,25 @@ final class AnswerPath<T> {
 			return actual;
 		}
 		if (tap == null) {
-			tap = new AnswerTap<>(actual, cache, continuation, check, demand);
+			tap = new AnswerTap<>(actual, cache, continuation, demand);
 		}
 		else if (record && !continued) {
 			tap.restartRecording();
 		}
 		tap.recording = record;
 		tap.transcribing = transcribe;
-		// a tap that only holds leading whitespace leaves feeding the validation to the watch: it steps
-		// out of the path with the first visible chunk
-		tap.validating = validate && !onlyBlanks;
 		tap.holding = false;
 		tap.holdLeadingWhitespace(holdBlanks, onlyBlanks);
 		return hold ? tap.hold() : tap;
 	}
 
 	/**
-	 * @return the check the watch calls for each content chunk of an attempt that delivers to
-	 *         {@code target}: the validation when nothing sits between the watch and the subscriber
-	 *         (a tap feeds it otherwise), else {@code null}
+	 * @return the check the watch calls for each content chunk of the current attempt, after the
+	 *         chunk went to its target (a cut it throws ends the attempt): the validation of a
+	 *         validated attempt, else {@code null}
 	 */
-	StallWatch.@Nullable ContentCheck<Object> checkFor(CoreSubscriber<? super T> target) {
-		return validating && (target == actual || !tap.validating) ? check : null;
+	StallWatch.@Nullable ContentCheck<Object> check() {
+		return validating ? check : null;
 	}
 
 	/** @return whether the current attempt's answer is held back, not delivered */

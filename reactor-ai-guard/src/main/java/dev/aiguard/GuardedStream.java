@@ -13,11 +13,8 @@ import dev.aiguard.core.Source;
 import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stage.AttemptEnd;
-import dev.aiguard.stage.Degradation;
 import dev.aiguard.stage.Lane;
 import dev.aiguard.stage.Refusal;
-import dev.aiguard.stage.RequestPort;
-import dev.aiguard.stage.StageEvent;
 import dev.aiguard.stage.StageList;
 import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.StallSpec;
@@ -34,7 +31,6 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.context.Context;
 
 /**
  * One guarded request: the loop that runs the policy's stages. The stages admit the request in
@@ -49,7 +45,7 @@ import reactor.util.context.Context;
  * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
  */
 final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
-		implements Subscription, StallWatch.Terminal<T>, RequestPort, Scannable {
+		implements Subscription, StallWatch.Terminal<T>, Scannable {
 
 	private static final StageRun[] NO_RUNS = new StageRun[0];
 
@@ -74,20 +70,23 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	final AnswerPath<T> path;
 	/** Created with the request's first turn off the straight path (a failure, a refusal, a tail). */
 	@Nullable
-	private RecoverySteps<T> recovery;
+	RecoverySteps<T> recovery;
 	/** The answer's source was announced to GuardSignals (at the first content chunk). */
 	private boolean announced;
 
 	volatile AttemptKind kind = AttemptKind.REALTIME;
 	/** The runs of the policy's stages for this request, in order; set when the request starts. */
 	private StageRun[] runs = NO_RUNS;
+	/** How the stages reach this request; {@code null} when the policy has none. */
+	@Nullable
+	private StagePort<T> port;
 	/** The next stage whose admission the request goes through. */
 	private int admitting;
 	/** The stage whose {@link StageRun#beforeAttempt} runs now, -1 outside those checks. */
 	private int checking = -1;
 	/** The lane the request holds once admitted, {@code null} without lanes. */
 	@Nullable
-	private volatile Lane lane;
+	volatile Lane lane;
 	@Nullable
 	private volatile Disposable pendingRetry;
 	/** The attempt running now, for cancellation and preemption. */
@@ -131,7 +130,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		this.path = AnswerPath.of(view, callForm, actual, guard.inspector(), this::addDemand);
 	}
 
-	private RecoverySteps<T> recovery() {
+	RecoverySteps<T> recovery() {
 		RecoverySteps<T> r = recovery;
 		if (r == null) {
 			r = new RecoverySteps<>(this);
@@ -162,14 +161,14 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		}
 		StageList stages = view.stages;
 		if (stages.size() > 0) {
-			runs = stages.start(this);
+			port = new StagePort<>(this);
+			runs = stages.start(port);
 		}
 		proceed();
 	}
 
 	/** Admission goes on: the next stage admits the request, or, once every stage did, the first attempt starts. */
-	@Override
-	public void proceed() {
+	void proceed() {
 		if (cancelled != 0) {
 			finishCancelled();
 			return;
@@ -177,14 +176,14 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		int next = admitting;
 		if (next < runs.length) {
 			admitting = next + 1;
-			runs[next].admit(this);
+			runs[next].admit(port);
 			return;
 		}
 		nextAttempt();
 	}
 
-	@Override
-	public void refuse(Refusal refusal, Throwable reason) {
+	/** A stage refused the request or the attempt: {@link RecoverySteps} says what follows. */
+	void refuse(Refusal refusal, Throwable reason) {
 		// refused before an attempt was sent: the runs that let it through give back what they took for it
 		int refusing = checking;
 		checking = -1;
@@ -208,7 +207,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		StageRun[] r = runs;
 		for (int i = 0; i < r.length; i++) {
 			checking = i;
-			boolean go = r[i].beforeAttempt(this);
+			boolean go = r[i].beforeAttempt(port);
 			checking = -1;
 			if (!go) {
 				return;
@@ -233,7 +232,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		CoreSubscriber<? super T> target = path != null
 				? path.targetFor(AttemptKind.REALTIME, request, ledger.deliveredTokens(), continued()) : actual;
 		subscribe(source, settings.stall, AttemptKind.REALTIME, target, path != null ? path.tap : null,
-				path != null ? path.checkFor(target) : null);
+				path != null ? path.check() : null);
 	}
 
 	private boolean continued() {
@@ -260,26 +259,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		return Flux.defer(hop).subscribeOn(blockingScheduler());
 	}
 
-	/** @return whether an attempt whose hop just landed may still call its upstream */
-	boolean stillWants() {
-		Lane l = lane;
-		return cancelled == 0 && preemption == null && (l == null || l.held());
-	}
-
 	/** Blocking work of this request (a blocking upstream, blocking fallback steps) runs on its lane's threads. */
 	Scheduler blockingScheduler() {
 		Lane l = lane;
 		return l != null ? l.scheduler() : Schedulers.boundedElastic();
-	}
-
-	/** The longest an attempt waits for a lane thread: the lane's queue wait; without lanes, the first-token timeout. */
-	private long laneThreadWaitNanos() {
-		Lane l = lane;
-		if (l != null) {
-			return l.threadWaitNanos();
-		}
-		long firstToken = settings.stall.firstTokenNanos();
-		return firstToken > 0L ? firstToken : Long.MAX_VALUE;
 	}
 
 	/** A fallback answer, a notice or the load's cheaper steps, delivered through the path. */
@@ -307,7 +290,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			// the upstream is called on a lane thread later: its deadlines start then
 			pendingHop = null;
 			hop.watch = watch;
-			watch.awaitUpstream(laneThreadWaitNanos());
+			watch.awaitUpstream(LaneThreadCall.waitNanos(lane, settings.stall));
 		}
 		if (target instanceof AnswerTap.Held) {
 			// a held answer is read whole, whatever the subscriber asked for so far; asked before the
@@ -356,7 +339,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			// no lane thread was free in time and the upstream was never called: the model had no
 			// chance to stall, so this is the lane's refusal, not a failure for the breaker
 			end = StallWatch.End.ERROR;
-			error = ErrorClassifier.laneThreadTimeout(ledger.priority, laneThreadWaitNanos());
+			error = ErrorClassifier.laneThreadTimeout(ledger.priority, LaneThreadCall.waitNanos(lane, settings.stall));
 		}
 		AnswerPath<T> p = path;
 		boolean held = p != null && p.holding();
@@ -417,8 +400,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	 * it stops: a running attempt, fallback answer or notice is aborted with {@code e}, a backoff is
 	 * called off, and an attempt about to start sees {@link #preemption} and never subscribes.
 	 */
-	@Override
-	public void preempted(Throwable e) {
+	void preempted(Throwable e) {
 		if (!PREEMPTION.compareAndSet(this, null, e)) {
 			return;
 		}
@@ -445,8 +427,7 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	}
 
 	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless cancelled or preempted first. */
-	@Override
-	public void attemptAfter(long delayNanos) {
+	void attemptAfter(long delayNanos) {
 		phase = WAITING;
 		Throwable taken = preemption;
 		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
@@ -574,89 +555,6 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		if (STAGES_ENDED.compareAndSet(this, 0, 1)) {
 			StageList.finish(runs, outcome);
 		}
-	}
-
-	// ---- the rest of the port the stages answer through ----
-
-	@Override
-	public void admitted(Lane held) {
-		lane = held;
-		ledger.observeAdmitted();
-	}
-
-	@Override
-	public boolean hasLadder(Degradation degradation) {
-		return view.ladderFor(degradation) != null;
-	}
-
-	@Override
-	public void walkFirst(Degradation degradation, Throwable cause, @Nullable Throwable shedOtherwise) {
-		recovery().walkFirst(degradation, cause, shedOtherwise);
-	}
-
-	@Override
-	public void attemptNow() {
-		nextAttempt();
-	}
-
-	@Override
-	public void promptShortened(ChatRequest shorter, int tokensDropped) {
-		request = shorter;
-		RecoverySteps<T> steps = recovery;
-		if (steps != null) {
-			steps.rebase(shorter);
-		}
-		ledger.promptTruncated(tokensDropped);
-	}
-
-	@Override
-	public void observe(StageEvent event) {
-		switch (event) {
-			case QUEUED -> ledger.observeQueued();
-			case BREAKER_PERMITTED -> ledger.observeBreaker(true);
-			case BREAKER_REFUSED -> ledger.observeBreaker(false);
-		}
-	}
-
-	@Override
-	public void spent(long promptTokens, long completionTokens, long costNanos, boolean wasted) {
-		ledger.spent(promptTokens, completionTokens, costNanos, wasted);
-	}
-
-	@Override
-	public void outputCapped() {
-		ledger.outputCapped();
-	}
-
-	@Override
-	@Nullable
-	public ChatRequest request() {
-		return request;
-	}
-
-	@Override
-	public int attemptsStarted() {
-		return realtimeAttempts;
-	}
-
-	@Override
-	public Context context() {
-		return actual.currentContext();
-	}
-
-	@Override
-	public Priority priority() {
-		return ledger.priority;
-	}
-
-	@Override
-	public long nanos() {
-		return ledger.clock.nanos();
-	}
-
-	@Override
-	public boolean cancelled() {
-		return cancelled != 0;
 	}
 
 	@Override

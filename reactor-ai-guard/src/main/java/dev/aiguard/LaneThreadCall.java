@@ -2,6 +2,8 @@ package dev.aiguard;
 
 import java.util.function.Supplier;
 
+import dev.aiguard.stage.Lane;
+import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.watch.StallWatch;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -27,10 +29,24 @@ final class LaneThreadCall<T> implements Supplier<Publisher<T>> {
 		this.call = call;
 	}
 
+	/**
+	 * @return the longest an attempt waits for a lane thread before its upstream is called: the queue
+	 *         wait of the request's lane; without lanes, the first-token timeout (or no bound without one)
+	 */
+	static long waitNanos(@Nullable Lane lane, StallSpec stall) {
+		if (lane != null) {
+			return lane.threadWaitNanos();
+		}
+		long firstToken = stall.firstTokenNanos();
+		return firstToken > 0L ? firstToken : Long.MAX_VALUE;
+	}
+
 	@Override
 	@SuppressWarnings("unchecked") // a publisher of T's subtypes only ever hands out Ts
 	public Publisher<T> get() {
-		if (!request.stillWants() || !watch.startUpstream()) {
+		Lane lane = request.lane;
+		if (request.cancelled != 0 || request.preemption != null || lane != null && !lane.held()
+				|| !watch.startUpstream()) {
 			return Flux.never();
 		}
 		return (Publisher<T>) call.get();

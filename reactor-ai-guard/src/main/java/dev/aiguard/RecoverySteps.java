@@ -359,7 +359,6 @@ final class RecoverySteps<T> {
 			s.subscribe(Flux.fromIterable(t.takeHeld()), s.settings.tailStall, AttemptKind.RELEASE, s.actual, null, null);
 			return;
 		}
-		t.validating = false;
 		s.subscribe(Flux.fromIterable(t.takeBlanks()), s.settings.tailStall, AttemptKind.RELEASE, t, t, null);
 	}
 }

@@ -54,6 +54,17 @@ class PackageGraphTest {
 				"stage"));
 	}
 
+	/**
+	 * The classes of one guarded request: the loop, the port its stages answer through, the books,
+	 * the recovery steps, the chunks' path. They meet the capabilities that are stages only through
+	 * {@code dev.aiguard.stage}.
+	 */
+	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "StagePort", "RequestLedger", "RecoverySteps",
+			"AnswerPath", "AnswerTap", "AnswerCheck", "LaneThreadCall", "AttemptKind");
+
+	/** The capability packages that are stages: the request classes may not use them. */
+	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load");
+
 	static JavaClasses library;
 
 	@BeforeAll
@@ -106,6 +117,40 @@ class PackageGraphTest {
 	@Test
 	void nothingDependsOnTheCoordinator() {
 		coordinatorRule().check(library);
+	}
+
+	@Test
+	void theRequestMeetsItsStagesOnlyThroughTheStageContract() {
+		assertThat(library.stream().map(JavaClass::getSimpleName)).containsAll(REQUEST_CLASSES);
+		stagesOnlyRule(REQUEST_CLASSES).check(library);
+	}
+
+	/** The stage rule catches a request class that reaches a capability past the contract. */
+	@Test
+	void theStageRuleCatchesARequestClassUsingTheBreaker() {
+		JavaClasses fixtures = new ClassFileImporter().importClasses(ReachesTheBreakerDirectly.class,
+				GuardedStream.class, dev.aiguard.breaker.BreakerPermit.class, dev.aiguard.stage.StageRun.class);
+		List<String> withFixture = Stream.concat(REQUEST_CLASSES.stream(), Stream.of("ReachesTheBreakerDirectly"))
+				.collect(Collectors.toList());
+		assertThat(stagesOnlyRule(withFixture).evaluate(fixtures).hasViolation()).as("a request class using breaker")
+				.isTrue();
+		assertThat(stagesOnlyRule(REQUEST_CLASSES).evaluate(fixtures).hasViolation()).as("GuardedStream alone").isFalse();
+	}
+
+	static ArchRule stagesOnlyRule(List<String> requestClasses) {
+		String[] capabilities = STAGE_CAPABILITIES.stream().map(p -> "dev.aiguard." + p + "..").toArray(String[]::new);
+		return noClasses().that(DescribedPredicate.describe("are request classes " + requestClasses,
+						(JavaClass c) -> c.getPackageName().equals("dev.aiguard")
+								&& requestClasses.contains(outerName(c))))
+				.should().dependOnClassesThat().resideInAnyPackage(capabilities)
+				.because("a request meets " + STAGE_CAPABILITIES + " only through dev.aiguard.stage (docs/design.md)");
+	}
+
+	/** @return the simple name of the top-level class {@code c} is nested in (or is) */
+	private static String outerName(JavaClass c) {
+		String name = c.getName().substring("dev.aiguard.".length());
+		int nested = name.indexOf('$');
+		return nested < 0 ? name : name.substring(0, nested);
 	}
 
 	/** The rules themselves must catch what they exist for (fixtures in test sources only). */
