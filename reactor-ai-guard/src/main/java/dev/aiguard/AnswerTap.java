@@ -18,11 +18,10 @@ import reactor.util.context.Context;
 /**
  * Sits between an attempt and the subscriber when something must see the chunks: it records a
  * realtime answer for the response cache, keeps the transcript a continuation builds on, holds
- * an answer back until it passed validation, holds an answer's leading whitespace-only chunks
- * until its first visible character, and then also feeds the output validation
- * ({@link AnswerCheck}), which may cut the stream. One per request, reused across attempts;
- * without any of these the attempt delivers straight to the subscriber, and validation that
- * neither holds the answer nor keeps its text is fed by the watch itself.
+ * an answer back until it passed validation, and holds an answer's leading whitespace-only chunks
+ * until its first visible character. One per request, reused across attempts; without any of these
+ * the attempt delivers straight to the subscriber. The output validation ({@link AnswerCheck}) is
+ * never fed here: the attempt's watch feeds it, after the chunk went through the tap.
  *
  * <h2>Leading whitespace</h2>
  * While an attempt has said nothing visible, a content chunk whose text is only whitespace (and
@@ -53,10 +52,6 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	private boolean unreadable;
 	boolean recording;
 	boolean transcribing;
-	/** The request's output validation, or {@code null} when the policy has no validator. */
-	@Nullable
-	final AnswerCheck check;
-	boolean validating;
 	/** The answer of the current attempt is held here, not delivered, until it passed validation. */
 	@Nullable
 	private ArrayList<T> held;
@@ -79,10 +74,9 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	private int borrowed;
 
 	AnswerTap(CoreSubscriber<? super T> actual, @Nullable ResponseCache<T> cache,
-			@Nullable ContinuationSupport<T> continuation, @Nullable AnswerCheck check, LongConsumer demand) {
+			@Nullable ContinuationSupport<T> continuation, LongConsumer demand) {
 		this.actual = actual;
 		this.demand = demand;
-		this.check = check;
 		this.cache = cache;
 		this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
 		this.transcript = continuation != null ? continuation.transcript() : null;
@@ -204,11 +198,6 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		else {
 			pass(t, f);
 		}
-		if (validating && (f & ChunkInspector.CONTENT) != 0) {
-			// a cut is thrown: the watch ends the attempt with what its subscriber throws, the chunk
-			// counted as delivered
-			check.afterContent(t);
-		}
 	}
 
 	private void holdBlank(ChatChunk c) {
@@ -294,7 +283,7 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 
 	/**
 	 * The subscriber of a held attempt: its own object, so that the demand hand-over can tell that
-	 * what this attempt emitted never reached the subscriber ({@link AttemptLoop#consumedBy}).
+	 * what this attempt emitted never reached the subscriber ({@link GuardedStream#consumedBy}).
 	 */
 	static final class Held<T> implements CoreSubscriber<T> {
 

@@ -1,11 +1,13 @@
 package dev.aiguard;
 
+import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Function;
 
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.core.Outcome;
+import dev.aiguard.core.Priority;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.admission.PreemptedException;
@@ -95,5 +97,20 @@ public final class ErrorClassifier {
 					return Outcome.FAILURE;
 				}
 		}
+	}
+
+	/** @return whether {@code error} is a lane's preemption: the request stops, whatever it was doing */
+	static boolean isPreemption(@org.jspecify.annotations.Nullable Throwable error) {
+		return error instanceof PreemptedException;
+	}
+
+	/**
+	 * @return why an attempt whose wait for a lane thread ran out never called its upstream: the
+	 *         lane's {@code WAIT_TIMEOUT}, like a queue wait that ran out
+	 */
+	static RuntimeException laneThreadTimeout(Priority priority, long waitedNanos) {
+		return new AdmissionRejectedException(priority, AdmissionRejectedException.Reason.WAIT_TIMEOUT,
+				"no thread was free for the blocking upstream of a " + priority + " request within "
+						+ Duration.ofNanos(waitedNanos));
 	}
 }

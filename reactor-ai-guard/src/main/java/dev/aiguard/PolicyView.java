@@ -2,23 +2,27 @@ package dev.aiguard;
 
 import java.util.EnumSet;
 
+import dev.aiguard.admission.AdmissionStage;
+import dev.aiguard.breaker.BreakerStage;
+import dev.aiguard.budget.BudgetStage;
 import dev.aiguard.core.Priority;
-import dev.aiguard.core.Source;
 import dev.aiguard.fallback.FallbackChain;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.fallback.ResponseCache;
-import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LoadStage;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryRules;
+import dev.aiguard.stage.Degradation;
+import dev.aiguard.stage.StageList;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
 import org.jspecify.annotations.Nullable;
 
 /**
  * A policy as a guard reads it, worked out once when the policy goes into force: the recovery
- * rules of each priority and form, the ladder cuts the load governor walks, the components typed
- * as the guard's chunks. A request reads its guard's view once when it is subscribed and keeps it
+ * rules of each priority and form, the ladder cuts the load governor walks, the policy's stages,
+ * the components typed as the guard's chunks. A request reads its guard's view once when it is subscribed and keeps it
  * to its end, so a live change never reaches a running stream.
  *
  * <p>The views of a {@link GuardControl} form a chain in the order they went into force:
@@ -38,12 +42,15 @@ final class PolicyView<T> {
 	volatile PolicyView<T> next;
 
 	private final ForPriority[] priorities;
+	/** By {@link Degradation} ordinal: the ladder's steps walked first for it, {@code null} when none. */
+	private final FallbackChain<T>[] degraded;
+	/** The per-request capabilities the policy has, in the order a request meets them. */
+	final StageList stages;
+	/** The budget's output cap in content chunks, 0 when none. */
+	final long outputCap;
+	/** The budget's currency for the report's spend, {@code null} without a budget. */
 	@Nullable
-	private final FallbackChain<T> cheaperFirst;
-	@Nullable
-	private final FallbackChain<T> fallbackFirst;
-	@Nullable
-	private final FallbackChain<T> staticOnly;
+	final String currency;
 
 	/** What a request of one priority reads of the policy, resolved once for all its requests. */
 	static final class ForPriority {
@@ -52,7 +59,6 @@ final class PolicyView<T> {
 		/** The watch of fallback answers and notices: the priority's spec without deadlines. */
 		final StallSpec tailStall;
 		final RetryRules retry;
-		final boolean countedByBreaker;
 		private final Recovery.Rules transformRules;
 		private final Recovery.Rules callRules;
 
@@ -60,7 +66,6 @@ final class PolicyView<T> {
 			this.stall = r.stall();
 			this.tailStall = r.tailStall();
 			this.retry = r.retry();
-			this.countedByBreaker = r.countedByBreaker();
 			this.transformRules = transformRules;
 			this.callRules = callRules;
 		}
@@ -82,9 +87,31 @@ final class PolicyView<T> {
 		}
 		FallbackChain<T> chain = fallback();
 		boolean byLoad = chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD);
-		this.cheaperFirst = byLoad ? chain.only(EnumSet.of(Source.CACHE, Source.LIGHTWEIGHT)).orElse(null) : null;
-		this.fallbackFirst = byLoad ? chain.only(EnumSet.of(Source.FALLBACK_MODEL, Source.CACHE)).orElse(null) : null;
-		this.staticOnly = byLoad ? chain.only(EnumSet.of(Source.STATIC)).orElse(null) : null;
+		@SuppressWarnings("unchecked")
+		FallbackChain<T>[] cuts = new FallbackChain[Degradation.values().length];
+		for (Degradation d : Degradation.values()) {
+			cuts[d.ordinal()] = byLoad ? chain.only(d.sources()).orElse(null) : null;
+		}
+		this.degraded = cuts;
+		this.stages = stagesOf(policy);
+		this.outputCap = policy.budget() == null ? 0L : policy.budget().outputCap();
+		this.currency = policy.budget() == null ? null : policy.budget().prices().currency();
+	}
+
+	/** The policy's stages: load routing, budgets, lane admission, then the breaker before each attempt. */
+	private static StageList stagesOf(GuardPolicy policy) {
+		EnumSet<Priority> counted = EnumSet.noneOf(Priority.class);
+		for (Priority p : Priority.values()) {
+			if (policy.resolved(p).countedByBreaker()) {
+				counted.add(p);
+			}
+		}
+		TruncationSpec truncation = policy.truncation();
+		return StageList.of(policy.load() != null ? LoadStage.of(policy.load()) : null,
+				policy.budgetGate() != null ? BudgetStage.of(policy.budgetGate(),
+						truncation != null ? truncation.truncator() : null, policy.lanes()) : null,
+				policy.lanes() != null ? AdmissionStage.of(policy.lanes()) : null,
+				policy.breakerGate() != null ? BreakerStage.of(policy.breakerGate(), counted) : null);
 	}
 
 	private static Recovery.Rules rulesOf(GuardPolicy policy, GuardPolicy.Resolved r, boolean callForm) {
@@ -121,21 +148,9 @@ final class PolicyView<T> {
 		return (FallbackChain<T>) policy.fallback();
 	}
 
-	/**
-	 * @return the ladder steps walked first (or only) for a load action, {@code null} when there
-	 *         are none
-	 */
+	/** @return the ladder steps walked first (or only) for {@code degradation}, {@code null} when there are none */
 	@Nullable
-	FallbackChain<T> ladderFor(LoadAction action) {
-		switch (action) {
-			case CHEAPER_FIRST:
-				return cheaperFirst;
-			case FALLBACK_FIRST:
-				return fallbackFirst;
-			case STATIC_OR_SHED:
-				return staticOnly;
-			default:
-				return null;
-		}
+	FallbackChain<T> ladderFor(Degradation degradation) {
+		return degraded[degradation.ordinal()];
 	}
 }

@@ -6,19 +6,23 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 
+import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.CallbackException;
+import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.core.OutputLimits;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.core.Source;
 import dev.aiguard.internal.Callbacks;
-import dev.aiguard.internal.DemandHandOver;
 import dev.aiguard.internal.TimeSource;
-import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.metrics.GuardObserver;
 import dev.aiguard.metrics.RequestObserver;
+import dev.aiguard.stage.AttemptEnd;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
+import dev.aiguard.truncation.TokenCounter;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
 
@@ -28,12 +32,14 @@ import reactor.util.context.Context;
  * meters. Written by the coordinator's control steps, which run one after another; the fields a
  * cancel may read concurrently are volatile.
  *
- * <p>It is the base of the request's {@link AttemptLoop} rather than an object of its own: one
- * object per request keeps the guard's allocation per stream where it was.
+ * <p>It also shows the stages how the last realtime attempt ended ({@link AttemptEnd}): the
+ * provider's usage and the prompt estimate are read only when a stage asks, once per attempt.
  */
-abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
+final class RequestLedger<T> implements AttemptEnd {
 
 	final GuardPolicy policy;
+	private final Context context;
+	private final ChunkInspector<T> inspector;
 	/** The policy's timer and its clock: deadlines, backoff waits and every duration in the report. */
 	final TimeSource clock;
 	@Nullable
@@ -54,6 +60,9 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 
 	/** The budget's output cap in content chunks, 0 when none; read when each realtime attempt is subscribed. */
 	final long outputCap;
+	/** The budget's currency, {@code null} without a budget. */
+	@Nullable
+	private final String currency;
 	// what the attempts used and cost, for the report (policies with a budget only)
 	private long spentPrompt;
 	private long spentCompletion;
@@ -63,17 +72,38 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	private long retryCost;
 	private boolean outputCapped;
 
-	RequestLedger(GuardPolicy policy, Context context, Priority priority) {
-		this.policy = policy;
+	// the last realtime attempt's end, as the stages read it
+	@Nullable
+	private StallWatch<T> lastWatch;
+	private Outcome lastOutcome = Outcome.CANCELLED;
+	@Nullable
+	private Throwable lastError;
+	@Nullable
+	private ChatRequest lastSent;
+	private boolean usageRead;
+	private int reportedPrompt;
+	private int reportedCompletion;
+	/** The request {@link #estimate} was made for. */
+	@Nullable
+	private ChatRequest estimated;
+	private int estimate;
+
+	RequestLedger(PolicyView<T> view, Context context, ChunkInspector<T> inspector) {
+		this.policy = view.policy;
+		this.context = context;
+		this.inspector = inspector;
 		this.clock = policy.clock();
 		this.signals = GuardSignals.from(context);
-		this.priority = priority;
+		this.priority = policy.defaultPriority();
 		this.requestStart = clock.nanos();
-		this.outputCap = policy.budget() == null ? 0L : policy.budget().outputCap();
+		this.outputCap = view.outputCap;
+		this.currency = view.currency;
 	}
 
 	/** @return the subscriber's context: its dropped-error hook hears what observers throw */
-	public abstract Context currentContext();
+	Context currentContext() {
+		return context;
+	}
 
 	long deliveredTokens() {
 		return deliveredTokens;
@@ -196,13 +226,6 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 					ttft < 0L ? null : Duration.ofNanos(ttft), Duration.ofNanos(watch.durationNanos()),
 					watch.finishReason(), error));
 		}
-		LoadGovernor load = policy.load();
-		if (load != null) {
-			if (ttft >= 0L) {
-				load.firstToken(ttft);
-			}
-			load.ended(outcome);
-		}
 		// the policy's meters are isolated (GuardMetrics.isolated): a throwing one never gets here
 		policy.metrics().streamEnded(policy.name(), priority, outcome, watch.durationNanos(), ttft, tokens);
 		if (error instanceof StreamStalledException) {
@@ -215,7 +238,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	 *
 	 * @param wasted whether its text did not become the answer
 	 */
-	void spent(long promptTokens, long completionTokens, long costNanos, boolean wasted) {
+	public void spent(long promptTokens, long completionTokens, long costNanos, boolean wasted) {
 		spentPrompt += promptTokens;
 		spentCompletion += completionTokens;
 		spentCost += costNanos;
@@ -227,7 +250,7 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	}
 
 	/** The output cap ended the answer. */
-	void outputCapped() {
+	public void outputCapped() {
 		outputCapped = true;
 		policy.metrics().outputCapped(policy.name(), priority);
 	}
@@ -352,11 +375,11 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	}
 
 	private GuardReport.Spend spend() {
-		if (policy.budget() == null) {
+		if (currency == null) {
 			return GuardReport.Spend.NONE;
 		}
 		return new GuardReport.Spend(spentPrompt, spentCompletion, BigDecimal.valueOf(spentCost, 9), retryPrompt,
-				retryCompletion, BigDecimal.valueOf(retryCost, 9), policy.budget().prices().currency());
+				retryCompletion, BigDecimal.valueOf(retryCost, 9), currency);
 	}
 
 	private void deliver(List<Consumer<? super GuardReport>> listeners, GuardReport report) {
@@ -373,5 +396,95 @@ abstract class RequestLedger<T> extends DemandHandOver<StallWatch<T>> {
 	/** The one rule for observers that throw: the stream goes on, the throw goes to the dropped-error hook. */
 	private void dropped(Throwable observerFailure) {
 		Callbacks.dropped(observerFailure, currentContext());
+	}
+
+	// ---- the last realtime attempt's end, for the stages ----
+
+	/** @return this ledger as the end of {@code watch}'s attempt, for the stages that let it through */
+	AttemptEnd ended(StallWatch<T> watch, Outcome outcome, @Nullable Throwable error, @Nullable ChatRequest sent) {
+		lastWatch = watch;
+		lastOutcome = outcome;
+		lastError = error;
+		lastSent = sent;
+		usageRead = false;
+		return this;
+	}
+
+	@Override
+	public boolean sent() {
+		return true;
+	}
+
+	@Override
+	public Outcome outcome() {
+		return lastOutcome;
+	}
+
+	@Override
+	@Nullable
+	public Throwable error() {
+		return lastError;
+	}
+
+	@Override
+	public long timeToFirstTokenNanos() {
+		return lastWatch.timeToFirstTokenNanos();
+	}
+
+	@Override
+	public long contentChunks() {
+		return lastWatch.tokens();
+	}
+
+	@Override
+	public boolean capped() {
+		return lastWatch.capped();
+	}
+
+	@Override
+	public int reportedPromptTokens() {
+		readUsage();
+		return reportedPrompt;
+	}
+
+	@Override
+	public int reportedCompletionTokens() {
+		readUsage();
+		return reportedCompletion;
+	}
+
+	/** Reads the usage chunk once; an inspector that throws leaves the counts it did not give unknown. */
+	private void readUsage() {
+		if (usageRead) {
+			return;
+		}
+		usageRead = true;
+		reportedPrompt = -1;
+		reportedCompletion = -1;
+		T usage = lastWatch.usageChunk();
+		if (usage == null) {
+			return;
+		}
+		try {
+			reportedPrompt = inspector.promptTokens(usage);
+			reportedCompletion = inspector.completionTokens(usage);
+		}
+		catch (Throwable inspectorFailure) {
+			Operators.onErrorDropped(CallbackException.threw("ChunkInspector", inspectorFailure), context);
+		}
+	}
+
+	/** Estimated (characters / 4) once per request sent; 0 (unknown) without a request. */
+	@Override
+	public int estimatedPromptTokens() {
+		ChatRequest sent = lastSent;
+		if (sent == null) {
+			return 0;
+		}
+		if (sent != estimated) {
+			estimated = sent;
+			estimate = TokenCounter.estimate().count(sent.messages());
+		}
+		return estimate;
 	}
 }

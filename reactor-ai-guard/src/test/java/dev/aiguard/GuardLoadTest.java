@@ -162,6 +162,20 @@ class GuardLoadTest {
 		return sb.toString();
 	}
 
+	/** The load stage hears each live attempt's first token and outcome once, whatever else the request does. */
+	@Test
+	void eachLiveAttemptReachesTheGovernorOnce() {
+		LoadGovernor governor = governor(Duration.ofSeconds(30));
+		AiGuard<ChatChunk> guard = guard(governor, null);
+
+		second(guard, P1, 4);
+
+		assertThat(liveCalls).hasValue(4);
+		assertThat(governor.state().interval().arrivals()).isEqualTo(4);
+		assertThat(governor.state().interval().attempts()).isEqualTo(4);
+		assertThat(governor.state().interval().firstTokens()).isEqualTo(4);
+	}
+
 	@Test
 	void risingLoadShedsP2WithARetryHintAndKeepsP0Realtime() {
 		LoadGovernor governor = governor(Duration.ofSeconds(30));

@@ -38,8 +38,9 @@ class PackageGraphTest {
 	/** Library packages (relative to {@code dev.aiguard}) each may use, besides itself. */
 	static final Map<String, List<String>> ALLOWED = new LinkedHashMap<>();
 
-	/** Packages the module keeps inside: {@code internal}, and the sub-packages the guard shares across packages. */
-	static final Set<String> NOT_EXPORTED = Set.of("internal", "stall.watch", "fallback.recording", "retry.splice");
+	/** Packages the module keeps inside: {@code internal}, the stage contract, and the sub-packages the guard shares across packages. */
+	static final Set<String> NOT_EXPORTED = Set.of("internal", "stage", "stall.watch", "fallback.recording",
+			"retry.splice");
 
 	static {
 		ALLOWED.put("core", List.of());
@@ -49,18 +50,31 @@ class PackageGraphTest {
 		ALLOWED.put("chat", List.of("core", "internal"));
 		ALLOWED.put("stall", List.of("core", "internal", "stall.watch"));
 		ALLOWED.put("stall.watch", List.of("core", "internal", "stall"));
-		ALLOWED.put("admission", List.of("core", "internal", "metrics"));
-		ALLOWED.put("breaker", List.of("core", "internal", "metrics"));
+		ALLOWED.put("stage", List.of("core", "chat"));
+		ALLOWED.put("admission", List.of("core", "internal", "metrics", "stage"));
+		ALLOWED.put("breaker", List.of("core", "internal", "metrics", "stage"));
 		ALLOWED.put("retry", List.of("core", "internal", "chat", "retry.splice"));
 		ALLOWED.put("retry.splice", List.of("core", "internal"));
 		ALLOWED.put("truncation", List.of("core", "internal", "chat"));
 		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat", "breaker"));
 		ALLOWED.put("fallback.recording", List.of("core", "internal", "fallback"));
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
-		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission"));
+		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission", "stage"));
 		ALLOWED.put("validation", List.of("core", "chat"));
-		ALLOWED.put("budget", List.of("core", "internal", "metrics", "chat", "admission", "truncation", "provider"));
+		ALLOWED.put("budget", List.of("core", "internal", "metrics", "chat", "admission", "truncation", "provider",
+				"stage"));
 	}
+
+	/**
+	 * The classes of one guarded request: the loop, the port its stages answer through, the books,
+	 * the recovery steps, the chunks' path. They meet the capabilities that are stages only through
+	 * {@code dev.aiguard.stage}.
+	 */
+	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "StagePort", "RequestLedger", "RecoverySteps",
+			"AnswerPath", "AnswerTap", "AnswerCheck", "LaneThreadCall", "AttemptKind");
+
+	/** The capability packages that are stages: the request classes may not use them. */
+	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load");
 
 	static JavaClasses library;
 
@@ -84,9 +98,9 @@ class PackageGraphTest {
 				() -> edgeRule(e.getKey(), e.getValue()).check(library)));
 	}
 
-	/** module-info exports every public package and keeps {@code internal} and the shared sub-packages inside. */
+	/** module-info exports every public package and keeps {@code internal}, {@code stage} and the shared sub-packages inside. */
 	@Test
-	void theModuleExportsEveryPackageButInternal() throws java.net.URISyntaxException {
+	void theModuleExportsEveryPackageButInternalAndStage() throws java.net.URISyntaxException {
 		java.nio.file.Path classes = java.nio.file.Path.of(AiGuard.class.getProtectionDomain().getCodeSource()
 				.getLocation().toURI());
 		java.lang.module.ModuleDescriptor module = java.lang.module.ModuleFinder.of(classes).find("dev.aiguard")
@@ -96,7 +110,8 @@ class PackageGraphTest {
 		List<String> expected = ALLOWED.keySet().stream().filter(p -> !NOT_EXPORTED.contains(p))
 				.map(p -> "dev.aiguard." + p).collect(Collectors.toList());
 		expected.add("dev.aiguard");
-		assertThat(exported).containsExactlyInAnyOrderElementsOf(expected).doesNotContain("dev.aiguard.internal");
+		assertThat(exported).containsExactlyInAnyOrderElementsOf(expected).doesNotContain("dev.aiguard.internal",
+				"dev.aiguard.stage");
 		assertThat(module.exports()).allSatisfy(e -> assertThat(e.isQualified()).isFalse());
 	}
 
@@ -108,6 +123,40 @@ class PackageGraphTest {
 	@Test
 	void nothingDependsOnTheCoordinator() {
 		coordinatorRule().check(library);
+	}
+
+	@Test
+	void theRequestMeetsItsStagesOnlyThroughTheStageContract() {
+		assertThat(library.stream().map(JavaClass::getSimpleName)).containsAll(REQUEST_CLASSES);
+		stagesOnlyRule(REQUEST_CLASSES).check(library);
+	}
+
+	/** The stage rule catches a request class that reaches a capability past the contract. */
+	@Test
+	void theStageRuleCatchesARequestClassUsingTheBreaker() {
+		JavaClasses fixtures = new ClassFileImporter().importClasses(ReachesTheBreakerDirectly.class,
+				GuardedStream.class, dev.aiguard.breaker.BreakerPermit.class, dev.aiguard.stage.StageRun.class);
+		List<String> withFixture = Stream.concat(REQUEST_CLASSES.stream(), Stream.of("ReachesTheBreakerDirectly"))
+				.collect(Collectors.toList());
+		assertThat(stagesOnlyRule(withFixture).evaluate(fixtures).hasViolation()).as("a request class using breaker")
+				.isTrue();
+		assertThat(stagesOnlyRule(REQUEST_CLASSES).evaluate(fixtures).hasViolation()).as("GuardedStream alone").isFalse();
+	}
+
+	static ArchRule stagesOnlyRule(List<String> requestClasses) {
+		String[] capabilities = STAGE_CAPABILITIES.stream().map(p -> "dev.aiguard." + p + "..").toArray(String[]::new);
+		return noClasses().that(DescribedPredicate.describe("are request classes " + requestClasses,
+						(JavaClass c) -> c.getPackageName().equals("dev.aiguard")
+								&& requestClasses.contains(outerName(c))))
+				.should().dependOnClassesThat().resideInAnyPackage(capabilities)
+				.because("a request meets " + STAGE_CAPABILITIES + " only through dev.aiguard.stage (docs/design.md)");
+	}
+
+	/** @return the simple name of the top-level class {@code c} is nested in (or is) */
+	private static String outerName(JavaClass c) {
+		String name = c.getName().substring("dev.aiguard.".length());
+		int nested = name.indexOf('$');
+		return nested < 0 ? name : name.substring(0, nested);
 	}
 
 	/** The rules themselves must catch what they exist for (fixtures in test sources only). */
