@@ -22,6 +22,8 @@ import org.jspecify.annotations.Nullable;
 public final class RetrySpec {
 
 	private static final RetrySpec DEFAULTS = new RetrySpec(null, null, MidStreamPolicy.fail());
+	/** What a spec without rules answers: one instance, so the rules read stay the same object. */
+	private static final RetryRules NEVER = RetryRules.none();
 
 	/** {@code null}: no rules were set, the spec never retries. */
 	@Nullable
@@ -61,7 +63,7 @@ public final class RetrySpec {
 
 	/** @return the rules set, else {@link RetryRules#none()} */
 	public RetryRules rules() {
-		return rules != null ? rules : RetryRules.none();
+		return rules != null ? rules : NEVER;
 	}
 
 	/** @return whether rules were set: only then does their {@code maxAttempts} cap truncations too */
