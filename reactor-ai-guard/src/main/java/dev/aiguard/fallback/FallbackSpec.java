@@ -44,7 +44,7 @@ public final class FallbackSpec {
 
 	/** @param ladder the degradation ladder; its chunk type must be the guarded stream's */
 	public FallbackSpec chain(FallbackChain<?> ladder) {
-		return new FallbackSpec(require("fallback", ladder), responseCache, cacheKey);
+		return new FallbackSpec(FallbackSteps.require("fallback", ladder), responseCache, cacheKey);
 	}
 
 	/**
@@ -52,12 +52,12 @@ public final class FallbackSpec {
 	 *        chunk type must be the guarded stream's
 	 */
 	public FallbackSpec responseCache(ResponseCache<?> cache) {
-		return new FallbackSpec(chain, require("responseCache", cache), cacheKey);
+		return new FallbackSpec(chain, FallbackSteps.require("responseCache", cache), cacheKey);
 	}
 
 	/** @param keyFunction the cache key of a request */
 	public FallbackSpec cacheKey(Function<ChatRequest, Object> keyFunction) {
-		return new FallbackSpec(chain, responseCache, require("cacheKey", keyFunction));
+		return new FallbackSpec(chain, responseCache, FallbackSteps.require("cacheKey", keyFunction));
 	}
 
 	/** @return the degradation ladder, or {@code null} */
@@ -79,12 +79,5 @@ public final class FallbackSpec {
 	@Override
 	public String toString() {
 		return "FallbackSpec{chain=" + chain + ", responseCache=" + responseCache + ", cacheKey=" + cacheKey + '}';
-	}
-
-	private static <V> V require(String field, @Nullable V value) {
-		if (value == null) {
-			throw new IllegalArgumentException(field + " must not be null");
-		}
-		return value;
 	}
 }
