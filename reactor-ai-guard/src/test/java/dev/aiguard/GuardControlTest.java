@@ -11,12 +11,14 @@ import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import dev.aiguard.admission.LaneSpec;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.budget.BudgetSpec;
 import dev.aiguard.budget.TenantLimits;
 import dev.aiguard.breaker.BreakerConfig;
+import dev.aiguard.breaker.BreakerSpec;
 import dev.aiguard.breaker.BreakerState;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.chat.ChatChunk;
@@ -24,6 +26,7 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.fallback.Fallback;
 import dev.aiguard.fallback.FallbackChain;
+import dev.aiguard.fallback.FallbackSpec;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.metrics.MicrometerGuardMetrics;
 import dev.aiguard.provider.ProviderErrors;
@@ -31,12 +34,14 @@ import dev.aiguard.provider.ProviderException;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.retry.RetryRules;
+import dev.aiguard.retry.RetrySpec;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.testing.Policies;
 import dev.aiguard.testing.Reports;
 import dev.aiguard.truncation.TruncationSpec;
+import dev.aiguard.validation.ValidationSpec;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -455,25 +460,30 @@ class GuardControlTest {
 	 */
 	@Test
 	void describeNamesEverySettingOfThePolicy() {
+		// "(...)": not a setting of its own; "spec": a capability spec, whose fields are listed below
 		Map<String, String> describedAs = Map.ofEntries(
 				Map.entry("name", "(the PolicyChange's policy)"), Map.entry("defaultPriority", "defaultPriority"),
 				Map.entry("stall", "stall.firstTokenTimeout"), Map.entry("metrics", "metrics"),
 				Map.entry("observer", "observer"), Map.entry("reportListeners", "onReport"), Map.entry("timer", "timer"),
 				Map.entry("reportScheduler", "reportScheduler"), Map.entry("errorClassifier", "errorClassifier"),
-				Map.entry("breaker", "breaker"), Map.entry("breakerConfig", "breaker.config"), Map.entry("lanes", "lanes"),
+				Map.entry("breaker", "breaker"), Map.entry("breakerSpec", "(spec)"), Map.entry("lanes", "lanes"),
 				Map.entry("load", "load"), Map.entry("blockingUpstream", "blockingUpstream"),
-				Map.entry("retry", "retry.maxAttempts"), Map.entry("retrySet", "retry.maxAttempts"),
-				Map.entry("retryBudget", "retryBudget"), Map.entry("midStream", "midStream"),
-				Map.entry("truncation", "truncation"), Map.entry("fallback", "fallback"),
-				Map.entry("responseCache", "responseCache"), Map.entry("cacheKey", "cacheKey"),
-				Map.entry("overrides", "priority.P0.firstTokenTimeout"), Map.entry("validators", "validate"),
-				Map.entry("streamingValidators", "validateStreaming"), Map.entry("breakerPath", "breakerPath"),
-				Map.entry("resolved", "(derived from the overrides)"), Map.entry("lastClock", "(a cache of the timer)"),
+				Map.entry("retry", "(spec)"), Map.entry("truncation", "truncation"), Map.entry("fallback", "(spec)"),
+				Map.entry("validation", "(spec)"), Map.entry("priorities", "(spec)"),
+				Map.entry("lastClock", "(a cache of the timer)"),
 				Map.entry("budget", "budget.tenants"), Map.entry("bucketStore", "bucketStore"),
 				Map.entry("budgetGate", "(derived from the budget and the store)"));
-		Set<String> fields = Arrays.stream(GuardPolicy.class.getDeclaredFields())
-				.filter(f -> !Modifier.isStatic(f.getModifiers())).map(Field::getName).collect(Collectors.toSet());
-		assertThat(fields).as("describe() each new setting and list it here").isEqualTo(describedAs.keySet());
+		Map<Class<?>, Map<String, String>> specsDescribedAs = Map.of(
+				RetrySpec.class, Map.of("rules", "retry.maxAttempts", "budget", "retryBudget", "midStream", "midStream"),
+				BreakerSpec.class, Map.of("breaker", "breaker", "config", "breaker.config", "path", "breakerPath"),
+				FallbackSpec.class, Map.of("chain", "fallback", "responseCache", "responseCache", "cacheKey", "cacheKey"),
+				ValidationSpec.class, Map.of("validators", "validate", "streamingValidators", "validateStreaming"),
+				PrioritySettings.class, Map.of("overrides", "priority.P0.firstTokenTimeout",
+						"resolved", "(derived from the overrides)"));
+		assertThat(instanceFields(GuardPolicy.class)).as("describe() each new setting and list it here")
+				.isEqualTo(describedAs.keySet());
+		specsDescribedAs.forEach((spec, fields) -> assertThat(instanceFields(spec))
+				.as("describe() each new setting of %s and list it here", spec.getSimpleName()).isEqualTo(fields.keySet()));
 
 		GuardPolicy full = GuardPolicy.builder("full").timer(vts).reportScheduler(vts)
 				.breaker(tripsAfterTwoFailures().build())
@@ -484,7 +494,12 @@ class GuardControlTest {
 				.budget(BudgetSpec.defaults().tenants(TenantLimits.unlimited().requestsPerMinute(10)))
 				.build();
 		Map<String, String> described = full.describe();
-		describedAs.values().stream().filter(key -> !key.startsWith("(")).forEach(key ->
-				assertThat(described).as(key).containsKey(key));
+		Stream.concat(describedAs.values().stream(), specsDescribedAs.values().stream().flatMap(m -> m.values().stream()))
+				.filter(key -> !key.startsWith("(")).forEach(key -> assertThat(described).as(key).containsKey(key));
+	}
+
+	private static Set<String> instanceFields(Class<?> type) {
+		return Arrays.stream(type.getDeclaredFields()).filter(f -> !Modifier.isStatic(f.getModifiers()))
+				.map(Field::getName).collect(Collectors.toSet());
 	}
 }
