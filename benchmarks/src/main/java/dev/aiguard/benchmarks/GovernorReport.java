@@ -19,14 +19,6 @@ import dev.aiguard.load.LoadLevel;
 /** The figures of {@link LoadGovernorSimulation}: one {@link Result} per setup, the table and the goal lines. */
 final class GovernorReport {
 
-	static double percentileMs(long[] sorted, double q) {
-		if (sorted.length == 0) {
-			return Double.NaN;
-		}
-		int rank = (int) Math.ceil(q * sorted.length);
-		return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))] / 1e6;
-	}
-
 	static final class Result {
 
 		Setup setup;
@@ -57,7 +49,7 @@ final class GovernorReport {
 
 	static void print(GovernorTraffic traffic, List<Result> results) {
 		long[] unloaded = p0UnloadedTtfts(traffic);
-		double unloadedP99 = percentileMs(unloaded, 0.99);
+		double unloadedP99 = LatencyHistogram.nearestRankMillis(unloaded, 0.99);
 		System.out.printf(Locale.ROOT, "%-28s %7s %7s %7s %7s %6s %6s %6s %6s %6s %6s %7s %6s %7s %7s %8s %8s%n",
 				"setup", "P0 ok", "P0 p50", "P0 p99", "p99/unl", "P1 ans", "P2 ans", "live", "cache", "fallbk",
 				"shed", "refused", "failed", "preempt", "goodput", "chg/min*", "ramp s**");

@@ -256,8 +256,8 @@ final class GovernorRun {
 		long[] ttfts = Arrays.copyOf(p0Ttft, p0TtftCount);
 		Arrays.sort(ttfts);
 		r.p0Success = succeeded[0] / (double) offered[0];
-		r.p0TtftP50 = GovernorReport.percentileMs(ttfts, 0.50);
-		r.p0TtftP99 = GovernorReport.percentileMs(ttfts, 0.99);
+		r.p0TtftP50 = LatencyHistogram.nearestRankMillis(ttfts, 0.50);
+		r.p0TtftP99 = LatencyHistogram.nearestRankMillis(ttfts, 0.99);
 		r.p1Answered = (succeeded[1] + cheap[1] + fallback[1]) / (double) offered[1];
 		r.p2Answered = (succeeded[2] + cheap[2] + fallback[2]) / (double) offered[2];
 		double all = offered[0] + offered[1] + offered[2];

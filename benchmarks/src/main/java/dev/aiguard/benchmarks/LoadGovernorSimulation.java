@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
+import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.benchmarks.GovernorReport.Result;
 import dev.aiguard.benchmarks.GovernorSetups.Setup;
 import dev.aiguard.core.Priority;
