@@ -86,4 +86,13 @@ final class LatencyHistogram {
 		}
 		return FINE_LIMIT_NANOS + (bucket - FINE_BUCKETS + 1L) * COARSE_NANOS;
 	}
+
+	/** @return the nearest-rank {@code q} quantile of {@code sortedNanos}, in milliseconds; NaN when there is none */
+	static double nearestRankMillis(long[] sortedNanos, double q) {
+		if (sortedNanos.length == 0) {
+			return Double.NaN;
+		}
+		int rank = (int) Math.ceil(q * sortedNanos.length);
+		return sortedNanos[Math.max(0, Math.min(sortedNanos.length - 1, rank - 1))] / 1e6;
+	}
 }

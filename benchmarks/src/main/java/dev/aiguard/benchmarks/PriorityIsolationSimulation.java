@@ -311,10 +311,10 @@ public final class PriorityIsolationSimulation {
 			Result r = new Result();
 			r.setup = setup;
 			r.p0Admitted = t.length;
-			r.ttftP50 = percentileMs(t, 0.50);
-			r.ttftP99 = percentileMs(t, 0.99);
-			r.waitP50 = percentileMs(w, 0.50);
-			r.waitP99 = percentileMs(w, 0.99);
+			r.ttftP50 = LatencyHistogram.nearestRankMillis(t, 0.50);
+			r.ttftP99 = LatencyHistogram.nearestRankMillis(t, 0.99);
+			r.waitP50 = LatencyHistogram.nearestRankMillis(w, 0.50);
+			r.waitP99 = LatencyHistogram.nearestRankMillis(w, 0.99);
 			r.p0Rejected = p0Rejected + p0Preempted;
 			r.p2PerSecond = p2Done / (double) MEASURED.toSeconds();
 			r.p2Preempted = p2Preempted;
@@ -322,15 +322,6 @@ public final class PriorityIsolationSimulation {
 			r.p2Utilisation = idleSamples == 0 || setup == Setup.P0_ALONE ? Double.NaN
 					: p2BusyPermitSamples / (idleSamples * (double) TOTAL);
 			return r;
-		}
-
-		static double percentileMs(long[] sorted, double q) {
-			if (sorted.length == 0) {
-				return Double.NaN;
-			}
-			// nearest rank
-			int rank = (int) Math.ceil(q * sorted.length);
-			return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))] / 1e6;
 		}
 	}
 

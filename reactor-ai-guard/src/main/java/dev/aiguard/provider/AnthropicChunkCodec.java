@@ -1,8 +1,6 @@
 package dev.aiguard.provider;
 
 import java.util.List;
-import java.util.Objects;
-import java.util.function.BiConsumer;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
@@ -11,7 +9,6 @@ import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.SynchronousSink;
 
 /**
  * Anthropic Messages stream events to {@link ChatChunk}s.
@@ -49,8 +46,7 @@ public final class AnthropicChunkCodec {
 
 	/** @return the events decoded to chunks; one decoding state per subscription */
 	public static Flux<ChatChunk> decode(Flux<SseEvent> events) {
-		Objects.requireNonNull(events, "events");
-		return Flux.defer(() -> events.handle(new Decoder()));
+		return ChunkDecoder.decode(events, Decoder::new);
 	}
 
 	/**
@@ -62,26 +58,13 @@ public final class AnthropicChunkCodec {
 		return ChatChunk.inspector();
 	}
 
-	/** Per-subscription state: the event count and the input tokens of {@code message_start}. */
-	static final class Decoder implements BiConsumer<SseEvent, SynchronousSink<ChatChunk>> {
+	/** Per-subscription state: the input tokens of {@code message_start} (the event count is the base's). */
+	static final class Decoder extends ChunkDecoder {
 
-		private long position;
 		private int inputTokens = -1;
 
 		@Override
-		public void accept(SseEvent event, SynchronousSink<ChatChunk> sink) {
-			ChatChunk chunk = decode(event);
-			if (chunk != null) {
-				sink.next(chunk);
-			}
-		}
-
-		/** @return the chunk, or {@code null} when the event carries nothing for the caller */
-		ChatChunk decode(SseEvent event) {
-			position++;
-			if (event.isComment()) {
-				return ChatChunk.keepAlive();
-			}
+		ChatChunk decodeEvent(SseEvent event) {
 			String type = event.event();
 			if (type.equals("ping")) {
 				return ChatChunk.keepAlive();

@@ -14,11 +14,7 @@ import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
-import dev.aiguard.sse.SseDecoder;
 import reactor.core.publisher.Flux;
-import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
-import reactor.netty.http.client.HttpClient;
 
 /**
  * Streams answers from the Anthropic Messages API (or a server that speaks it) on Reactor Netty.
@@ -87,14 +83,12 @@ public final class AnthropicClient {
 		this.responseTimeout = b.responseTimeout;
 		String key = b.apiKey;
 		String v = b.version;
-		HttpClient http = SseExchange.httpClient(b.httpClient, b.connectTimeout, h -> {
+		this.exchange = b.exchange(AnthropicChunkCodec.PROVIDER, "/messages", h -> {
 			h.set("anthropic-version", v);
 			if (key != null) {
 				h.set("x-api-key", key);
 			}
-		});
-		this.exchange = new SseExchange(AnthropicChunkCodec.PROVIDER, b.baseUrl, b.baseUrl + "/messages", http,
-				b.responseTimeout, b.timer, b.sseDecoder, b.maxErrorBodyBytes, AnthropicChunkCodec::decode, this::scrub);
+		}, AnthropicChunkCodec::decode, this::scrub);
 	}
 
 	/**
@@ -258,36 +252,17 @@ public final class AnthropicClient {
 	 *     .build();
 	 * }</pre>
 	 */
-	public static final class Builder {
+	public static final class Builder extends SseClientSettings<Builder> {
 
-		private final String baseUrl;
-		private String apiKey;
-		private String model;
 		private int maxTokens = DEFAULT_MAX_TOKENS;
 		private String version = DEFAULT_VERSION;
-		private Duration connectTimeout = Duration.ofSeconds(10);
-		private Duration responseTimeout = Duration.ofSeconds(60);
-		private int maxErrorBodyBytes = 64 * 1024;
-		private HttpClient httpClient;
-		private Scheduler timer = Schedulers.parallel();
-		private SseDecoder sseDecoder = SseDecoder.defaults();
 
 		private Builder(String baseUrl) {
-			this.baseUrl = SseExchange.checkBaseUrl(baseUrl);
+			super(baseUrl);
 		}
 
-		/**
-		 * @param key sent as {@code x-api-key}; {@code null} for a server that needs none (a local proxy or mock)
-		 * @throws IllegalArgumentException when blank or containing whitespace (the value is not repeated)
-		 */
-		public Builder apiKey(String key) {
-			this.apiKey = SseExchange.checkApiKey(key);
-			return this;
-		}
-
-		/** @param name the model used when a {@link ChatRequest} names none; {@code null} for none */
-		public Builder model(String name) {
-			this.model = SseExchange.checkModel(name);
+		@Override
+		Builder self() {
 			return this;
 		}
 
@@ -307,45 +282,6 @@ public final class AnthropicClient {
 						+ version + "'");
 			}
 			this.version = version;
-			return this;
-		}
-
-		/** @param timeout time allowed to open the TCP connection (default 10 s) */
-		public Builder connectTimeout(Duration timeout) {
-			this.connectTimeout = SseExchange.positive("connectTimeout", timeout);
-			return this;
-		}
-
-		/**
-		 * @param timeout time allowed from subscription to the response headers (default 60 s); the
-		 *        body has no deadline here, the guard's stall watch covers it
-		 */
-		public Builder responseTimeout(Duration timeout) {
-			this.responseTimeout = SseExchange.positive("responseTimeout", timeout);
-			return this;
-		}
-
-		/** @param bytes the most of an error body read for its message (default 64 KiB) */
-		public Builder maxErrorBodyBytes(int bytes) {
-			this.maxErrorBodyBytes = SseExchange.positive("maxErrorBodyBytes", bytes);
-			return this;
-		}
-
-		/** @param client a configured Reactor Netty client to share (its pool, TLS, proxy...) */
-		public Builder httpClient(HttpClient client) {
-			this.httpClient = Objects.requireNonNull(client, "httpClient");
-			return this;
-		}
-
-		/** @param scheduler runs the response-header deadline (default {@link Schedulers#parallel()}) */
-		public Builder timer(Scheduler scheduler) {
-			this.timer = Objects.requireNonNull(scheduler, "timer");
-			return this;
-		}
-
-		/** @param decoder the SSE decoder, for other line and event limits (default 1 MiB each) */
-		public Builder sseDecoder(SseDecoder decoder) {
-			this.sseDecoder = Objects.requireNonNull(decoder, "sseDecoder");
 			return this;
 		}
 

@@ -2,8 +2,6 @@ package dev.aiguard.provider;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
-import java.util.function.BiConsumer;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
@@ -12,7 +10,6 @@ import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.SynchronousSink;
 
 /**
  * OpenAI chat-completions stream events (also vLLM, Ollama's {@code /v1}, LM Studio, llama.cpp
@@ -48,8 +45,7 @@ public final class OpenAiChunkCodec {
 
 	/** @return the events decoded to chunks; one decoding state per subscription */
 	public static Flux<ChatChunk> decode(Flux<SseEvent> events) {
-		Objects.requireNonNull(events, "events");
-		return Flux.defer(() -> events.handle(new Decoder()));
+		return ChunkDecoder.decode(events, Decoder::new);
 	}
 
 	/**
@@ -61,25 +57,11 @@ public final class OpenAiChunkCodec {
 		return ChatChunk.inspector();
 	}
 
-	/** Per-subscription state: only the event count, to name a bad event. */
-	static final class Decoder implements BiConsumer<SseEvent, SynchronousSink<ChatChunk>> {
-
-		private long position;
+	/** The OpenAI rules for one event; the per-subscription event count is the base's. */
+	static final class Decoder extends ChunkDecoder {
 
 		@Override
-		public void accept(SseEvent event, SynchronousSink<ChatChunk> sink) {
-			ChatChunk chunk = decode(event);
-			if (chunk != null) {
-				sink.next(chunk);
-			}
-		}
-
-		/** @return the chunk, or {@code null} when the event carries nothing for the caller */
-		ChatChunk decode(SseEvent event) {
-			position++;
-			if (event.isComment()) {
-				return ChatChunk.keepAlive();
-			}
+		ChatChunk decodeEvent(SseEvent event) {
 			String data = event.data();
 			if (data.equals("[DONE]")) {
 				return ChatChunk.done();

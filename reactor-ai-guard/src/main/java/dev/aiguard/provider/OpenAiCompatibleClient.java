@@ -11,12 +11,8 @@ import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ResponseFormat;
 import dev.aiguard.chat.ToolCall;
-import dev.aiguard.sse.SseDecoder;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import reactor.core.publisher.Flux;
-import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
-import reactor.netty.http.client.HttpClient;
 
 /**
  * Streams chat completions from any OpenAI-compatible server (OpenAI, vLLM, Ollama's {@code /v1},
@@ -67,13 +63,11 @@ public final class OpenAiCompatibleClient {
 		this.responseTimeout = b.responseTimeout;
 		this.includeUsage = b.includeUsage;
 		String key = b.apiKey;
-		HttpClient http = SseExchange.httpClient(b.httpClient, b.connectTimeout, h -> {
+		this.exchange = b.exchange(OpenAiChunkCodec.PROVIDER, "/chat/completions", h -> {
 			if (key != null) {
 				h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + key);
 			}
-		});
-		this.exchange = new SseExchange(OpenAiChunkCodec.PROVIDER, b.baseUrl, b.baseUrl + "/chat/completions", http,
-				b.responseTimeout, b.timer, b.sseDecoder, b.maxErrorBodyBytes, OpenAiChunkCodec::decode, this::scrub);
+		}, OpenAiChunkCodec::decode, this::scrub);
 	}
 
 	/**
@@ -170,80 +164,22 @@ public final class OpenAiCompatibleClient {
 	 *     .build();
 	 * }</pre>
 	 */
-	public static final class Builder {
+	public static final class Builder extends SseClientSettings<Builder> {
 
-		private final String baseUrl;
-		private String apiKey;
-		private String model;
-		private Duration connectTimeout = Duration.ofSeconds(10);
-		private Duration responseTimeout = Duration.ofSeconds(60);
-		private int maxErrorBodyBytes = 64 * 1024;
 		private boolean includeUsage = true;
-		private HttpClient httpClient;
-		private Scheduler timer = Schedulers.parallel();
-		private SseDecoder sseDecoder = SseDecoder.defaults();
 
 		private Builder(String baseUrl) {
-			this.baseUrl = SseExchange.checkBaseUrl(baseUrl);
+			super(baseUrl);
 		}
 
-		/**
-		 * @param key the bearer token; {@code null} for servers that need none (a local vLLM or Ollama)
-		 * @throws IllegalArgumentException when blank or containing whitespace (the value is not repeated)
-		 */
-		public Builder apiKey(String key) {
-			this.apiKey = SseExchange.checkApiKey(key);
-			return this;
-		}
-
-		/** @param name the model used when a {@link ChatRequest} names none; {@code null} for none */
-		public Builder model(String name) {
-			this.model = SseExchange.checkModel(name);
-			return this;
-		}
-
-		/** @param timeout time allowed to open the TCP connection (default 10 s) */
-		public Builder connectTimeout(Duration timeout) {
-			this.connectTimeout = SseExchange.positive("connectTimeout", timeout);
-			return this;
-		}
-
-		/**
-		 * @param timeout time allowed from subscription to the response headers (default 60 s); the
-		 *        body has no deadline here, the guard's stall watch covers it
-		 */
-		public Builder responseTimeout(Duration timeout) {
-			this.responseTimeout = SseExchange.positive("responseTimeout", timeout);
-			return this;
-		}
-
-		/** @param bytes the most of an error body read for its message (default 64 KiB) */
-		public Builder maxErrorBodyBytes(int bytes) {
-			this.maxErrorBodyBytes = SseExchange.positive("maxErrorBodyBytes", bytes);
+		@Override
+		Builder self() {
 			return this;
 		}
 
 		/** @param include whether to ask for the usage chunk ({@code stream_options}); some old servers reject it */
 		public Builder includeUsage(boolean include) {
 			this.includeUsage = include;
-			return this;
-		}
-
-		/** @param client a configured Reactor Netty client to share (its pool, TLS, proxy...) */
-		public Builder httpClient(HttpClient client) {
-			this.httpClient = Objects.requireNonNull(client, "httpClient");
-			return this;
-		}
-
-		/** @param scheduler runs the response-header deadline (default {@link Schedulers#parallel()}) */
-		public Builder timer(Scheduler scheduler) {
-			this.timer = Objects.requireNonNull(scheduler, "timer");
-			return this;
-		}
-
-		/** @param decoder the SSE decoder, for other line and event limits (default 1 MiB each) */
-		public Builder sseDecoder(SseDecoder decoder) {
-			this.sseDecoder = Objects.requireNonNull(decoder, "sseDecoder");
 			return this;
 		}
 

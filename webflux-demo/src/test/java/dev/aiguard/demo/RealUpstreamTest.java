@@ -92,7 +92,8 @@ class RealUpstreamTest {
 		ok.forEach(e -> seen.append(e.data()));
 		library.forEach(e -> seen.append(e.data()));
 		failed.forEach(e -> seen.append(e.data()));
-		for (String path : List.of("/api/guard", "/actuator/health", "/actuator/prometheus", "/", "/app.js")) {
+		for (String path : List.of("/api/guard", "/actuator/health", "/actuator/prometheus", "/", "/app.js", "/chat.js",
+				"/faults.js", "/panel.js", "/policy.js")) {
 			seen.append(client.get().uri(path).exchange().expectStatus().isOk().expectBody(String.class).returnResult()
 				.getResponseBody());
 		}
