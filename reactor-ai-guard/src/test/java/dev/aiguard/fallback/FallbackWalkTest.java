@@ -8,8 +8,10 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -120,12 +122,17 @@ class FallbackWalkTest {
 
 	@Test
 	void aBlockingStepWhoseHopLandsAfterTheSubscriberStoppedNeverStarts() throws InterruptedException {
-		Scheduler oneThread = Schedulers.newSingle("walk-hop");
+		// a plain thread, not one of Reactor's non-blocking ones: BlockHound would end the holding
+		// task at once, and the hop would then race the subscriber's stop instead of landing after it
+		Scheduler oneThread = Schedulers.fromExecutorService(
+				Executors.newSingleThreadExecutor(r -> new Thread(r, "walk-hop")), "walk-hop");
 		try {
 			CountDownLatch held = new CountDownLatch(1);
+			AtomicBoolean heldUntilStopped = new AtomicBoolean();
 			oneThread.schedule(() -> {
 				try {
 					held.await();
+					heldUntilStopped.set(true);
 				}
 				catch (InterruptedException e) {
 					Thread.currentThread().interrupt();
@@ -142,6 +149,7 @@ class FallbackWalkTest {
 			oneThread.schedule(drained::countDown);
 			assertThat(drained.await(10, TimeUnit.SECONDS)).isTrue();
 
+			assertThat(heldUntilStopped).isTrue();
 			assertThat(blocking.calls).hasValue(0);
 		}
 		finally {
