@@ -81,10 +81,16 @@ final class PolicyView<T> {
 			priorities[p.ordinal()] = new ForPriority(r, rulesOf(policy, r, false), rulesOf(policy, r, true));
 		}
 		FallbackChain<T> chain = fallback();
-		boolean byLoad = chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD);
-		this.cheaperFirst = byLoad ? chain.only(EnumSet.of(Source.CACHE, Source.LIGHTWEIGHT)).orElse(null) : null;
-		this.fallbackFirst = byLoad ? chain.only(EnumSet.of(Source.FALLBACK_MODEL, Source.CACHE)).orElse(null) : null;
-		this.staticOnly = byLoad ? chain.only(EnumSet.of(Source.STATIC)).orElse(null) : null;
+		if (chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD)) {
+			this.cheaperFirst = chain.only(EnumSet.of(Source.CACHE, Source.LIGHTWEIGHT)).orElse(null);
+			this.fallbackFirst = chain.only(EnumSet.of(Source.FALLBACK_MODEL, Source.CACHE)).orElse(null);
+			this.staticOnly = chain.only(EnumSet.of(Source.STATIC)).orElse(null);
+		}
+		else {
+			this.cheaperFirst = null;
+			this.fallbackFirst = null;
+			this.staticOnly = null;
+		}
 	}
 
 	private static Recovery.Rules rulesOf(GuardPolicy policy, GuardPolicy.Resolved r, boolean callForm) {

@@ -82,7 +82,7 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 	long enqueuedAtNanos;
 	Disposable timeout;
 
-	LaneTicket(PriorityLanes lanes, Priority priority, CoreSubscriber<? super LanePermit> actual) {
+	LaneTicket(PriorityLanes lanes, Priority priority, @Nullable CoreSubscriber<? super LanePermit> actual) {
 		this.lanes = lanes;
 		this.priority = priority;
 		this.actual = actual;
