@@ -11,6 +11,8 @@ import reactor.core.publisher.FluxOperator;
 import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Runs one subscription of the source under a lane permit; see {@link PriorityLanes#admit()}.
  *
@@ -156,7 +158,7 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 			terminate(e);
 		}
 
-		private void terminate(Throwable error) {
+		private void terminate(@Nullable Throwable error) {
 			if (!DONE.compareAndSet(this, 0, 1)) {
 				if (error != null && !(error instanceof PreemptedException)) {
 					Operators.onErrorDropped(error, actual.currentContext());

@@ -3,6 +3,8 @@ package dev.aiguard.admission;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The shape of one priority lane: how many streams it runs, how many requests may wait and for
  * how long, the size of its Scheduler, and how it shares capacity with the other lanes.
@@ -58,12 +60,12 @@ public final class LaneSpec {
 	private final int queuedTaskCap;
 	private final boolean borrowFromLower;
 	private final int reservedForOwn;
-	private final Duration agingAfter;
+	private final @Nullable Duration agingAfter;
 	private final double lendToLower;
 	private final boolean preemptBorrowers;
 
 	private LaneSpec(int concurrency, int maxQueueSize, Duration maxQueueWait, int threadCap, int queuedTaskCap,
-			boolean borrowFromLower, int reservedForOwn, Duration agingAfter, double lendToLower,
+			boolean borrowFromLower, int reservedForOwn, @Nullable Duration agingAfter, double lendToLower,
 			boolean preemptBorrowers) {
 		this.concurrency = concurrency;
 		this.maxQueueSize = maxQueueSize;
@@ -233,7 +235,7 @@ public final class LaneSpec {
 	}
 
 	/** @return the aging period, or {@code null} when aging is off */
-	public Duration agingAfter() {
+	public @Nullable Duration agingAfter() {
 		return agingAfter;
 	}
 
@@ -262,7 +264,7 @@ public final class LaneSpec {
 		return permits;
 	}
 
-	private static Duration positive(String field, Duration value, boolean nullable) {
+	private static @Nullable Duration positive(String field, @Nullable Duration value, boolean nullable) {
 		if (value == null) {
 			if (nullable) {
 				return null;

@@ -13,6 +13,8 @@ import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.SynchronousSink;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Anthropic Messages stream events to {@link ChatChunk}s.
  *
@@ -77,12 +79,13 @@ public final class AnthropicChunkCodec {
 		}
 
 		/** @return the chunk, or {@code null} when the event carries nothing for the caller */
-		ChatChunk decode(SseEvent event) {
+		@Nullable ChatChunk decode(SseEvent event) {
 			position++;
 			if (event.isComment()) {
 				return ChatChunk.keepAlive();
 			}
-			String type = event.event();
+			// an event that is not a comment always has a type and data
+			String type = Objects.requireNonNull(event.event(), "event");
 			if (type.equals("ping")) {
 				return ChatChunk.keepAlive();
 			}
@@ -127,7 +130,7 @@ public final class AnthropicChunkCodec {
 			}
 		}
 
-		private static ChatChunk delta(int index, JsonNode delta) {
+		private static @Nullable ChatChunk delta(int index, JsonNode delta) {
 			String kind = EventJson.text(delta.get("type"));
 			if (kind == null) {
 				return null;
@@ -150,7 +153,7 @@ public final class AnthropicChunkCodec {
 			}
 		}
 
-		private static ChatChunk blockStart(int index, JsonNode block) {
+		private static @Nullable ChatChunk blockStart(int index, JsonNode block) {
 			String kind = EventJson.text(block.get("type"));
 			if (kind == null) {
 				return null;

@@ -20,6 +20,8 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Streams answers from the Anthropic Messages API (or a server that speaks it) on Reactor Netty.
  *
@@ -71,8 +73,8 @@ public final class AnthropicClient {
 	public static final int DEFAULT_MAX_TOKENS = 1024;
 
 	private final String baseUrl;
-	private final String apiKey;
-	private final String model;
+	private final @Nullable String apiKey;
+	private final @Nullable String model;
 	private final int maxTokens;
 	private final String version;
 	private final Duration responseTimeout;
@@ -261,14 +263,14 @@ public final class AnthropicClient {
 	public static final class Builder {
 
 		private final String baseUrl;
-		private String apiKey;
-		private String model;
+		private @Nullable String apiKey;
+		private @Nullable String model;
 		private int maxTokens = DEFAULT_MAX_TOKENS;
 		private String version = DEFAULT_VERSION;
 		private Duration connectTimeout = Duration.ofSeconds(10);
 		private Duration responseTimeout = Duration.ofSeconds(60);
 		private int maxErrorBodyBytes = 64 * 1024;
-		private HttpClient httpClient;
+		private @Nullable HttpClient httpClient;
 		private Scheduler timer = Schedulers.parallel();
 		private SseDecoder sseDecoder = SseDecoder.defaults();
 

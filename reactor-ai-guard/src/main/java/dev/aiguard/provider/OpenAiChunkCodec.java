@@ -14,6 +14,8 @@ import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.SynchronousSink;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * OpenAI chat-completions stream events (also vLLM, Ollama's {@code /v1}, LM Studio, llama.cpp
  * server...) to {@link ChatChunk}s.
@@ -75,12 +77,13 @@ public final class OpenAiChunkCodec {
 		}
 
 		/** @return the chunk, or {@code null} when the event carries nothing for the caller */
-		ChatChunk decode(SseEvent event) {
+		@Nullable ChatChunk decode(SseEvent event) {
 			position++;
 			if (event.isComment()) {
 				return ChatChunk.keepAlive();
 			}
-			String data = event.data();
+			// an event that is not a comment always has data
+			String data = Objects.requireNonNull(event.data(), "data");
 			if (data.equals("[DONE]")) {
 				return ChatChunk.done();
 			}
@@ -116,7 +119,7 @@ public final class OpenAiChunkCodec {
 			return new ChatChunk(text, role, finishReason, usage, toolCalls, false, false);
 		}
 
-		private static JsonNode firstChoice(JsonNode choices) {
+		private static @Nullable JsonNode firstChoice(JsonNode choices) {
 			if (choices == null || !choices.isArray()) {
 				return null;
 			}
@@ -146,7 +149,7 @@ public final class OpenAiChunkCodec {
 			return List.copyOf(out);
 		}
 
-		private static Usage usage(JsonNode usage) {
+		private static @Nullable Usage usage(JsonNode usage) {
 			if (usage == null || !usage.isObject()) {
 				return null;
 			}

@@ -18,6 +18,8 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Streams chat completions from any OpenAI-compatible server (OpenAI, vLLM, Ollama's {@code /v1},
  * LM Studio, the demo's mock) on Reactor Netty.
@@ -54,8 +56,8 @@ import reactor.netty.http.client.HttpClient;
 public final class OpenAiCompatibleClient {
 
 	private final String baseUrl;
-	private final String apiKey;
-	private final String model;
+	private final @Nullable String apiKey;
+	private final @Nullable String model;
 	private final Duration responseTimeout;
 	private final boolean includeUsage;
 	private final SseExchange exchange;
@@ -173,13 +175,13 @@ public final class OpenAiCompatibleClient {
 	public static final class Builder {
 
 		private final String baseUrl;
-		private String apiKey;
-		private String model;
+		private @Nullable String apiKey;
+		private @Nullable String model;
 		private Duration connectTimeout = Duration.ofSeconds(10);
 		private Duration responseTimeout = Duration.ofSeconds(60);
 		private int maxErrorBodyBytes = 64 * 1024;
 		private boolean includeUsage = true;
-		private HttpClient httpClient;
+		private @Nullable HttpClient httpClient;
 		private Scheduler timer = Schedulers.parallel();
 		private SseDecoder sseDecoder = SseDecoder.defaults();
 
