@@ -62,9 +62,9 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 		final Flux<? extends T> source;
 		final Priority priority;
 		final boolean subscribeOnLane;
-		volatile LaneAdmission admission;
+		volatile @Nullable LaneAdmission admission;
 
-		volatile LanePermit permit;
+		volatile @Nullable LanePermit permit;
 
 		volatile int cancelled;
 		@SuppressWarnings("rawtypes")
@@ -84,7 +84,7 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 				AtomicIntegerFieldUpdater.newUpdater(AdmitMainSubscriber.class, "wip");
 
 		/** The terminal error, or null for completion; written before {@code wip} is raised. */
-		Throwable terminal;
+		@Nullable Throwable terminal;
 
 		AdmitMainSubscriber(CoreSubscriber<? super T> actual, Flux<? extends T> source, Priority priority,
 				boolean subscribeOnLane) {

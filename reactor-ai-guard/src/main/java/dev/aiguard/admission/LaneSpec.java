@@ -116,7 +116,7 @@ public final class LaneSpec {
 	 * @throws IllegalArgumentException when null, zero or negative
 	 */
 	public LaneSpec maxQueueWait(Duration wait) {
-		return new LaneSpec(concurrency, maxQueueSize, positive("maxQueueWait", wait, false), threadCap, queuedTaskCap,
+		return new LaneSpec(concurrency, maxQueueSize, positive("maxQueueWait", wait), threadCap, queuedTaskCap,
 				borrowFromLower, reservedForOwn, agingAfter, lendToLower, preemptBorrowers);
 	}
 
@@ -175,7 +175,7 @@ public final class LaneSpec {
 	 */
 	public LaneSpec agingAfter(Duration period) {
 		return new LaneSpec(concurrency, maxQueueSize, maxQueueWait, threadCap, queuedTaskCap, borrowFromLower,
-				reservedForOwn, positive("agingAfter", period, true), lendToLower, preemptBorrowers);
+				reservedForOwn, positiveOrNull("agingAfter", period), lendToLower, preemptBorrowers);
 	}
 
 	/**
@@ -264,11 +264,12 @@ public final class LaneSpec {
 		return permits;
 	}
 
-	private static @Nullable Duration positive(String field, @Nullable Duration value, boolean nullable) {
+	private static @Nullable Duration positiveOrNull(String field, @Nullable Duration value) {
+		return value == null ? null : positive(field, value);
+	}
+
+	private static Duration positive(String field, @Nullable Duration value) {
 		if (value == null) {
-			if (nullable) {
-				return null;
-			}
 			throw new IllegalArgumentException(field + " must be set, was null");
 		}
 		if (value.isNegative() || value.isZero()) {
