@@ -3,6 +3,7 @@ package dev.aiguard;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongConsumer;
+import java.util.Objects;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.ChunkInspector;
@@ -57,6 +58,7 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	private ArrayList<T> held;
 	boolean holding;
 	/** The attempt whose chunks pass now; set before it is subscribed. */
+	@SuppressWarnings("NullAway.Init")
 	StallWatch<T> watch;
 
 	/** Adds to the subscriber's demand as the request's demand hand-over counts it. */
@@ -255,8 +257,9 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 				&& (f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT)) != ChunkInspector.HEARTBEAT) {
 			recorder.record(t);
 		}
-		if (transcribing && transcript != null) {
-			if (transcriptType.isInstance(t)) {
+		Class<T> type = transcriptType;
+		if (transcribing && transcript != null && type != null) {
+			if (type.isInstance(t)) {
 				transcript.record(t);
 			}
 			else {
@@ -264,7 +267,7 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 			}
 		}
 		if (holding) {
-			held.add(t);
+			Objects.requireNonNull(held, "held").add(t);
 		}
 		else {
 			actual.onNext(t);

@@ -215,7 +215,7 @@ public final class GuardControl<T> {
 		CircuitBreaker breaker = policy.breaker();
 		if (config != null && breaker != null && breaker == before.breaker() && !config.equals(breaker.config())) {
 			try {
-				breaker.reconfigure(config, "policy change by " + change.actor());
+				breaker.reconfigure(config, "policy change by " + (change != null ? change.actor() : "an unnamed actor"));
 			}
 			catch (Throwable reconfigureFailure) {
 				Callbacks.dropped(reconfigureFailure);

@@ -8,6 +8,8 @@ import reactor.core.publisher.Sinks;
 import reactor.util.context.Context;
 import reactor.util.context.ContextView;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Lets the code that subscribes a guarded stream see, while it streams, where the answer comes
  * from and, at the end, the request's {@link GuardReport}. Create one per request and put it in
@@ -57,7 +59,7 @@ public final class GuardSignals {
 	}
 
 	/** @return the signals found in {@code context}, or {@code null} */
-	static GuardSignals from(ContextView context) {
+	static @Nullable GuardSignals from(ContextView context) {
 		Object o = context.getOrDefault(CONTEXT_KEY, null);
 		return o instanceof GuardSignals ? (GuardSignals) o : null;
 	}

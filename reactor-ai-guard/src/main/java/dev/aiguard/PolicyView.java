@@ -86,11 +86,12 @@ final class PolicyView<T> {
 			priorities[p.ordinal()] = new ForPriority(r, rulesOf(policy, r, false), rulesOf(policy, r, true));
 		}
 		FallbackChain<T> chain = fallback();
-		boolean byLoad = chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD);
 		@SuppressWarnings("unchecked")
 		FallbackChain<T>[] cuts = new FallbackChain[Degradation.values().length];
-		for (Degradation d : Degradation.values()) {
-			cuts[d.ordinal()] = byLoad ? chain.only(d.sources()).orElse(null) : null;
+		if (chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD)) {
+			for (Degradation d : Degradation.values()) {
+				cuts[d.ordinal()] = chain.only(d.sources()).orElse(null);
+			}
 		}
 		this.degraded = cuts;
 		this.stages = stagesOf(policy);

@@ -7,6 +7,8 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.retry.MidStreamPolicy;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What a guarded request does after an attempt failed: a pure function of how the attempt ended,
  * what the request has delivered and spent so far, and the policy's rules. No Reactor type, no
@@ -55,7 +57,7 @@ final class Recovery {
 	 * @param trigger why the ladder is entered ({@link Action#FALLBACK} only)
 	 * @param budgetRefused whether a retry was wanted but the retry budget refused it
 	 */
-	record Step(Action action, FallbackTrigger trigger, boolean budgetRefused) {
+	record Step(Action action, @Nullable FallbackTrigger trigger, boolean budgetRefused) {
 
 		static Step of(Action action) {
 			return new Step(action, null, false);

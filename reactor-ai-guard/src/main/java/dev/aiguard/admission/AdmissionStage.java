@@ -43,7 +43,8 @@ public final class AdmissionStage implements GuardStage {
 	static final class Run implements StageRun, LaneAdmission.Owner, Lane, Consumer<PreemptedException> {
 
 		private final PriorityLanes lanes;
-		@Nullable
+		// set by admit(), the first call the request makes on its run
+		@SuppressWarnings("NullAway.Init")
 		private RequestPort port;
 		@Nullable
 		private volatile LanePermit permit;
@@ -106,7 +107,8 @@ public final class AdmissionStage implements GuardStage {
 
 		@Override
 		public Scheduler scheduler() {
-			return permit.scheduler();
+			// the request has this lane only from admitted() on, which stored the permit first
+			return Objects.requireNonNull(permit, "permit").scheduler();
 		}
 
 		@Override

@@ -11,6 +11,8 @@ import reactor.core.publisher.FluxOperator;
 import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Runs one subscription of the source under a lane permit; see {@link PriorityLanes#admit()}.
  *
@@ -60,9 +62,9 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 		final Flux<? extends T> source;
 		final Priority priority;
 		final boolean subscribeOnLane;
-		volatile LaneAdmission admission;
+		volatile @Nullable LaneAdmission admission;
 
-		volatile LanePermit permit;
+		volatile @Nullable LanePermit permit;
 
 		volatile int cancelled;
 		@SuppressWarnings("rawtypes")
@@ -82,7 +84,7 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 				AtomicIntegerFieldUpdater.newUpdater(AdmitMainSubscriber.class, "wip");
 
 		/** The terminal error, or null for completion; written before {@code wip} is raised. */
-		Throwable terminal;
+		@Nullable Throwable terminal;
 
 		AdmitMainSubscriber(CoreSubscriber<? super T> actual, Flux<? extends T> source, Priority priority,
 				boolean subscribeOnLane) {
@@ -156,7 +158,7 @@ final class FluxAdmit<T> extends FluxOperator<T, T> {
 			terminate(e);
 		}
 
-		private void terminate(Throwable error) {
+		private void terminate(@Nullable Throwable error) {
 			if (!DONE.compareAndSet(this, 0, 1)) {
 				if (error != null && !(error instanceof PreemptedException)) {
 					Operators.onErrorDropped(error, actual.currentContext());

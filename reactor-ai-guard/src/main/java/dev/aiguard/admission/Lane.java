@@ -4,6 +4,7 @@ import java.util.Locale;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 import dev.aiguard.core.Priority;
+import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -124,33 +125,36 @@ final class Lane {
 	/** A doubly linked list of tickets through their own {@code prev} and {@code next}: nothing allocated per ticket. */
 	static final class Tickets {
 
-		LaneTicket head;
-		LaneTicket tail;
+		@Nullable LaneTicket head;
+		@Nullable LaneTicket tail;
 
 		void append(LaneTicket t) {
 			t.prev = tail;
 			t.next = null;
-			if (tail == null) {
+			LaneTicket last = tail;
+			if (last == null) {
 				head = t;
 			}
 			else {
-				tail.next = t;
+				last.next = t;
 			}
 			tail = t;
 		}
 
 		void remove(LaneTicket t) {
-			if (t.prev == null) {
-				head = t.next;
+			LaneTicket before = t.prev;
+			LaneTicket after = t.next;
+			if (before == null) {
+				head = after;
 			}
 			else {
-				t.prev.next = t.next;
+				before.next = after;
 			}
-			if (t.next == null) {
-				tail = t.prev;
+			if (after == null) {
+				tail = before;
 			}
 			else {
-				t.next.prev = t.prev;
+				after.prev = before;
 			}
 			t.prev = null;
 			t.next = null;

@@ -4,6 +4,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 import dev.aiguard.core.Priority;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -40,7 +41,7 @@ public final class LaneAdmission implements CoreSubscriber<LanePermit>, Disposab
 
 	private final Owner owner;
 
-	volatile Subscription s;
+	volatile @Nullable Subscription s;
 	static final AtomicReferenceFieldUpdater<LaneAdmission, Subscription> S =
 			AtomicReferenceFieldUpdater.newUpdater(LaneAdmission.class, Subscription.class, "s");
 

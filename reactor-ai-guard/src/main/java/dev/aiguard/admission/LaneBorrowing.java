@@ -1,5 +1,7 @@
 package dev.aiguard.admission;
 
+import java.util.Objects;
+
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -77,7 +79,8 @@ final class LaneBorrowing {
 
 	/** The permit {@code lane} takes back: the least urgent borrower, the most recently admitted among those. */
 	static LaneTicket victim(Lane lane) {
-		LaneTicket victim = lane.lent.tail;
+		// called for a lane preemptible() chose, which it did for a non-empty lent list
+		LaneTicket victim = Objects.requireNonNull(lane.lent.tail, "lent.tail");
 		for (LaneTicket c = victim.prev; c != null; c = c.prev) {
 			if (c.priority.ordinal() > victim.priority.ordinal()) {
 				victim = c;

@@ -1,9 +1,12 @@
 package dev.aiguard.admission;
 
+import java.util.Objects;
+
 import dev.aiguard.admission.AdmissionRejectedException.Reason;
 import dev.aiguard.core.Priority;
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
+import org.reactivestreams.Subscriber;
 
 /**
  * The end of a ticket's wait: a permit handed to its subscriber, or a typed refusal. Each one is
@@ -71,9 +74,10 @@ final class LaneGrants {
 
 	/** Hands a DELIVERED ticket's permit to its subscriber. */
 	private static void deliver(LaneTicket t) {
+		Subscriber<? super LanePermit> actual = subscriber(t);
 		try {
-			t.actual.onNext(t);
-			t.actual.onComplete();
+			actual.onNext(t);
+			actual.onComplete();
 		}
 		catch (Throwable e) {
 			// a subscriber that throws cannot be trusted to release: take the permit back
@@ -91,12 +95,18 @@ final class LaneGrants {
 
 	private void deliverError(LaneTicket t, Reason reason) {
 		metrics.admissionRejected(name, t.priority, reason.name());
+		Subscriber<? super LanePermit> actual = subscriber(t);
 		try {
-			t.actual.onError(new AdmissionRejectedException(t.priority, reason, message(t.priority, reason)));
+			actual.onError(new AdmissionRejectedException(t.priority, reason, message(t.priority, reason)));
 		}
 		catch (Throwable e) {
 			Callbacks.dropped(e);
 		}
+	}
+
+	/** Only tickets of the acquire Mono wait and are delivered; a permit granted at once has no subscriber. */
+	private static Subscriber<? super LanePermit> subscriber(LaneTicket t) {
+		return Objects.requireNonNull(t.actual, "actual");
 	}
 
 	private String message(Priority p, Reason reason) {

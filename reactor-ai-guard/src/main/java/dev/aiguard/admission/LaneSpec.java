@@ -3,6 +3,8 @@ package dev.aiguard.admission;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The shape of one priority lane: how many streams it runs, how many requests may wait and for
  * how long, the size of its Scheduler, and how it shares capacity with the other lanes.
@@ -58,12 +60,12 @@ public final class LaneSpec {
 	private final int queuedTaskCap;
 	private final boolean borrowFromLower;
 	private final int reservedForOwn;
-	private final Duration agingAfter;
+	private final @Nullable Duration agingAfter;
 	private final double lendToLower;
 	private final boolean preemptBorrowers;
 
 	private LaneSpec(int concurrency, int maxQueueSize, Duration maxQueueWait, int threadCap, int queuedTaskCap,
-			boolean borrowFromLower, int reservedForOwn, Duration agingAfter, double lendToLower,
+			boolean borrowFromLower, int reservedForOwn, @Nullable Duration agingAfter, double lendToLower,
 			boolean preemptBorrowers) {
 		this.concurrency = concurrency;
 		this.maxQueueSize = maxQueueSize;
@@ -114,7 +116,7 @@ public final class LaneSpec {
 	 * @throws IllegalArgumentException when null, zero or negative
 	 */
 	public LaneSpec maxQueueWait(Duration wait) {
-		return new LaneSpec(concurrency, maxQueueSize, positive("maxQueueWait", wait, false), threadCap, queuedTaskCap,
+		return new LaneSpec(concurrency, maxQueueSize, positive("maxQueueWait", wait), threadCap, queuedTaskCap,
 				borrowFromLower, reservedForOwn, agingAfter, lendToLower, preemptBorrowers);
 	}
 
@@ -173,7 +175,7 @@ public final class LaneSpec {
 	 */
 	public LaneSpec agingAfter(Duration period) {
 		return new LaneSpec(concurrency, maxQueueSize, maxQueueWait, threadCap, queuedTaskCap, borrowFromLower,
-				reservedForOwn, positive("agingAfter", period, true), lendToLower, preemptBorrowers);
+				reservedForOwn, positiveOrNull("agingAfter", period), lendToLower, preemptBorrowers);
 	}
 
 	/**
@@ -233,7 +235,7 @@ public final class LaneSpec {
 	}
 
 	/** @return the aging period, or {@code null} when aging is off */
-	public Duration agingAfter() {
+	public @Nullable Duration agingAfter() {
 		return agingAfter;
 	}
 
@@ -262,11 +264,12 @@ public final class LaneSpec {
 		return permits;
 	}
 
-	private static Duration positive(String field, Duration value, boolean nullable) {
+	private static @Nullable Duration positiveOrNull(String field, @Nullable Duration value) {
+		return value == null ? null : positive(field, value);
+	}
+
+	private static Duration positive(String field, @Nullable Duration value) {
 		if (value == null) {
-			if (nullable) {
-				return null;
-			}
 			throw new IllegalArgumentException(field + " must be set, was null");
 		}
 		if (value.isNegative() || value.isZero()) {

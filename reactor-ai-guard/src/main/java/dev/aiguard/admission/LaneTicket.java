@@ -61,27 +61,30 @@ final class LaneTicket implements Subscription, LanePermit, Runnable {
 			AtomicIntegerFieldUpdater.newUpdater(LaneTicket.class, "released");
 
 	/** null, one Consumer, a Consumer[], or a mark once released or preempted. */
-	volatile Object hooks;
+	volatile @Nullable Object hooks;
 	static final AtomicReferenceFieldUpdater<LaneTicket, Object> HOOKS =
 			AtomicReferenceFieldUpdater.newUpdater(LaneTicket.class, Object.class, "hooks");
 
-	/** Written before the PREEMPTED mark is published. */
+	/** Written before the PREEMPTED mark is published; read only after seeing that mark. */
+	@SuppressWarnings("NullAway.Init")
 	PreemptedException preemption;
 
 	/** The lane whose permit was granted; written before the state moves to DELIVERED. */
+	@SuppressWarnings("NullAway.Init")
 	Priority grantedLane;
 
 	/** The granted lane's state; written before GRANTED like {@link #grantedLane}. */
+	@SuppressWarnings("NullAway.Init")
 	Lane lane;
 
 	// ---- owned by the drain loop ----
 	boolean linked;
 	boolean freed;
-	LaneTicket prev;
-	LaneTicket next;
+	@Nullable LaneTicket prev;
+	@Nullable LaneTicket next;
 	long seq;
 	long enqueuedAtNanos;
-	Disposable timeout;
+	@Nullable Disposable timeout;
 
 	LaneTicket(LaneArbiter arbiter, Priority priority, @Nullable CoreSubscriber<? super LanePermit> actual) {
 		this.arbiter = arbiter;

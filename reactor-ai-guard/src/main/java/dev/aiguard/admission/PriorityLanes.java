@@ -70,7 +70,8 @@ public final class PriorityLanes implements Disposable {
 		GuardMetrics metrics = GuardMetrics.isolated(builder.metrics);
 		this.lanes = new Lane[PRIORITIES.length];
 		for (Priority p : PRIORITIES) {
-			lanes[p.ordinal()] = new Lane(p, builder.specs.get(p));
+			// build() refused a builder with a priority missing
+			lanes[p.ordinal()] = new Lane(p, Objects.requireNonNull(builder.specs.get(p), "spec"));
 		}
 		this.arbiter = new LaneArbiter(name, builder.timer, metrics, lanes);
 		metrics.lanesCreated(name, this::inFlight, this::borrowedInFlight, this::queued);
@@ -289,7 +290,7 @@ public final class PriorityLanes implements Disposable {
 
 		private String name = "lanes";
 		private final Map<Priority, LaneSpec> specs = new EnumMap<>(Priority.class);
-		private Scheduler timer;
+		private @Nullable Scheduler timer;
 		private GuardMetrics metrics = GuardMetrics.noop();
 
 		private Builder() {

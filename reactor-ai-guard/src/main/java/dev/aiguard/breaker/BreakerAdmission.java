@@ -2,6 +2,8 @@ package dev.aiguard.breaker;
 
 import java.util.concurrent.atomic.LongAdder;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * How a {@link CircuitBreaker} hands out permits in each state: CLOSED at once (or a growing share
  * while it ramps up), OPEN refuses until its wait ends and the next call opens the HALF_OPEN stay,
@@ -23,7 +25,11 @@ abstract class BreakerAdmission extends BreakerSettlement {
 	/** The priority rank of a call asked for without one. */
 	static final int NO_PRIORITY = -1;
 
-	/** @param rank the call's priority ordinal, or {@link #NO_PRIORITY} */
+	/**
+	 * @param rank the call's priority ordinal, or {@link #NO_PRIORITY}
+	 * @return the permit, or null when the call is refused
+	 */
+	@Nullable
 	BreakerPermit acquire(BreakerPhase p, long givenNow, boolean timed, int rank) {
 		for (;; p = phase) {
 			switch (p.state) {
@@ -72,6 +78,7 @@ abstract class BreakerAdmission extends BreakerSettlement {
 	 * and no lock; the others are refused as an OPEN breaker would. The first call at or after the
 	 * ramp's end ends it for good.
 	 */
+	@Nullable
 	BreakerPermit rampAcquire(BreakerPhase p, long now) {
 		long elapsed = now - p.enteredAt;
 		if (elapsed >= p.rampNanos) {
@@ -104,7 +111,7 @@ abstract class BreakerAdmission extends BreakerSettlement {
 	 * @return the first probe's permit, or {@code null} when this call may not take it (a lower
 	 *         priority inside {@code p0ProbeWindow}, or no probe configured)
 	 */
-	private BreakerPermit claimOnEntry(BreakerPhase h, BreakerConfig c, int rank) {
+	private @Nullable BreakerPermit claimOnEntry(BreakerPhase h, BreakerConfig c, int rank) {
 		if (rank > 0 && c.p0ProbeWindowNanos > 0) {
 			return null;
 		}
@@ -119,7 +126,7 @@ abstract class BreakerAdmission extends BreakerSettlement {
 		return null;
 	}
 
-	private BreakerPermit acquireProbe(BreakerPhase p, long now, int rank) {
+	private @Nullable BreakerPermit acquireProbe(BreakerPhase p, long now, int rank) {
 		Settings s = settings;
 		BreakerConfig c = s.config;
 		if (now - (p.enteredAt + c.maxTimeInHalfOpenNanos) >= 0) {
@@ -154,7 +161,7 @@ abstract class BreakerAdmission extends BreakerSettlement {
 	}
 
 	/** @param knownNow whether {@code now} is a clock reading (else the clock is read if someone listens) */
-	private BreakerPermit reject(BreakerPhase p, long now, boolean knownNow) {
+	private @Nullable BreakerPermit reject(BreakerPhase p, long now, boolean knownNow) {
 		rejected.increment();
 		metrics.breakerRejected(name);
 		BreakerListener[] ls = listeners;

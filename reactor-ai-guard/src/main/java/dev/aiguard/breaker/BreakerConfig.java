@@ -3,6 +3,8 @@ package dev.aiguard.breaker;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * How a {@link CircuitBreaker} judges a stream and how it recovers. Immutable; built with
  * {@link #custom()} (or {@link #from(BreakerConfig)} to start from another config). Every setter
@@ -69,7 +71,7 @@ public final class BreakerConfig {
 	private final int minimumCalls;
 	private final WindowType windowType;
 	private final int windowSize;
-	private final Duration bucketLength;
+	private final @Nullable Duration bucketLength;
 	private final Duration openWait;
 	private final double openWaitMultiplier;
 	private final Duration maxOpenWait;
@@ -203,7 +205,7 @@ public final class BreakerConfig {
 	}
 
 	/** @return the length of one bucket of a time-based window ({@code null} when count-based) */
-	public Duration bucketLength() {
+	public @Nullable Duration bucketLength() {
 		return bucketLength;
 	}
 

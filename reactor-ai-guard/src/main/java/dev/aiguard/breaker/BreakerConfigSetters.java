@@ -3,6 +3,7 @@ package dev.aiguard.breaker;
 import java.time.Duration;
 
 import dev.aiguard.breaker.BreakerConfig.WindowType;
+import org.jspecify.annotations.Nullable;
 
 import static dev.aiguard.breaker.BreakerConfig.notNull;
 
@@ -23,7 +24,7 @@ abstract class BreakerConfigSetters<B extends BreakerConfigSetters<B>> {
 	int minimumCalls = 20;
 	WindowType windowType = WindowType.TIME_BASED;
 	int windowSize = 60;
-	Duration bucketLength = Duration.ofSeconds(1);
+	@Nullable Duration bucketLength = Duration.ofSeconds(1);
 	Duration openWait = Duration.ofSeconds(60);
 	double openWaitMultiplier = 2.0;
 	Duration maxOpenWait = Duration.ofMinutes(10);

@@ -118,7 +118,7 @@ abstract class BreakerSettlement extends BreakerStateMachine {
 			// while a trip waits out its delay, successes are judged too, so a fall of the pressure is seen
 			if ((judge || c.tripDelayNanos > 0 && p.aboveSince != BreakerPhase.NEVER) && now - p.dwellUntil >= 0) {
 				// with successes on their way to the window, the thread carrying them judges once they are in
-				if (handed != HANDING_ELSEWHERE || !batch.oweJudgement()) {
+				if (handed != HANDING_ELSEWHERE || batch == null || !batch.oweJudgement()) {
 					judgeClosed(p, s, now);
 				}
 			}

@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The states of a {@link CircuitBreaker} and the moves between them: the phase swapped by one CAS per
@@ -210,7 +211,7 @@ abstract class BreakerStateMachine {
 	}
 
 	/** @param window the window to report, when taken before the transition; else read now */
-	boolean transition(BreakerPhase from, BreakerPhase to, String reason, BreakerSnapshot window) {
+	boolean transition(BreakerPhase from, BreakerPhase to, String reason, @Nullable BreakerSnapshot window) {
 		if (!PHASE.compareAndSet(this, from, to)) {
 			return false;
 		}
@@ -333,10 +334,10 @@ abstract class BreakerStateMachine {
 		/** Whether every recorded call needs a clock reading (false only for stateless count-based judging). */
 		final boolean callsNeedTime;
 		/** Fast successes on their way to a batching evaluator; null when the evaluator does not batch. */
-		final SuccessBatch batch;
+		final @Nullable SuccessBatch batch;
 
 		/** @param batch the batch of the same evaluator before a reconfiguration, or null for a new one */
-		Settings(BreakerConfig config, SlidingWindow window, TripPolicy.Evaluator evaluator, SuccessBatch batch,
+		Settings(BreakerConfig config, SlidingWindow window, TripPolicy.Evaluator evaluator, @Nullable SuccessBatch batch,
 				BreakerClock clock) {
 			this.config = config;
 			this.window = window;

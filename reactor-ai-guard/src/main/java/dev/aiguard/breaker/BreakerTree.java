@@ -159,7 +159,7 @@ public final class BreakerTree {
 	}
 
 	private void addClosedEndpoints(BreakerNode provider, BreakerPath failed, List<BreakerPath> out) {
-		Map<String, BreakerPath> endpoints = paths.get(provider.name());
+		Map<String, BreakerPath> endpoints = Objects.requireNonNull(paths.get(provider.name()), "paths");
 		for (BreakerNode endpoint : provider.children()) {
 			if (endpoint != failed.endpoint() && endpoint.breaker().state() == BreakerState.CLOSED) {
 				out.add(endpoints.get(endpoint.name()));

@@ -8,6 +8,7 @@ import java.util.Optional;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.metrics.GuardMetrics;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A circuit breaker that judges token streams: each attempt takes a {@link BreakerPermit} and settles
@@ -82,7 +83,7 @@ public final class CircuitBreaker extends BreakerAdmission implements BreakerGat
 	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses (the refusal is
 	 * already counted, reported to metrics and to listeners)
 	 */
-	public BreakerPermit tryAcquire() {
+	public @Nullable BreakerPermit tryAcquire() {
 		BreakerPhase p = phase;
 		// the hot case first: CLOSED needs no time (unless it ramps up after a re-close)
 		if (p.state == BreakerState.CLOSED) {
@@ -105,7 +106,7 @@ public final class CircuitBreaker extends BreakerAdmission implements BreakerGat
 	 * @param priority the call's priority
 	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses
 	 */
-	public BreakerPermit tryAcquire(Priority priority) {
+	public @Nullable BreakerPermit tryAcquire(Priority priority) {
 		BreakerPhase p = phase;
 		if (p.state == BreakerState.CLOSED) {
 			return p.ramping ? rampAcquire(p, clock.nanoTime()) : new Permit(this, p, Permit.CALL);
@@ -144,7 +145,7 @@ public final class CircuitBreaker extends BreakerAdmission implements BreakerGat
 	 * @param nowNanos the breaker clock's current reading (same origin as {@link Builder#clock})
 	 * @return a permit to settle exactly once, or {@code null} when the breaker refuses
 	 */
-	public BreakerPermit tryAcquire(long nowNanos) {
+	public @Nullable BreakerPermit tryAcquire(long nowNanos) {
 		BreakerPhase p = phase;
 		if (p.state == BreakerState.CLOSED) {
 			return p.ramping ? rampAcquire(p, nowNanos) : new Permit(this, p, Permit.CALL);

@@ -4,6 +4,8 @@ import java.util.List;
 
 import dev.aiguard.core.Outcome;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The trip rule of a parent level in a {@link BreakerTree}: it follows its children's own judgements,
  * never the calls it counts itself, so a parent trips only where its children say they fail. A child
@@ -60,7 +62,7 @@ final class CorrelatedFailurePolicy implements TripPolicy {
 		 * @return why the children keep a parent with healthy probes from closing, or {@code null} when
 		 *         they do not: the share is still reached by children that are failing and not yet probing
 		 */
-		String holdsOpen(long nowNanos) {
+		@Nullable String holdsOpen(long nowNanos) {
 			return CorrelatedFailurePolicy.this.holdsOpen(nowNanos);
 		}
 	}
@@ -72,7 +74,7 @@ final class CorrelatedFailurePolicy implements TripPolicy {
 	}
 
 	/** @return why the parent may not close yet, or {@code null}: only children failing without probing count */
-	String holdsOpen(long nowNanos) {
+	@Nullable String holdsOpen(long nowNanos) {
 		long counts = count(nowNanos);
 		int failing = failing(counts);
 		int traffic = withTraffic(counts);

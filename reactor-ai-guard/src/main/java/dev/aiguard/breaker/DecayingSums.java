@@ -3,6 +3,8 @@ package dev.aiguard.breaker;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.concurrent.atomic.DoubleAdder;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Two exponentially decayed sums, kept with forward decay: an event at time {@code t} is added with
  * weight {@code 2^((t - landmark) / halfLife)}, so adding never rewrites the past and needs no lock
@@ -33,7 +35,7 @@ final class DecayingSums {
 	private final double halfLifeNanos;
 	/** Half-lives per nanosecond: a multiplication on the record path instead of a division. */
 	private final double perNano;
-	private volatile Landmark landmark;
+	private volatile @Nullable Landmark landmark;
 
 	/** The landmark is set by the first event, so any clock origin (even a negative one) works. */
 	DecayingSums(long halfLifeNanos) {
@@ -88,7 +90,8 @@ final class DecayingSums {
 		double scale = Math.exp(-((nowNanos - old.at) / halfLifeNanos) * LN2);
 		Landmark moved = new Landmark(nowNanos, old.first.sum() * scale, old.second.sum() * scale);
 		LANDMARK.compareAndSet(this, old, moved);
-		return landmark;
+		Landmark now = landmark;
+		return now != null ? now : moved;
 	}
 
 	/** @return the first sum decayed to {@code nowNanos} */

@@ -2,6 +2,7 @@ package dev.aiguard.breaker;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.Objects;
 
 /**
  * The counters behind a breaker: a ring of slots plus running totals, so reading the window is
@@ -60,8 +61,10 @@ abstract class SlidingWindow implements WindowCounts {
 	abstract boolean sameShape(BreakerConfig config);
 
 	static SlidingWindow of(BreakerConfig config, long nowNanos) {
+		// a time-based config always has its bucket length
 		return config.windowType() == BreakerConfig.WindowType.TIME_BASED
-				? new TimeWindow(config.windowSize(), config.bucketLength().toNanos(), nowNanos)
+				? new TimeWindow(config.windowSize(), Objects.requireNonNull(config.bucketLength(), "bucketLength").toNanos(),
+						nowNanos)
 				: new CountWindow(config.windowSize());
 	}
 

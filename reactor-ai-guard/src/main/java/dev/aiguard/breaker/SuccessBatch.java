@@ -3,6 +3,8 @@ package dev.aiguard.breaker;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Fast successes on their way to the window and the trip policies, counted per time-to-first-token
  * bin and handed over in one pass.
@@ -118,7 +120,7 @@ final class SuccessBatch {
 	}
 
 	/** @return a batch for {@code evaluator}, or {@code null} when it does not take batches */
-	static SuccessBatch forEvaluator(TripPolicy.Evaluator evaluator, BreakerClock clock) {
+	static @Nullable SuccessBatch forEvaluator(TripPolicy.Evaluator evaluator, BreakerClock clock) {
 		return evaluator instanceof Batching && ((Batching) evaluator).batches()
 				? new SuccessBatch((Batching) evaluator, clock) : null;
 	}

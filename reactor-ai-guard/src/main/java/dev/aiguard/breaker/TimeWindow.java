@@ -2,6 +2,7 @@ package dev.aiguard.breaker;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 
 /**
  * The last {@code size} time buckets of {@code bucketNanos} each, in a ring of the next power of two
@@ -329,8 +330,9 @@ final class TimeWindow extends SlidingWindow {
 
 	@Override
 	boolean sameShape(BreakerConfig config) {
+		Duration bucket = config.bucketLength();
 		return config.windowType() == BreakerConfig.WindowType.TIME_BASED && config.windowSize() == size
-				&& config.bucketLength().toNanos() == bucketNanos;
+				&& bucket != null && bucket.toNanos() == bucketNanos;
 	}
 
 	/** Tests only: sets the count of the live cell of {@code counter} in the head bucket. */

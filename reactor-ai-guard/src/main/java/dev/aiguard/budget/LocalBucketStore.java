@@ -311,7 +311,10 @@ public final class LocalBucketStore implements BucketStore {
 		@Override
 		public boolean forget(BucketSpec spec, String id, boolean evenIfDrained) {
 			ConcurrentHashMap<String, Slot> shelf = shelves.get(spec.name());
-			Slot s = shelf == null ? null : shelf.get(id);
+			if (shelf == null) {
+				return true;
+			}
+			Slot s = shelf.get(id);
 			if (s == null) {
 				return true;
 			}

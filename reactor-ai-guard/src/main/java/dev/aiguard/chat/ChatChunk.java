@@ -54,7 +54,7 @@ public final class ChatChunk {
 		}
 
 		@Override
-		public String finishReason(ChatChunk chunk) {
+		public @Nullable String finishReason(ChatChunk chunk) {
 			return chunk.finishReason;
 		}
 

@@ -2,6 +2,7 @@ package dev.aiguard.chat;
 
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One message of a conversation.
@@ -11,7 +12,7 @@ import java.util.Objects;
  * @param toolCalls the tool calls an assistant message made (empty otherwise)
  * @param toolCallId for a {@link Role#TOOL} message, the id of the call it answers
  */
-public record ChatMessage(Role role, String content, List<ToolCall> toolCalls, String toolCallId) {
+public record ChatMessage(Role role, String content, List<ToolCall> toolCalls, @Nullable String toolCallId) {
 
 	/** Who said a message. */
 	public enum Role {

@@ -3,6 +3,8 @@ package dev.aiguard.chat;
 import java.util.List;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A provider-neutral chat request. Immutable; the {@code with...} methods return copies, so the
  * guard can shrink or extend a request between attempts without touching the caller's.
@@ -18,8 +20,8 @@ import java.util.Objects;
  * @param temperature sampling temperature, or {@code null} for the provider's default
  * @param responseFormat the structured output asked for, or {@code null} for free text
  */
-public record ChatRequest(String model, List<ChatMessage> messages, Integer maxTokens, Double temperature,
-		ResponseFormat responseFormat) {
+public record ChatRequest(String model, List<ChatMessage> messages, @Nullable Integer maxTokens,
+		@Nullable Double temperature, @Nullable ResponseFormat responseFormat) {
 
 	public ChatRequest {
 		Objects.requireNonNull(messages, "messages");
@@ -33,7 +35,8 @@ public record ChatRequest(String model, List<ChatMessage> messages, Integer maxT
 	}
 
 	/** A request for free text (no response format). */
-	public ChatRequest(String model, List<ChatMessage> messages, Integer maxTokens, Double temperature) {
+	public ChatRequest(String model, List<ChatMessage> messages, @Nullable Integer maxTokens,
+			@Nullable Double temperature) {
 		this(model, messages, maxTokens, temperature, null);
 	}
 
@@ -49,12 +52,12 @@ public record ChatRequest(String model, List<ChatMessage> messages, Integer maxT
 		return new ChatRequest(newModel, messages, maxTokens, temperature, responseFormat);
 	}
 
-	public ChatRequest withMaxTokens(Integer newMaxTokens) {
+	public ChatRequest withMaxTokens(@Nullable Integer newMaxTokens) {
 		return new ChatRequest(model, messages, newMaxTokens, temperature, responseFormat);
 	}
 
 	/** @param format the structured output to ask for, or {@code null} for free text */
-	public ChatRequest withResponseFormat(ResponseFormat format) {
+	public ChatRequest withResponseFormat(@Nullable ResponseFormat format) {
 		return new ChatRequest(model, messages, maxTokens, temperature, format);
 	}
 

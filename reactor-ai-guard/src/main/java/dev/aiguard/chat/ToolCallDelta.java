@@ -1,5 +1,7 @@
 package dev.aiguard.chat;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A piece of a tool call as it streams: the first delta of a call carries its id and name, the
  * following ones pieces of its JSON arguments.
@@ -9,5 +11,5 @@ package dev.aiguard.chat;
  * @param name the function name, or {@code null} after the first delta
  * @param argumentsDelta the next piece of the arguments, possibly empty
  */
-public record ToolCallDelta(int index, String id, String name, String argumentsDelta) {
+public record ToolCallDelta(int index, @Nullable String id, @Nullable String name, String argumentsDelta) {
 }

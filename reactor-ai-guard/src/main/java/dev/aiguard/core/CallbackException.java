@@ -1,6 +1,7 @@
 package dev.aiguard.core;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A callback the application gave the guard failed: it threw, or returned {@code null} where it
@@ -29,7 +30,7 @@ public class CallbackException extends RuntimeException implements RetryHint {
 	 * @param cause what it threw, or {@code null} when it broke its contract without throwing
 	 * @param problem what went wrong, in words
 	 */
-	public CallbackException(String callback, String problem, Throwable cause) {
+	public CallbackException(String callback, String problem, @Nullable Throwable cause) {
 		super(Objects.requireNonNull(callback, "callback") + " " + Objects.requireNonNull(problem, "problem"), cause);
 		this.callback = callback;
 	}

@@ -1,5 +1,7 @@
 package dev.aiguard.core;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Tells the guard what a chunk of type {@code T} means. Called on the per-token path, so an
  * implementation must be cheap, allocation-free and side-effect free.
@@ -56,6 +58,7 @@ public interface ChunkInspector<T> {
 	boolean isTerminal(T chunk);
 
 	/** @return the finish reason the chunk carries, or {@code null}. */
+	@Nullable
 	String finishReason(T chunk);
 
 	/**

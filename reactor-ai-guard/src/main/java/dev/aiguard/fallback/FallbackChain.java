@@ -204,8 +204,8 @@ public final class FallbackChain<T> {
 
 		private final List<Fallback<T>> steps = new ArrayList<>();
 		private EnumSet<FallbackTrigger> triggers = FallbackTrigger.defaults();
-		private Duration timeout;
-		private Scheduler timer;
+		private @Nullable Duration timeout;
+		private @Nullable Scheduler timer;
 
 		private Builder() {
 		}

@@ -79,7 +79,7 @@ final class FallbackWalk<T> extends Flux<T> {
 		@Nullable
 		List<Throwable> failures;
 
-		volatile StepSubscriber<T> active;
+		volatile @Nullable StepSubscriber<T> active;
 
 		volatile int cancelled;
 		@SuppressWarnings("rawtypes")
@@ -212,7 +212,7 @@ final class FallbackWalk<T> extends Flux<T> {
 
 		/** Every step failed: the last error, carrying the cause and the earlier ones. */
 		private void exhausted() {
-			List<Throwable> all = failures;
+			List<Throwable> all = Objects.requireNonNull(failures, "failures");
 			// a chain has at least one step, so at least one failure was recorded
 			Throwable last = all.get(all.size() - 1);
 			Throwable error = Exceptions.addSuppressed(last, walk.request.cause());
@@ -294,7 +294,7 @@ final class FallbackWalk<T> extends Flux<T> {
 		static final AtomicIntegerFieldUpdater<StepSubscriber> STATE =
 				AtomicIntegerFieldUpdater.newUpdater(StepSubscriber.class, "state");
 
-		volatile Disposable timeoutTask;
+		volatile @Nullable Disposable timeoutTask;
 		@SuppressWarnings("rawtypes")
 		static final AtomicReferenceFieldUpdater<StepSubscriber, Disposable> TIMEOUT_TASK =
 				AtomicReferenceFieldUpdater.newUpdater(StepSubscriber.class, Disposable.class, "timeoutTask");

@@ -5,6 +5,8 @@ import java.util.Objects;
 
 import reactor.core.publisher.Mono;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where complete realtime answers are kept so the ladder can replay them
  * ({@link Fallback#cache(ResponseCache)}). Keys come from {@link CacheKeys} or a function of your
@@ -80,7 +82,7 @@ public interface ResponseCache<T> {
 	 *
 	 * @throws IllegalStateException when Caffeine is not on the classpath
 	 */
-	static <T> ResponseCache<T> caffeine(Class<T> chunkType, ResponseCacheSpec spec) {
+	static <T> ResponseCache<T> caffeine(@Nullable Class<T> chunkType, ResponseCacheSpec spec) {
 		Objects.requireNonNull(spec, "spec");
 		try {
 			Class.forName("com.github.benmanes.caffeine.cache.Caffeine", false, ResponseCache.class.getClassLoader());

@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.Operators;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Carries a subscriber's demand from one inner subscription to the next, for operators that
  * subscribe sources one after another on behalf of one subscriber (the guard's attempts, the
@@ -35,13 +37,13 @@ public abstract class DemandHandOver<S extends Subscription> {
 	static final AtomicLongFieldUpdater<DemandHandOver> MISSED_REQUESTED =
 			AtomicLongFieldUpdater.newUpdater(DemandHandOver.class, "missedRequested");
 
-	volatile Subscription missedNext;
+	volatile @Nullable Subscription missedNext;
 	@SuppressWarnings("rawtypes")
 	static final AtomicReferenceFieldUpdater<DemandHandOver, Subscription> MISSED_NEXT =
 			AtomicReferenceFieldUpdater.newUpdater(DemandHandOver.class, Subscription.class, "missedNext");
 
 	// touched only inside the drain loop
-	private S current;
+	private @Nullable S current;
 	private long outstanding;
 
 	/** @return how many items {@code previous} delivered, which the next one must not be asked for again */

@@ -239,7 +239,8 @@ public final class LoadGovernor implements Disposable {
 		}
 		current = actions[next.level().ordinal()];
 		state = next;
-		announce(next.lastChange());
+		// a state whose level differs from the previous one carries the change that moved it
+		announce(Objects.requireNonNull(next.lastChange(), "lastChange"));
 	}
 
 	private void announce(LoadEvent event) {

@@ -1,6 +1,7 @@
 package dev.aiguard.provider;
 
 import java.util.List;
+import java.util.Objects;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
@@ -9,6 +10,8 @@ import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * Anthropic Messages stream events to {@link ChatChunk}s.
@@ -64,8 +67,9 @@ public final class AnthropicChunkCodec {
 		private int inputTokens = -1;
 
 		@Override
-		ChatChunk decodeEvent(SseEvent event) {
-			String type = event.event();
+		@Nullable ChatChunk decodeEvent(SseEvent event) {
+			// an event that is not a comment always has a type and data
+			String type = Objects.requireNonNull(event.event(), "event");
 			if (type.equals("ping")) {
 				return ChatChunk.keepAlive();
 			}
@@ -110,7 +114,7 @@ public final class AnthropicChunkCodec {
 			}
 		}
 
-		private static ChatChunk delta(int index, JsonNode delta) {
+		private static @Nullable ChatChunk delta(int index, JsonNode delta) {
 			String kind = EventJson.text(delta.get("type"));
 			if (kind == null) {
 				return null;
@@ -133,7 +137,7 @@ public final class AnthropicChunkCodec {
 			}
 		}
 
-		private static ChatChunk blockStart(int index, JsonNode block) {
+		private static @Nullable ChatChunk blockStart(int index, JsonNode block) {
 			String kind = EventJson.text(block.get("type"));
 			if (kind == null) {
 				return null;

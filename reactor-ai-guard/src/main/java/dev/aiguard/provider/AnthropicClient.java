@@ -16,6 +16,8 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import reactor.core.publisher.Flux;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Streams answers from the Anthropic Messages API (or a server that speaks it) on Reactor Netty.
  *
@@ -67,8 +69,8 @@ public final class AnthropicClient {
 	public static final int DEFAULT_MAX_TOKENS = 1024;
 
 	private final String baseUrl;
-	private final String apiKey;
-	private final String model;
+	private final @Nullable String apiKey;
+	private final @Nullable String model;
 	private final int maxTokens;
 	private final String version;
 	private final Duration responseTimeout;

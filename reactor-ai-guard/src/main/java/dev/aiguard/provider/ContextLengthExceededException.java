@@ -4,6 +4,8 @@ import java.util.OptionalInt;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The prompt (plus requested output) is larger than the model's context window. Sending it again
  * cannot help; shrinking it can, and {@link #limit()} and {@link #actual()} say by how much when
@@ -33,8 +35,8 @@ public final class ContextLengthExceededException extends ProviderException {
 	 * @param limit the context window in tokens, or -1 when unknown
 	 * @param actual the size of the request in tokens, or -1 when unknown
 	 */
-	public ContextLengthExceededException(String provider, int status, String errorType, String errorCode,
-			String message, int limit, int actual) {
+	public ContextLengthExceededException(String provider, int status, @Nullable String errorType,
+			@Nullable String errorCode, String message, int limit, int actual) {
 		super(provider, status, errorType, errorCode, message, null, null);
 		this.limit = limit;
 		this.actual = actual;
@@ -46,7 +48,7 @@ public final class ContextLengthExceededException extends ProviderException {
 	 * @param message the exception's message
 	 * @param providerMessage the provider's own wording, where the numbers are looked for
 	 */
-	static ContextLengthExceededException parse(String provider, int status, String errorType, String errorCode,
+	static ContextLengthExceededException parse(String provider, int status, @Nullable String errorType, @Nullable String errorCode,
 			String message, String providerMessage) {
 		int limit = -1;
 		int actual = -1;
@@ -69,7 +71,7 @@ public final class ContextLengthExceededException extends ProviderException {
 	}
 
 	/** @return whether a message reads like a context-length error of a known provider */
-	static boolean matches(String errorCode, String message) {
+	static boolean matches(@Nullable String errorCode, String message) {
 		if ("context_length_exceeded".equals(errorCode)) {
 			return true;
 		}

@@ -1,7 +1,11 @@
 package dev.aiguard.provider;
 
+import java.util.Objects;
+
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
+
+import org.jspecify.annotations.Nullable;
 
 /** Reads the error object out of either provider's error body. Kept apart: it needs Jackson. */
 final class ErrorBodies {
@@ -11,7 +15,7 @@ final class ErrorBodies {
 	 * @param type the error type, or {@code null}
 	 * @param code the error code, or {@code null}
 	 */
-	record Parsed(String message, String type, String code) {
+	record Parsed(String message, @Nullable String type, @Nullable String code) {
 	}
 
 	private ErrorBodies() {
@@ -42,11 +46,12 @@ final class ErrorBodies {
 		if (!error.isObject()) {
 			return new Parsed(fallback, null, null);
 		}
-		return new Parsed(text(error.get("message"), fallback), text(error.get("type"), null),
+		return new Parsed(Objects.requireNonNullElse(text(error.get("message"), fallback), fallback),
+				text(error.get("type"), null),
 				text(error.get("code"), null));
 	}
 
-	private static String text(JsonNode node, String otherwise) {
+	private static @Nullable String text(@Nullable JsonNode node, @Nullable String otherwise) {
 		if (node == null || node.isNull() || node.isMissingNode() || node.isContainerNode()) {
 			return otherwise;
 		}

@@ -1,8 +1,12 @@
 package dev.aiguard.provider;
 
+import java.util.Objects;
+
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.sse.SseEvent;
+
+import org.jspecify.annotations.Nullable;
 
 /** JSON helpers shared by the codecs. */
 final class EventJson {
@@ -33,15 +37,15 @@ final class EventJson {
 	}
 
 	private static ProviderFormatException malformed(String provider, SseEvent event, long position, String what,
-			Throwable cause) {
-		String data = event.data();
+			@Nullable Throwable cause) {
+		String data = Objects.requireNonNullElse(event.data(), "");
 		String excerpt = data.length() <= DATA_EXCERPT ? data : data.substring(0, DATA_EXCERPT) + "...";
 		return new ProviderFormatException(provider, provider + " event #" + position + " (event: " + event.event()
 				+ (event.id() != null ? ", id: " + event.id() : "") + ") is " + what + ": " + excerpt, cause);
 	}
 
 	/** @return the node's text, or {@code null} when absent, null or not a scalar */
-	static String text(JsonNode node) {
+	static @Nullable String text(JsonNode node) {
 		if (node == null || node.isNull() || node.isMissingNode() || node.isContainerNode()) {
 			return null;
 		}

@@ -2,6 +2,7 @@ package dev.aiguard.provider;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
@@ -10,6 +11,8 @@ import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * OpenAI chat-completions stream events (also vLLM, Ollama's {@code /v1}, LM Studio, llama.cpp
@@ -61,8 +64,9 @@ public final class OpenAiChunkCodec {
 	static final class Decoder extends ChunkDecoder {
 
 		@Override
-		ChatChunk decodeEvent(SseEvent event) {
-			String data = event.data();
+		@Nullable ChatChunk decodeEvent(SseEvent event) {
+			// an event that is not a comment always has data
+			String data = Objects.requireNonNull(event.data(), "data");
 			if (data.equals("[DONE]")) {
 				return ChatChunk.done();
 			}
@@ -98,7 +102,7 @@ public final class OpenAiChunkCodec {
 			return new ChatChunk(text, role, finishReason, usage, toolCalls, false, false);
 		}
 
-		private static JsonNode firstChoice(JsonNode choices) {
+		private static @Nullable JsonNode firstChoice(JsonNode choices) {
 			if (choices == null || !choices.isArray()) {
 				return null;
 			}
@@ -128,7 +132,7 @@ public final class OpenAiChunkCodec {
 			return List.copyOf(out);
 		}
 
-		private static Usage usage(JsonNode usage) {
+		private static @Nullable Usage usage(JsonNode usage) {
 			if (usage == null || !usage.isObject()) {
 				return null;
 			}

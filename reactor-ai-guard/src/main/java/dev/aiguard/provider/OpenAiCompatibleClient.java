@@ -14,6 +14,8 @@ import dev.aiguard.chat.ToolCall;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import reactor.core.publisher.Flux;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Streams chat completions from any OpenAI-compatible server (OpenAI, vLLM, Ollama's {@code /v1},
  * LM Studio, the demo's mock) on Reactor Netty.
@@ -50,8 +52,8 @@ import reactor.core.publisher.Flux;
 public final class OpenAiCompatibleClient {
 
 	private final String baseUrl;
-	private final String apiKey;
-	private final String model;
+	private final @Nullable String apiKey;
+	private final @Nullable String model;
 	private final Duration responseTimeout;
 	private final boolean includeUsage;
 	private final SseExchange exchange;

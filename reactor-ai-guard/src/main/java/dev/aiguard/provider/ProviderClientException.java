@@ -1,5 +1,7 @@
 package dev.aiguard.provider;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The provider refused the request itself: HTTP 4xx other than 429 and context length (400
  * invalid request, 401 bad key, 403, 404 unknown model, 413, 422...), or an exhausted quota.
@@ -16,7 +18,8 @@ public final class ProviderClientException extends ProviderException {
 
 	private static final long serialVersionUID = 1L;
 
-	public ProviderClientException(String provider, int status, String errorType, String errorCode, String message) {
+	public ProviderClientException(String provider, int status, @Nullable String errorType,
+			@Nullable String errorCode, String message) {
 		super(provider, status, errorType, errorCode, message, null, null);
 	}
 

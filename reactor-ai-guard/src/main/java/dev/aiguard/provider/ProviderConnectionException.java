@@ -1,5 +1,7 @@
 package dev.aiguard.provider;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The transport failed: connection refused or reset, closed before the response ended
  * (premature close, mid-event), or no response headers in time. Retryable. The cause is the
@@ -13,7 +15,7 @@ public final class ProviderConnectionException extends ProviderException {
 
 	private static final long serialVersionUID = 1L;
 
-	public ProviderConnectionException(String provider, String message, Throwable cause) {
+	public ProviderConnectionException(String provider, String message, @Nullable Throwable cause) {
 		super(provider, -1, null, null, message, null, cause);
 	}
 

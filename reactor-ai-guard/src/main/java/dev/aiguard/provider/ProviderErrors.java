@@ -11,6 +11,8 @@ import java.util.function.Function;
 import dev.aiguard.core.RetryHint;
 import reactor.core.Exceptions;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Classifies provider errors: an HTTP status, its headers and body (OpenAI or Anthropic shape)
  * become a typed {@link ProviderException}; any error becomes an {@link dev.aiguard.core.Outcome} and a retry
@@ -101,7 +103,8 @@ public final class ProviderErrors {
 	 * @param errorCode the event's error code, or {@code null}
 	 * @param message the event's message, or {@code null}
 	 */
-	public static ProviderException inBand(String provider, String errorType, String errorCode, String message) {
+	public static ProviderException inBand(String provider, @Nullable String errorType, @Nullable String errorCode,
+			String message) {
 		Objects.requireNonNull(provider, "provider");
 		String text = "in-band error" + (errorType != null ? " " + errorType : "") + ": "
 				+ excerpt(message == null ? "(no message)" : message);

@@ -5,6 +5,8 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A model provider refused or failed a request, before streaming (an HTTP status other than
  * 200) or during it (an error event after a {@code 200}). Subclasses say what kind of failure it
@@ -29,9 +31,9 @@ public abstract class ProviderException extends RuntimeException implements Retr
 
 	private final String provider;
 	private final int status;
-	private final String errorType;
-	private final String errorCode;
-	private final transient Duration retryAfter;
+	private final @Nullable String errorType;
+	private final @Nullable String errorCode;
+	private final transient @Nullable Duration retryAfter;
 
 	/**
 	 * @param provider who answered ({@code openai}, {@code anthropic}, ...)
@@ -42,8 +44,8 @@ public abstract class ProviderException extends RuntimeException implements Retr
 	 * @param retryAfter how long the provider asked us to wait, or {@code null}
 	 * @param cause the underlying error, or {@code null}
 	 */
-	protected ProviderException(String provider, int status, String errorType, String errorCode, String message,
-			Duration retryAfter, Throwable cause) {
+	protected ProviderException(String provider, int status, @Nullable String errorType, @Nullable String errorCode,
+			String message, @Nullable Duration retryAfter, @Nullable Throwable cause) {
 		super(message, cause, false, false);
 		this.provider = Objects.requireNonNull(provider, "provider");
 		this.status = status;
@@ -71,12 +73,12 @@ public abstract class ProviderException extends RuntimeException implements Retr
 	}
 
 	/** @return the provider's error type ({@code invalid_request_error}, {@code overloaded_error}...), or {@code null} */
-	public String errorType() {
+	public @Nullable String errorType() {
 		return errorType;
 	}
 
 	/** @return the provider's error code ({@code context_length_exceeded}...), or {@code null} */
-	public String errorCode() {
+	public @Nullable String errorCode() {
 		return errorCode;
 	}
 

@@ -2,6 +2,8 @@ package dev.aiguard.provider;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The provider is overloaded: HTTP 529, or an {@code overloaded_error} (Anthropic sends it
  * in-band too, after a {@code 200}). Retryable, after a pause.
@@ -14,8 +16,8 @@ public final class ProviderOverloadedException extends ProviderException {
 
 	private static final long serialVersionUID = 1L;
 
-	public ProviderOverloadedException(String provider, int status, String errorType, String message,
-			Duration retryAfter) {
+	public ProviderOverloadedException(String provider, int status, @Nullable String errorType, String message,
+			@Nullable Duration retryAfter) {
 		super(provider, status, errorType, null, message, retryAfter, null);
 	}
 

@@ -2,6 +2,8 @@ package dev.aiguard.provider;
 
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * An error event inside a {@code 200} stream ({@code data: {"error":{...}}} from OpenAI-compatible
  * servers, {@code event: error} from Anthropic) whose type is not rate limiting or overload, which
@@ -21,7 +23,8 @@ public final class ProviderStreamException extends ProviderException {
 	private static final Set<String> SERVER_SIDE = Set.of("server_error", "api_error", "internal_error",
 			"internal_server_error", "service_unavailable", "timeout", "timeout_error", "overloaded_error");
 
-	public ProviderStreamException(String provider, String errorType, String errorCode, String message) {
+	public ProviderStreamException(String provider, @Nullable String errorType, @Nullable String errorCode,
+			String message) {
 		super(provider, -1, errorType, errorCode, message, null, null);
 	}
 

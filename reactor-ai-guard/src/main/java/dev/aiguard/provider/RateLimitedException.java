@@ -3,6 +3,8 @@ package dev.aiguard.provider;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * HTTP 429 (or an in-band rate-limit error): too many requests or tokens for the account.
  * Retryable; {@link #retryAfter()} says when ({@code retry-after-ms}, else {@code Retry-After} in
@@ -24,8 +26,8 @@ public final class RateLimitedException extends ProviderException {
 
 	private final transient RateLimits rateLimits;
 
-	public RateLimitedException(String provider, int status, String errorType, String errorCode, String message,
-			Duration retryAfter, RateLimits rateLimits) {
+	public RateLimitedException(String provider, int status, @Nullable String errorType, @Nullable String errorCode,
+			String message, @Nullable Duration retryAfter, RateLimits rateLimits) {
 		super(provider, status, errorType, errorCode, message, retryAfter, null);
 		this.rateLimits = Objects.requireNonNull(rateLimits, "rateLimits");
 	}

@@ -2,6 +2,8 @@ package dev.aiguard.provider;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What a provider's rate-limit headers said: OpenAI's {@code x-ratelimit-limit-requests},
  * {@code x-ratelimit-remaining-tokens}, {@code x-ratelimit-reset-tokens: 6m0s}... or Anthropic's
@@ -22,8 +24,8 @@ import java.time.Duration;
  * @param remainingTokens tokens left in the window, or -1
  * @param resetTokens time until the token window resets, or {@code null}
  */
-public record RateLimits(long limitRequests, long remainingRequests, Duration resetRequests, long limitTokens,
-		long remainingTokens, Duration resetTokens) {
+public record RateLimits(long limitRequests, long remainingRequests, @Nullable Duration resetRequests,
+		long limitTokens, long remainingTokens, @Nullable Duration resetTokens) {
 
 	/** No rate-limit header was present. */
 	public static final RateLimits UNKNOWN = new RateLimits(-1, -1, null, -1, -1, null);

@@ -11,6 +11,8 @@ import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.jspecify.annotations.Nullable;
+
 /** Reads {@code Retry-After}, {@code retry-after-ms} and the rate-limit headers of both providers. */
 final class RetryHeaders {
 
@@ -21,7 +23,7 @@ final class RetryHeaders {
 	}
 
 	/** @return {@code retry-after-ms}, else {@code retry-after} (seconds or HTTP date), else {@code null} */
-	static Duration retryAfter(Function<String, String> header, Clock clock) {
+	static @Nullable Duration retryAfter(Function<String, String> header, Clock clock) {
 		String ms = get(header, "retry-after-ms");
 		if (ms != null) {
 			try {
@@ -71,7 +73,7 @@ final class RetryHeaders {
 	}
 
 	/** Parses a Go duration ({@code 6m0s}); {@code null} when absent or not one. */
-	static Duration goDuration(String value) {
+	static @Nullable Duration goDuration(@Nullable String value) {
 		if (value == null || value.isBlank()) {
 			return null;
 		}
@@ -110,7 +112,7 @@ final class RetryHeaders {
 		return end == v.length() && end > 0 ? Duration.ofNanos(nanos) : null;
 	}
 
-	private static Duration timestamp(String value, Clock clock) {
+	private static @Nullable Duration timestamp(@Nullable String value, Clock clock) {
 		if (value == null) {
 			return null;
 		}
@@ -140,7 +142,7 @@ final class RetryHeaders {
 		return d.isNegative() ? Duration.ZERO : d;
 	}
 
-	private static String get(Function<String, String> header, String name) {
+	private static @Nullable String get(Function<String, String> header, String name) {
 		String v = header.apply(name);
 		return v == null || v.isBlank() ? null : v;
 	}

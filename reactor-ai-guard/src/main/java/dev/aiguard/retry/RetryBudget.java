@@ -68,8 +68,9 @@ public final class RetryBudget {
 		this.origin = 0L;
 		this.slotNanos = 1L;
 		this.floorRetries = Long.MAX_VALUE;
-		this.deposits = null;
-		this.spent = null;
+		// an unlimited budget never counts: empty arrays, never read
+		this.deposits = new AtomicLongArray(0);
+		this.spent = new AtomicLongArray(0);
 	}
 
 	private RetryBudget(double ratio, int minRetriesPerSecond, Duration window, LongSupplier clock) {

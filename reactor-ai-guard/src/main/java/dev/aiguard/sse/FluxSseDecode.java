@@ -15,6 +15,8 @@ import reactor.core.publisher.Operators;
 import reactor.util.concurrent.Queues;
 import reactor.util.context.Context;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Byte chunks in, server-sent events out. One upstream chunk can hold many events and a chunk
  * can hold none, so the subscriber parses a whole chunk into a small queue and drains it against
@@ -42,7 +44,7 @@ final class FluxSseDecode<T> extends FluxOperator<T, SseEvent> {
 	}
 
 	@Override
-	public Object scanUnsafe(Attr key) {
+	public @Nullable Object scanUnsafe(Attr key) {
 		if (key == Attr.RUN_STYLE) {
 			return Attr.RunStyle.SYNC;
 		}
@@ -56,10 +58,11 @@ final class FluxSseDecode<T> extends FluxOperator<T, SseEvent> {
 		final SseParser parser;
 		final Queue<SseEvent> queue;
 
+		@SuppressWarnings("NullAway.Init") // set in onSubscribe, before any other signal
 		Subscription s;
 
 		volatile boolean done;
-		Throwable error;
+		@Nullable Throwable error;
 
 		volatile boolean cancelled;
 

@@ -1,6 +1,7 @@
 package dev.aiguard.sse;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One server-sent event, or one comment line.
@@ -29,7 +30,8 @@ import java.util.Objects;
  * @param comment the comment text without the leading colon and one leading space, or
  *        {@code null} for an event
  */
-public record SseEvent(String event, String data, String id, Long retry, String comment) {
+public record SseEvent(@Nullable String event, @Nullable String data, @Nullable String id, @Nullable Long retry,
+		@Nullable String comment) {
 
 	/** The type of an event that has no {@code event:} field. */
 	public static final String DEFAULT_TYPE = "message";

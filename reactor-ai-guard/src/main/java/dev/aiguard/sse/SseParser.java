@@ -8,6 +8,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.function.Consumer;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The byte-level server-sent-events state machine (WHATWG "event stream interpretation"). Not
  * thread-safe: one instance per stream, fed serially. Free of Reactor types so it can be tested
@@ -36,18 +38,18 @@ final class SseParser {
 	private int dataLength;
 	private boolean dataSeen;
 
-	private String type;
-	private byte[] lastTypeBytes;
-	private String lastType;
-	private String lastId;
-	private Long retry;
+	private @Nullable String type;
+	private byte @Nullable [] lastTypeBytes;
+	private @Nullable String lastType;
+	private @Nullable String lastId;
+	private @Nullable Long retry;
 
 	private boolean skipLineFeed;
 	private boolean firstLineSeen;
 	private long position;
 
-	private byte[] scratch;
-	private CharsetDecoder strictUtf8;
+	private byte @Nullable [] scratch;
+	private @Nullable CharsetDecoder strictUtf8;
 
 	SseParser(int maxLineBytes, int maxEventBytes, Consumer<? super SseEvent> sink) {
 		this.maxLineBytes = maxLineBytes;

@@ -10,6 +10,8 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxOperator;
 import dev.aiguard.stall.watch.StallWatch;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Stall and completeness detection as an operator of its own.
  *
@@ -54,7 +56,7 @@ public final class Stall {
 		}
 
 		/** The clock of the last scheduler seen; immutable, so a racy update only costs a lookup. */
-		private TimeSource lastClock;
+		private @Nullable TimeSource lastClock;
 
 		@Override
 		public void subscribe(CoreSubscriber<? super T> actual) {

@@ -6,6 +6,8 @@ import java.util.Objects;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Deadlines for a token stream. Immutable and copy-on-write: every setter returns a new spec, so a
  * spec can be shared as a template.
@@ -31,23 +33,23 @@ public final class StallSpec {
 
 	private static final StallSpec DEFAULTS = new StallSpec(null, null, null, false, true, 4, null, null);
 
-	private final Duration firstTokenTimeout;
-	private final Duration idleTimeout;
-	private final Duration maxDuration;
+	private final @Nullable Duration firstTokenTimeout;
+	private final @Nullable Duration idleTimeout;
+	private final @Nullable Duration maxDuration;
 	private final boolean heartbeatsExtendIdle;
 	private final boolean requireTerminal;
 	private final int idleChecks;
-	private final Scheduler scheduler;
-	private final Scheduler cancelScheduler;
+	private final @Nullable Scheduler scheduler;
+	private final @Nullable Scheduler cancelScheduler;
 	// in nanoseconds, computed once here because every stream's deadline task reads them (0: none)
 	private final long firstTokenNanos;
 	private final long idleNanos;
 	private final long idleTickNanos;
 	private final long maxDurationNanos;
 
-	private StallSpec(Duration firstTokenTimeout, Duration idleTimeout, Duration maxDuration,
-			boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks, Scheduler scheduler,
-			Scheduler cancelScheduler) {
+	private StallSpec(@Nullable Duration firstTokenTimeout, @Nullable Duration idleTimeout,
+			@Nullable Duration maxDuration, boolean heartbeatsExtendIdle, boolean requireTerminal, int idleChecks,
+			@Nullable Scheduler scheduler, @Nullable Scheduler cancelScheduler) {
 		this.firstTokenTimeout = firstTokenTimeout;
 		this.idleTimeout = idleTimeout;
 		this.maxDuration = maxDuration;
@@ -149,15 +151,15 @@ public final class StallSpec {
 				idleChecks, scheduler, Objects.requireNonNull(cancelScheduler, "cancelScheduler"));
 	}
 
-	public Duration firstTokenTimeout() {
+	public @Nullable Duration firstTokenTimeout() {
 		return firstTokenTimeout;
 	}
 
-	public Duration idleTimeout() {
+	public @Nullable Duration idleTimeout() {
 		return idleTimeout;
 	}
 
-	public Duration maxDuration() {
+	public @Nullable Duration maxDuration() {
 		return maxDuration;
 	}
 

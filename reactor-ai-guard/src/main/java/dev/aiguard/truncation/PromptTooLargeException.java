@@ -1,6 +1,7 @@
 package dev.aiguard.truncation;
 
 import java.util.OptionalInt;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The prompt cannot be made to fit: even after dropping and shortening everything a
@@ -37,7 +38,7 @@ public class PromptTooLargeException extends RuntimeException {
 	 * @param smallestSize the smallest prompt size reached, in tokens
 	 * @param cause the provider's context-length error, or {@code null}
 	 */
-	public PromptTooLargeException(int limit, int smallestSize, Throwable cause) {
+	public PromptTooLargeException(int limit, int smallestSize, @Nullable Throwable cause) {
 		super("prompt too large: the smallest size reached is " + smallestSize + " tokens, the limit is "
 				+ (limit < 0 ? "unknown" : limit + " tokens"), cause, true, false);
 		this.limit = limit;

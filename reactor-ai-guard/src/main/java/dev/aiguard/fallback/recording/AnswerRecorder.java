@@ -37,10 +37,10 @@ public final class AnswerRecorder<T> {
 
 	private static final int FIRST_BLOCK = 16;
 	private static final int FIRST_BLOCK_SHIFT = 4;
+	private static final Object[][] NO_BLOCKS = new Object[0][];
 
 	private final int maxChunks;
-	@Nullable
-	private Object[][] blocks;
+	private Object @Nullable [][] blocks;
 	private int size;
 	private boolean overflowed;
 	private boolean discarded;
@@ -191,7 +191,8 @@ public final class AnswerRecorder<T> {
 	/** Read-only, random-access view of the blocks. */
 	private final class View extends AbstractList<T> implements RandomAccess {
 
-		private final Object[][] viewBlocks = blocks;
+		// no blocks only while the view is empty: get() refuses every index before reading them
+		private final Object[][] viewBlocks = blocks != null ? blocks : NO_BLOCKS;
 		private final int viewSize = size;
 
 		@Override

@@ -2,6 +2,8 @@ package dev.aiguard.retry.splice;
 
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Joins a continuation's text onto the text the user already saw, so the two read as one
  * answer. A model asked to continue often starts by repeating the last words it wrote; this
@@ -46,7 +48,7 @@ public final class OverlapSplicer {
 	private int aliveCount;
 	private int longestComplete;
 
-	private StringBuilder held;
+	private @Nullable StringBuilder held;
 	private boolean decided;
 	private boolean skippingWhitespace;
 	private int overlapRemoved = -1;

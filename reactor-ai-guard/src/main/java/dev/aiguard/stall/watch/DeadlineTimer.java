@@ -105,8 +105,9 @@ abstract class DeadlineTimer<T> extends EndOnce<T> implements Runnable {
 			return;
 		}
 		long now = clock.nanos();
-		if (pendingPhase != null) {
-			confirm(now);
+		StallPhase pending = pendingPhase;
+		if (pending != null) {
+			confirm(pending, now);
 			return;
 		}
 		StallPhase phase = evaluate(now);
@@ -121,7 +122,8 @@ abstract class DeadlineTimer<T> extends EndOnce<T> implements Runnable {
 		schedule(StallWatch.CONFIRM_DELAY_NANOS);
 	}
 
-	private void confirm(long now) {
+	/** @param phase the stall decided one confirm delay ago ({@code pendingPhase}) */
+	private void confirm(StallPhase phase, long now) {
 		int v = state;
 		if (v < 0) {
 			return;
@@ -132,7 +134,6 @@ abstract class DeadlineTimer<T> extends EndOnce<T> implements Runnable {
 			schedule(StallWatch.CONFIRM_DELAY_NANOS);
 			return;
 		}
-		StallPhase phase = pendingPhase;
 		if (phase != StallPhase.MAX_DURATION && activitySeen() != pendingActivity) {
 			// content arrived after all: not a stall
 			pendingPhase = null;
