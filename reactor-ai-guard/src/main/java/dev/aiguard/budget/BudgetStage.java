@@ -61,7 +61,8 @@ public final class BudgetStage implements GuardStage {
 
 		private final BudgetStage stage;
 		private final BudgetGate gate;
-		@Nullable
+		/** Set by {@link #admit}, the first call of every run, before any callback can read it. */
+		@SuppressWarnings("NullAway.Init")
 		private RequestPort port;
 		private BudgetGate.@Nullable TenantBudget tenant;
 		private String model = "unknown";
