@@ -73,15 +73,17 @@ final class AnswerPath<T> {
 		boolean transcribe = next == AttemptKind.REALTIME && continuation != null;
 		boolean validate = next == AttemptKind.REALTIME && view.policy.validates();
 		validating = validate;
+		AnswerCheck c = check;
 		if (validate) {
-			if (check == null) {
-				check = new AnswerCheck(view.policy.validators(), view.policy.streamingValidators());
+			if (c == null) {
+				c = new AnswerCheck(view.policy.validators(), view.policy.streamingValidators());
+				check = c;
 			}
-			check.startAttempt();
+			c.startAttempt();
 		}
-		boolean hold = validate && check.holds(request);
+		boolean hold = validate && c != null && c.holds(request);
 		// leading whitespace is held only while a retry is still possible: nothing delivered yet
-		boolean holdBlanks = validate && !hold && check.holdsLeadingWhitespace && delivered == 0L
+		boolean holdBlanks = validate && !hold && c != null && c.holdsLeadingWhitespace && delivered == 0L
 				&& inspector.chunkType() == ChatChunk.class;
 		boolean onlyBlanks = !record && !transcribe && !hold;
 		if (onlyBlanks && !holdBlanks) {
@@ -134,10 +136,11 @@ final class AnswerPath<T> {
 	 */
 	@Nullable
 	InvalidOutputException verdict(StallWatch<T> watch, @Nullable ChatRequest request, Context context) {
-		if (!validating || watch.capped()) {
+		AnswerCheck c = check;
+		if (!validating || c == null || watch.capped()) {
 			return null;
 		}
-		return check.verdict(watch.finishReason(), request, context);
+		return c.verdict(watch.finishReason(), request, context);
 	}
 
 	/** @return the request to retry after a rejected answer: what its validator adds to the prompt, if anything */
@@ -154,6 +157,6 @@ final class AnswerPath<T> {
 			return;
 		}
 		t.recorder().storeIfComplete(cache, CacheKeys.keyOf(view.policy.cacheKey(), original), Outcome.SUCCESS,
-				OutputLimits.isTruncation(finishReason), blocking);
+				finishReason != null && OutputLimits.isTruncation(finishReason), blocking);
 	}
 }

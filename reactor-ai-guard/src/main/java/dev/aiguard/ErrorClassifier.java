@@ -15,6 +15,7 @@ import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.validation.InvalidOutputException;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
@@ -70,7 +71,7 @@ public final class ErrorClassifier {
 	 * classifier says — the provider did nothing wrong — and
 	 * an output validator's verdict is {@link Outcome#INVALID}, which the guard decided itself.
 	 */
-	static Outcome ofAttempt(StallWatch.End end, Throwable error, Function<Throwable, Outcome> classifier,
+	static Outcome ofAttempt(StallWatch.End end, @Nullable Throwable error, Function<Throwable, Outcome> classifier,
 			Context context) {
 		switch (end) {
 			case COMPLETED:

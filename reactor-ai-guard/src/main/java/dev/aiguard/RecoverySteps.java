@@ -1,5 +1,7 @@
 package dev.aiguard;
 
+import java.util.Objects;
+
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.Outcome;
@@ -156,10 +158,10 @@ final class RecoverySteps<T> {
 				s.retryAfter(settings.retry.delayBefore(s.realtimeAttempts, error).toNanos());
 				return;
 			case TRUNCATE:
-				truncate(s.policy.truncation(), (ContextLengthExceededException) error);
+				truncate(need(s.policy.truncation()), (ContextLengthExceededException) error);
 				return;
 			case PROMPT_TOO_LARGE:
-				promptTooLarge(s.policy.truncation(), (ContextLengthExceededException) error);
+				promptTooLarge(need(s.policy.truncation()), (ContextLengthExceededException) error);
 				return;
 			case CONTINUE:
 				if (!continueAnswer(error, outcome)) {
@@ -176,7 +178,7 @@ final class RecoverySteps<T> {
 				s.endWith(s.policy.midStream().failure(error, s.ledger.deliveredTokens()), outcome);
 				return;
 			case FALLBACK:
-				fallback(step.trigger(), error, outcome);
+				fallback(need(step.trigger()), error, outcome);
 				return;
 			case FAIL_PARTIAL:
 				// a preemption lands here too: its outcome is already REJECTED
@@ -195,7 +197,7 @@ final class RecoverySteps<T> {
 	private void truncate(TruncationSpec spec, ContextLengthExceededException e) {
 		TruncationSpec.Result shrunk;
 		try {
-			shrunk = spec.shrink(s.request, e.limit(), e.actual());
+			shrunk = spec.shrink(need(s.request), e.limit(), e.actual());
 		}
 		catch (PromptTooLargeException tooLarge) {
 			s.endWith(tooLarge.getCause() != null ? tooLarge
@@ -218,7 +220,7 @@ final class RecoverySteps<T> {
 	private void promptTooLarge(TruncationSpec spec, ContextLengthExceededException e) {
 		int size;
 		try {
-			size = spec.count(s.request);
+			size = spec.count(need(s.request));
 		}
 		catch (Throwable counterFailure) {
 			s.endWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
@@ -229,10 +231,12 @@ final class RecoverySteps<T> {
 
 	/** @return whether a continuation request is on its way; false when the strategy refused */
 	private boolean continueAnswer(Throwable error, Outcome outcome) {
-		AnswerTap<T> tap = s.path.tap;
+		// Recovery continues only an answer whose transcript is readable (AnswerPath.continuable)
+		AnswerTap<T> tap = need(need(s.path).tap);
 		ChatRequest next;
 		try {
-			next = s.policy.midStream().continuation().continuation(continuationBase, tap.transcript().text(), false);
+			next = need(s.policy.midStream().continuation()).continuation(need(continuationBase),
+					need(tap.transcript()).text(), false);
 			if (next == null) {
 				throw CallbackException.returnedNull("ContinuationStrategy");
 			}
@@ -273,7 +277,7 @@ final class RecoverySteps<T> {
 	private void fallback(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
 		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
 		lastOutcome = outcome;
-		walk(s.view.fallback(), trigger, cause, AttemptKind.FALLBACK);
+		walk(need(s.view.fallback()), trigger, cause, AttemptKind.FALLBACK);
 	}
 
 	/**
@@ -282,7 +286,7 @@ final class RecoverySteps<T> {
 	 */
 	void walkFirst(Degradation degradation, Throwable cause, @Nullable Throwable shedOtherwise) {
 		this.shedOtherwise = shedOtherwise;
-		walk(s.view.ladderFor(degradation), FallbackTrigger.LOAD, cause, AttemptKind.PREFERRED);
+		walk(need(s.view.ladderFor(degradation)), FallbackTrigger.LOAD, cause, AttemptKind.PREFERRED);
 	}
 
 	private void walk(FallbackChain<T> ladder, FallbackTrigger trigger, Throwable cause, AttemptKind kind) {
@@ -323,7 +327,7 @@ final class RecoverySteps<T> {
 		switch (end) {
 			case COMPLETED:
 				if (kind == AttemptKind.RELEASE) {
-					String reason = s.path.releasedReason;
+					String reason = need(s.path).releasedReason;
 					s.storeAnswer(reason);
 					s.complete(Outcome.SUCCESS, true, reason);
 					break;
@@ -338,10 +342,10 @@ final class RecoverySteps<T> {
 			default:
 				if (ErrorClassifier.isPreemption(error)) {
 					// a fallback answer or notice was running on the permit the lanes took back
-					s.failPreempted(error);
+					s.failPreempted(need(error));
 					return;
 				}
-				s.endWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
+				s.endWith(need(error), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 		}
 	}
 
@@ -352,13 +356,22 @@ final class RecoverySteps<T> {
 	 * answer's.
 	 */
 	void release(StallWatch<T> attempt, boolean blanks) {
-		AnswerTap<T> t = s.path.tap;
-		s.path.releasedReason = attempt.finishReason();
+		AnswerPath<T> path = need(s.path);
+		AnswerTap<T> t = need(path.tap);
+		path.releasedReason = attempt.finishReason();
 		if (!blanks) {
 			t.holding = false;
 			s.subscribe(Flux.fromIterable(t.takeHeld()), s.settings.tailStall, AttemptKind.RELEASE, s.actual, null, null);
 			return;
 		}
 		s.subscribe(Flux.fromIterable(t.takeBlanks()), s.settings.tailStall, AttemptKind.RELEASE, t, t, null);
+	}
+
+	/**
+	 * @return {@code value}, which the step at hand always has: Recovery picks a step only when the
+	 *         policy and the request have what it needs (a failed end carries its error)
+	 */
+	private static <V> V need(@Nullable V value) {
+		return Objects.requireNonNull(value);
 	}
 }

@@ -70,8 +70,9 @@ class PackageGraphTest {
 	 * the recovery steps, the chunks' path. They meet the capabilities that are stages only through
 	 * {@code dev.aiguard.stage}.
 	 */
-	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "StagePort", "RequestLedger", "RecoverySteps",
-			"AnswerPath", "AnswerTap", "AnswerCheck", "LaneThreadCall", "AttemptKind");
+	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "RequestControl", "StagePort",
+			"RequestLedger", "AttemptRecord", "RecoverySteps", "AnswerPath", "AnswerTap", "AnswerCheck", "LaneThreadCall",
+			"AttemptKind");
 
 	/** The capability packages that are stages: the request classes may not use them. */
 	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load");
