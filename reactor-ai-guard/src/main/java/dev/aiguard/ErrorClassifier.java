@@ -101,6 +101,12 @@ public final class ErrorClassifier {
 	}
 
 	/** @return whether {@code error} is a lane's preemption: the request stops, whatever it was doing */
+	/** @return the validator that rejected the answer when {@code error} is an output validator's rejection, else {@code null} */
+	@Nullable
+	static String rejectingValidator(@Nullable Throwable error) {
+		return error instanceof InvalidOutputException ? ((InvalidOutputException) error).validator() : null;
+	}
+
 	static boolean isPreemption(@org.jspecify.annotations.Nullable Throwable error) {
 		return error instanceof PreemptedException;
 	}

@@ -17,7 +17,6 @@ import dev.aiguard.stage.StageList;
 import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.watch.StallWatch;
-import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
@@ -142,6 +141,9 @@ final class GuardedStream<T> extends RequestControl<T> implements StallWatch.Ter
 		if (stages.size() > 0) {
 			port = new StagePort<>(this);
 			runs = stages.start(port);
+			if (path != null) {
+				path.judgeWith(runs);
+			}
 		}
 		proceed();
 	}
@@ -331,14 +333,15 @@ final class GuardedStream<T> extends RequestControl<T> implements StallWatch.Ter
 		boolean blanks = p != null && p.holdsBlanks();
 		if (end == StallWatch.End.COMPLETED && p != null) {
 			// the verdict at the end of the attempt: a rejected answer makes it a failed one
-			InvalidOutputException rejected = p.verdict(watch, request, actual.currentContext());
+			RuntimeException rejected = p.verdict(watch, request, actual.currentContext());
 			if (rejected != null) {
 				end = StallWatch.End.ERROR;
 				error = rejected;
 			}
 		}
-		if (error instanceof InvalidOutputException) {
-			ledger.invalidAnswer(((InvalidOutputException) error).validator());
+		String invalid = ErrorClassifier.rejectingValidator(error);
+		if (invalid != null) {
+			ledger.invalidAnswer(invalid);
 		}
 		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
 		StageRun[] r = runs;

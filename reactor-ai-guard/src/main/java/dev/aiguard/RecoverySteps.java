@@ -20,7 +20,6 @@ import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
-import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 
@@ -151,7 +150,7 @@ final class RecoverySteps<T> {
 		switch (step.action()) {
 			case RETRY:
 				retryReason = error.getClass().getSimpleName();
-				if (error instanceof InvalidOutputException && s.request != null && s.path != null) {
+				if (ErrorClassifier.rejectingValidator(error) != null && s.request != null && s.path != null) {
 					// a rejected answer may be corrected by what its validator adds to the prompt
 					s.request = s.path.retryRequest(s.request, s.actual.currentContext());
 				}
