@@ -10,8 +10,9 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.fallback.CacheKeys;
 import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
+import dev.aiguard.stage.AnswerJudge;
+import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.watch.StallWatch;
-import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import reactor.core.CoreSubscriber;
 import reactor.core.scheduler.Scheduler;
@@ -21,7 +22,7 @@ import reactor.util.context.Context;
  * The way one request's chunks take to the subscriber when something must see them: the response
  * cache's recording, the continuation's transcript, the output validation. Chooses, per attempt,
  * the subscriber the attempt delivers to (the actual one, an {@link AnswerTap}, or the tap's hold)
- * and the {@link AnswerCheck} the attempt's watch feeds (the one place validation is fed). A request
+ * and the {@link AnswerJudge} the attempt's watch feeds (the one place validation is fed). A request
  * whose policy needs none of these has no path: its chunks go straight to the subscriber.
  */
 final class AnswerPath<T> {
@@ -33,9 +34,11 @@ final class AnswerPath<T> {
 	private final LongConsumer demand;
 	@Nullable
 	AnswerTap<T> tap;
-	/** The request's output validation, created with its first validated attempt. */
+	/** The request's output validation (the validation stage's run), {@code null} without validators. */
 	@Nullable
-	private AnswerCheck check;
+	private AnswerJudge judge;
+	/** What the watch feeds: the judge, as the watch's check. */
+	private StallWatch.@Nullable ContentCheck<Object> feed;
 	/** The current attempt is validated (a realtime attempt of a policy with validators). */
 	private boolean validating;
 	/** The finish reason of the attempt whose held answer is released: the answer's, whatever the release sees. */
@@ -60,6 +63,18 @@ final class AnswerPath<T> {
 		return needed ? new AnswerPath<>(view, callForm, actual, inspector, demand) : null;
 	}
 
+	/** The request's stages started: the run that judges its answers, if any, is fed from now on. */
+	void judgeWith(StageRun[] runs) {
+		for (StageRun run : runs) {
+			AnswerJudge j = run.judge();
+			if (j != null) {
+				judge = j;
+				feed = j::afterContent;
+				return;
+			}
+		}
+	}
+
 	/**
 	 * The subscriber chunks go to: the actual one, or a tap when something must see them, or the
 	 * tap's hold when the answer is validated before anything of it is delivered. Starts the
@@ -71,17 +86,14 @@ final class AnswerPath<T> {
 		ContinuationSupport<T> continuation = callForm ? view.continuationSupport() : null;
 		boolean record = next == AttemptKind.REALTIME && cache != null;
 		boolean transcribe = next == AttemptKind.REALTIME && continuation != null;
-		boolean validate = next == AttemptKind.REALTIME && view.policy.validates();
-		validating = validate;
-		if (validate) {
-			if (check == null) {
-				check = new AnswerCheck(view.policy.validators(), view.policy.streamingValidators());
-			}
-			check.startAttempt();
+		AnswerJudge j = next == AttemptKind.REALTIME ? judge : null;
+		validating = j != null;
+		if (j != null) {
+			j.startAttempt();
 		}
-		boolean hold = validate && check.holds(request);
+		boolean hold = j != null && j.holds(request);
 		// leading whitespace is held only while a retry is still possible: nothing delivered yet
-		boolean holdBlanks = validate && !hold && check.holdsLeadingWhitespace && delivered == 0L
+		boolean holdBlanks = j != null && !hold && j.holdsLeadingWhitespace() && delivered == 0L
 				&& inspector.chunkType() == ChatChunk.class;
 		boolean onlyBlanks = !record && !transcribe && !hold;
 		if (onlyBlanks && !holdBlanks) {
@@ -110,7 +122,7 @@ final class AnswerPath<T> {
 	 *         validated attempt, else {@code null}
 	 */
 	StallWatch.@Nullable ContentCheck<Object> check() {
-		return validating ? check : null;
+		return validating ? feed : null;
 	}
 
 	/** @return whether the current attempt's answer is held back, not delivered */
@@ -133,16 +145,18 @@ final class AnswerPath<T> {
 	 *         when the answer stands (or the attempt is not validated)
 	 */
 	@Nullable
-	InvalidOutputException verdict(StallWatch<T> watch, @Nullable ChatRequest request, Context context) {
-		if (!validating || watch.capped()) {
+	RuntimeException verdict(StallWatch<T> watch, @Nullable ChatRequest request, Context context) {
+		AnswerJudge j = judge;
+		if (!validating || j == null || watch.capped()) {
 			return null;
 		}
-		return check.verdict(watch.finishReason(), request, context);
+		return j.verdict(watch.finishReason(), request, context);
 	}
 
 	/** @return the request to retry after a rejected answer: what its validator adds to the prompt, if anything */
 	ChatRequest retryRequest(ChatRequest request, Context context) {
-		return check != null ? check.retryRequest(request, context) : request;
+		AnswerJudge j = judge;
+		return j != null ? j.retryRequest(request, context) : request;
 	}
 
 	/** Stores the realtime answer in the response cache, when it was recorded whole. */
@@ -154,6 +168,6 @@ final class AnswerPath<T> {
 			return;
 		}
 		t.recorder().storeIfComplete(cache, CacheKeys.keyOf(view.policy.cacheKey(), original), Outcome.SUCCESS,
-				OutputLimits.isTruncation(finishReason), blocking);
+				finishReason != null && OutputLimits.isTruncation(finishReason), blocking);
 	}
 }

@@ -21,7 +21,7 @@ import reactor.util.context.Context;
  * realtime answer for the response cache, keeps the transcript a continuation builds on, holds
  * an answer back until it passed validation, and holds an answer's leading whitespace-only chunks
  * until its first visible character. One per request, reused across attempts; without any of these
- * the attempt delivers straight to the subscriber. The output validation ({@link AnswerCheck}) is
+ * the attempt delivers straight to the subscriber. The output validation (the validation stage) is
  * never fed here: the attempt's watch feeds it, after the chunk went through the tap.
  *
  * <h2>Leading whitespace</h2>

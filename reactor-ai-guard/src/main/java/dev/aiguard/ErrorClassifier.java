@@ -15,6 +15,7 @@ import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.validation.InvalidOutputException;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
@@ -70,7 +71,7 @@ public final class ErrorClassifier {
 	 * classifier says — the provider did nothing wrong — and
 	 * an output validator's verdict is {@link Outcome#INVALID}, which the guard decided itself.
 	 */
-	static Outcome ofAttempt(StallWatch.End end, Throwable error, Function<Throwable, Outcome> classifier,
+	static Outcome ofAttempt(StallWatch.End end, @Nullable Throwable error, Function<Throwable, Outcome> classifier,
 			Context context) {
 		switch (end) {
 			case COMPLETED:
@@ -100,6 +101,12 @@ public final class ErrorClassifier {
 	}
 
 	/** @return whether {@code error} is a lane's preemption: the request stops, whatever it was doing */
+	/** @return the validator that rejected the answer when {@code error} is an output validator's rejection, else {@code null} */
+	@Nullable
+	static String rejectingValidator(@Nullable Throwable error) {
+		return error instanceof InvalidOutputException ? ((InvalidOutputException) error).validator() : null;
+	}
+
 	static boolean isPreemption(@org.jspecify.annotations.Nullable Throwable error) {
 		return error instanceof PreemptedException;
 	}

@@ -337,6 +337,11 @@ public final class GuardPolicy {
 		return validation.streamingValidators();
 	}
 
+	/** @return the validation capability, which the policy's validation stage is built from */
+	ValidationSpec validation() {
+		return validation;
+	}
+
 	/** @return whether any output validator is configured */
 	boolean validates() {
 		return validation.validates();

@@ -1,16 +1,14 @@
 package dev.aiguard;
 
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import java.util.Objects;
 import java.util.function.Function;
 
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
-import dev.aiguard.core.Source;
-import dev.aiguard.internal.DemandHandOver;
+import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.RetryBudget;
 import dev.aiguard.stage.AttemptEnd;
 import dev.aiguard.stage.Lane;
@@ -19,14 +17,10 @@ import dev.aiguard.stage.StageList;
 import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.stall.watch.StallWatch;
-import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
-import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.core.Disposable;
 import reactor.core.Exceptions;
-import reactor.core.Scannable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
@@ -41,11 +35,11 @@ import reactor.core.scheduler.Schedulers;
  * the chunks go straight to the subscriber, through an {@link AnswerPath} only when something must
  * see them, so this costs nothing per token.
  *
- * <p>Control steps happen one after another for a request; {@link #cancel()} and a preemption may
- * race any of them and are settled by re-checks on both sides plus the once-only {@link #finish}.
+ * <p>Control steps happen one after another for a request; a cancel and a preemption may race any
+ * of them, which {@link RequestControl} settles, together with the wait before an attempt and the
+ * once-only end.
  */
-final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
-		implements Subscription, StallWatch.Terminal<T>, Scannable {
+final class GuardedStream<T> extends RequestControl<T> implements StallWatch.Terminal<T> {
 
 	private static final StageRun[] NO_RUNS = new StageRun[0];
 
@@ -54,9 +48,8 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	final PolicyView<T> view;
 	final GuardPolicy policy;
 	/** What this request's priority reads of {@link #view}; set in {@link #start()} once the priority is known. */
+	@SuppressWarnings("NullAway.Init") // start() sets it before anything reads it
 	PolicyView.ForPriority settings;
-	final CoreSubscriber<? super T> actual;
-	final RequestLedger<T> ledger;
 	private final Function<ChatRequest, ? extends Publisher<? extends T>> upstream;
 	final boolean callForm;
 	@Nullable
@@ -87,30 +80,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	/** The lane the request holds once admitted, {@code null} without lanes. */
 	@Nullable
 	volatile Lane lane;
-	@Nullable
-	private volatile Disposable pendingRetry;
-	/** The attempt running now, for cancellation and preemption. */
-	volatile StallWatch<T> active;
 	/** The hop of the attempt being set up, handed to its watch by {@link #subscribe}. */
 	@Nullable
 	private LaneThreadCall<T> pendingHop;
 
-	/** Set once when the lane is taken back; every phase of the request looks at it. */
-	@Nullable
-	volatile Throwable preemption;
-	static final AtomicReferenceFieldUpdater<GuardedStream, Throwable> PREEMPTION =
-			AtomicReferenceFieldUpdater.newUpdater(GuardedStream.class, Throwable.class, "preemption");
-	/** {@link #WAITING} while a backoff is scheduled and no attempt runs; a CAS out of it decides who goes on. */
-	volatile int phase;
-	static final AtomicIntegerFieldUpdater<GuardedStream> PHASE = AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "phase");
-	static final int RUNNING = 0;
-	static final int WAITING = 1;
-	volatile int cancelled;
-	static final AtomicIntegerFieldUpdater<GuardedStream> CANCELLED =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "cancelled");
-	volatile int finished;
-	static final AtomicIntegerFieldUpdater<GuardedStream> FINISHED =
-			AtomicIntegerFieldUpdater.newUpdater(GuardedStream.class, "finished");
 	/** The stages' runs end once, before the subscriber hears of the end or when a cancel finishes the request. */
 	volatile int stagesEnded;
 	static final AtomicIntegerFieldUpdater<GuardedStream> STAGES_ENDED =
@@ -118,11 +91,16 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 
 	GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream, @Nullable ChatRequest request,
 			boolean callForm, AiGuard<T> guard, CoreSubscriber<? super T> actual) {
+		this(upstream, request, callForm, guard, guard.view(), actual);
+	}
+
+	private GuardedStream(Function<ChatRequest, ? extends Publisher<? extends T>> upstream,
+			@Nullable ChatRequest request, boolean callForm, AiGuard<T> guard, PolicyView<T> view,
+			CoreSubscriber<? super T> actual) {
+		super(actual, new RequestLedger<>(view, actual.currentContext(), guard.inspector()));
 		this.guard = guard;
-		this.view = guard.view();
+		this.view = view;
 		this.policy = view.policy;
-		this.actual = actual;
-		this.ledger = new RequestLedger<>(view, actual.currentContext(), guard.inspector());
 		this.upstream = upstream;
 		this.callForm = callForm;
 		this.originalRequest = request;
@@ -163,6 +141,9 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		if (stages.size() > 0) {
 			port = new StagePort<>(this);
 			runs = stages.start(port);
+			if (path != null) {
+				path.judgeWith(runs);
+			}
 		}
 		proceed();
 	}
@@ -174,9 +155,10 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 			return;
 		}
 		int next = admitting;
-		if (next < runs.length) {
+		StagePort<T> sp = port;
+		if (sp != null && next < runs.length) {
 			admitting = next + 1;
-			runs[next].admit(port);
+			runs[next].admit(sp);
 			return;
 		}
 		nextAttempt();
@@ -200,14 +182,16 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 	// ---- sending an attempt ----
 
 	/** Sends (or, after a backoff or a stage's wait, re-sends) the request, if every stage lets it. */
+	@Override
 	void nextAttempt() {
 		if (!mayStartAttempt()) {
 			return;
 		}
 		StageRun[] r = runs;
-		for (int i = 0; i < r.length; i++) {
+		StagePort<T> sp = port;
+		for (int i = 0; sp != null && i < r.length; i++) {
 			checking = i;
-			boolean go = r[i].beforeAttempt(port);
+			boolean go = r[i].beforeAttempt(sp);
 			checking = -1;
 			if (!go) {
 				return;
@@ -226,13 +210,16 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		for (StageRun run : r) {
 			source = run.decorate(source);
 		}
-		if (continued()) {
-			source = view.continuationSupport().splice(source, path.tap.transcript());
+		AnswerPath<T> p = path;
+		ContinuationSupport.@Nullable Transcript<T> transcript = p != null && p.tap != null ? p.tap.transcript() : null;
+		ContinuationSupport<T> support = view.continuationSupport();
+		if (continued() && support != null && transcript != null) {
+			source = support.splice(source, transcript);
 		}
-		CoreSubscriber<? super T> target = path != null
-				? path.targetFor(AttemptKind.REALTIME, request, ledger.deliveredTokens(), continued()) : actual;
-		subscribe(source, settings.stall, AttemptKind.REALTIME, target, path != null ? path.tap : null,
-				path != null ? path.check() : null);
+		CoreSubscriber<? super T> target = p != null
+				? p.targetFor(AttemptKind.REALTIME, request, ledger.deliveredTokens(), continued()) : actual;
+		subscribe(source, settings.stall, AttemptKind.REALTIME, target, p != null ? p.tap : null,
+				p != null ? p.check() : null);
 	}
 
 	private boolean continued() {
@@ -346,14 +333,15 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		boolean blanks = p != null && p.holdsBlanks();
 		if (end == StallWatch.End.COMPLETED && p != null) {
 			// the verdict at the end of the attempt: a rejected answer makes it a failed one
-			InvalidOutputException rejected = p.verdict(watch, request, actual.currentContext());
+			RuntimeException rejected = p.verdict(watch, request, actual.currentContext());
 			if (rejected != null) {
 				end = StallWatch.End.ERROR;
 				error = rejected;
 			}
 		}
-		if (error instanceof InvalidOutputException) {
-			ledger.invalidAnswer(((InvalidOutputException) error).validator());
+		String invalid = ErrorClassifier.rejectingValidator(error);
+		if (invalid != null) {
+			ledger.invalidAnswer(invalid);
 		}
 		Outcome outcome = ErrorClassifier.ofAttempt(end, error, policy.errorClassifier(), actual.currentContext());
 		StageRun[] r = runs;
@@ -379,11 +367,13 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 				finish(outcome, null, watch.finishReason());
 				break;
 			default:
-				if (blanks) {
+				AnswerTap<T> tap = p != null ? p.tap : null;
+				if (blanks && tap != null) {
 					// before any next attempt: the demand the held chunks took goes back to the subscriber
-					p.tap.dropBlanks();
+					tap.dropBlanks();
 				}
-				recovery().attemptFailed(outcome, error, threadWaitOver);
+				// a failed end always carries its error (StallWatch.Terminal)
+				recovery().attemptFailed(outcome, Objects.requireNonNull(error), threadWaitOver);
 		}
 	}
 
@@ -393,188 +383,11 @@ final class GuardedStream<T> extends DemandHandOver<StallWatch<T>>
 		}
 	}
 
-	// ---- preemption and waits ----
-
-	/**
-	 * The lanes took the capacity back (they released it already). Whatever the request is doing,
-	 * it stops: a running attempt, fallback answer or notice is aborted with {@code e}, a backoff is
-	 * called off, and an attempt about to start sees {@link #preemption} and never subscribes.
-	 */
-	void preempted(Throwable e) {
-		if (!PREEMPTION.compareAndSet(this, null, e)) {
-			return;
-		}
-		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
-			// backing off: the retry will not start, so the request ends here
-			Disposable backoff = pendingRetry;
-			if (backoff != null) {
-				backoff.dispose();
-			}
-			failPreempted(e);
-			return;
-		}
-		// subscribe() sets `active` then reads `preemption`; we set `preemption` then read `active`
-		StallWatch<T> w = active;
-		if (w != null) {
-			w.abort(e);
-		}
-	}
-
-	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless preempted first. */
-	void retryAfter(long delayNanos) {
-		ledger.observeBackoff(delayNanos);
-		attemptAfter(delayNanos);
-	}
-
-	/** Waits {@code delayNanos} on the policy's timer, then starts the next attempt unless cancelled or preempted first. */
-	void attemptAfter(long delayNanos) {
-		phase = WAITING;
-		Throwable taken = preemption;
-		if (taken != null && PHASE.compareAndSet(this, WAITING, RUNNING)) {
-			// preempted while this attempt was ending: preempted() saw no backoff to call off
-			failPreempted(taken);
-			return;
-		}
-		try {
-			Disposable backoff = ledger.clock.scheduler().schedule(this::retryNow, delayNanos, TimeUnit.NANOSECONDS);
-			pendingRetry = backoff;
-			// a preemption that claims the wait before this store finds no backoff to dispose: the
-			// backoff then runs, fails to claim the wait and does nothing
-			if (cancelled != 0) {
-				backoff.dispose();
-				finishCancelled();
-			}
-		}
-		catch (Throwable rejected) {
-			if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
-				endWith(Operators.onRejectedExecution(rejected, actual.currentContext()), Outcome.FAILURE);
-			}
-		}
-	}
-
-	private void retryNow() {
-		if (PHASE.compareAndSet(this, WAITING, RUNNING)) {
-			nextAttempt();
-		}
-	}
-
-	/** @return whether the request may start an attempt now; when not, it has been ended (cancelled or preempted) */
-	private boolean mayStartAttempt() {
-		pendingRetry = null;
-		if (cancelled != 0) {
-			finishCancelled();
-			return false;
-		}
-		Throwable taken = preemption;
-		if (taken != null) {
-			failPreempted(taken);
-			return false;
-		}
-		return true;
-	}
-
-	// ---- Subscription, as seen by the subscriber ----
-
-	@Override
-	public void request(long n) {
-		if (Operators.validate(n)) {
-			addDemand(n);
-		}
-	}
-
-	@Override
-	public void cancel() {
-		if (!CANCELLED.compareAndSet(this, 0, 1)) {
-			return;
-		}
-		Disposable backoff = pendingRetry;
-		if (backoff != null) {
-			backoff.dispose();
-		}
-		StallWatch<T> w = active;
-		if (w != null) {
-			w.cancel();
-		}
-		// between attempts (waiting for admission, backing off) nothing else will end the request
-		// (finishing it ends the stages: a lane wait is called off); once an attempt has started,
-		// its end (ours or one that won the race) finishes the request
-		if (w == null || backoff != null) {
-			finishCancelled();
-		}
-	}
-
-	/** An attempt delivered these chunks; its successor is asked only for the rest. A held attempt delivered nothing. */
-	@Override
-	protected long consumedBy(StallWatch<T> previous) {
-		return previous.scanUnsafe(Attr.ACTUAL) instanceof AnswerTap.Held ? 0L : previous.emitted();
-	}
-
-	// ---- the end ----
-
-	/** Ends the request for a preemption; after tokens were delivered, as a partial answer. */
-	void failPreempted(Throwable e) {
-		long delivered = ledger.deliveredTokens();
-		endWith(delivered > 0L ? policy.midStream().failure(e, delivered) : e, Outcome.REJECTED);
-	}
-
-	/** The answer is whole: the stages end (the lane is free) before the subscriber hears of it. */
-	void complete(Outcome outcome, boolean realtime, @Nullable String finishReason) {
-		endStages(outcome);
-		actual.onComplete();
-		if (realtime) {
-			ledger.answered(Source.REALTIME);
-		}
-		finish(outcome, null, finishReason);
-	}
-
-	/** Ends the request with an error: the stages end (the lane is free) before the subscriber hears of it. */
-	void endWith(Throwable error, Outcome outcome) {
-		if (cancelled != 0) {
-			finishCancelled();
-			return;
-		}
-		endStages(outcome);
-		actual.onError(error);
-		finish(outcome, error, null);
-	}
-
-	void finishCancelled() {
-		finish(Outcome.CANCELLED, null, null);
-	}
-
-	void finish(Outcome outcome, @Nullable Throwable error, @Nullable String finishReason) {
-		if (!FINISHED.compareAndSet(this, 0, 1)) {
-			return;
-		}
-		endStages(outcome);
-		ledger.close(outcome, error, finishReason);
-	}
-
 	/** The one place the stages' runs end (the lane goes back, a reservation is returned); only the first call counts. */
-	private void endStages(Outcome outcome) {
+	@Override
+	void endStages(Outcome outcome) {
 		if (STAGES_ENDED.compareAndSet(this, 0, 1)) {
 			StageList.finish(runs, outcome);
 		}
-	}
-
-	@Override
-	@Nullable
-	public Object scanUnsafe(Attr key) {
-		if (key == Attr.ACTUAL) {
-			return actual;
-		}
-		if (key == Attr.PARENT) {
-			return active;
-		}
-		if (key == Attr.CANCELLED) {
-			return cancelled != 0;
-		}
-		if (key == Attr.TERMINATED) {
-			return finished != 0;
-		}
-		if (key == Attr.RUN_STYLE) {
-			return Attr.RunStyle.SYNC;
-		}
-		return null;
 	}
 }

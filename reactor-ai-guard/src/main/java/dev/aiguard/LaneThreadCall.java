@@ -20,8 +20,8 @@ final class LaneThreadCall<T> implements Supplier<Publisher<T>> {
 
 	private final GuardedStream<T> request;
 	private final Supplier<Publisher<? extends T>> call;
-	/** Set when the attempt is subscribed, before the hop is scheduled. */
-	@Nullable
+	/** Set when the attempt is subscribed, before the hop is scheduled: the hop never reads it unset. */
+	@SuppressWarnings("NullAway.Init")
 	StallWatch<T> watch;
 
 	LaneThreadCall(GuardedStream<T> request, Supplier<Publisher<? extends T>> call) {

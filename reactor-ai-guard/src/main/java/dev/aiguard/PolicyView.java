@@ -17,6 +17,7 @@ import dev.aiguard.stage.Degradation;
 import dev.aiguard.stage.StageList;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
+import dev.aiguard.validation.ValidationStage;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -99,7 +100,10 @@ final class PolicyView<T> {
 		this.currency = policy.budget() == null ? null : policy.budget().prices().currency();
 	}
 
-	/** The policy's stages: load routing, budgets, lane admission, then the breaker before each attempt. */
+	/**
+	 * The policy's stages: load routing, budgets, lane admission, then the breaker before each
+	 * attempt, and the output validation that judges each answer.
+	 */
 	private static StageList stagesOf(GuardPolicy policy) {
 		EnumSet<Priority> counted = EnumSet.noneOf(Priority.class);
 		for (Priority p : Priority.values()) {
@@ -112,7 +116,8 @@ final class PolicyView<T> {
 				policy.budgetGate() != null ? BudgetStage.of(policy.budgetGate(),
 						truncation != null ? truncation.truncator() : null, policy.lanes()) : null,
 				policy.lanes() != null ? AdmissionStage.of(policy.lanes()) : null,
-				policy.breakerGate() != null ? BreakerStage.of(policy.breakerGate(), counted) : null);
+				policy.breakerGate() != null ? BreakerStage.of(policy.breakerGate(), counted) : null,
+				ValidationStage.of(policy.validation()));
 	}
 
 	private static Recovery.Rules rulesOf(GuardPolicy policy, GuardPolicy.Resolved r, boolean callForm) {

@@ -1,5 +1,7 @@
 package dev.aiguard;
 
+import java.util.Objects;
+
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.Outcome;
@@ -18,7 +20,6 @@ import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
-import dev.aiguard.validation.InvalidOutputException;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 
@@ -149,17 +150,17 @@ final class RecoverySteps<T> {
 		switch (step.action()) {
 			case RETRY:
 				retryReason = error.getClass().getSimpleName();
-				if (error instanceof InvalidOutputException && s.request != null && s.path != null) {
+				if (ErrorClassifier.rejectingValidator(error) != null && s.request != null && s.path != null) {
 					// a rejected answer may be corrected by what its validator adds to the prompt
 					s.request = s.path.retryRequest(s.request, s.actual.currentContext());
 				}
 				s.retryAfter(settings.retry.delayBefore(s.realtimeAttempts, error).toNanos());
 				return;
 			case TRUNCATE:
-				truncate(s.policy.truncation(), (ContextLengthExceededException) error);
+				truncate(need(s.policy.truncation()), (ContextLengthExceededException) error);
 				return;
 			case PROMPT_TOO_LARGE:
-				promptTooLarge(s.policy.truncation(), (ContextLengthExceededException) error);
+				promptTooLarge(need(s.policy.truncation()), (ContextLengthExceededException) error);
 				return;
 			case CONTINUE:
 				if (!continueAnswer(error, outcome)) {
@@ -176,7 +177,7 @@ final class RecoverySteps<T> {
 				s.endWith(s.policy.midStream().failure(error, s.ledger.deliveredTokens()), outcome);
 				return;
 			case FALLBACK:
-				fallback(step.trigger(), error, outcome);
+				fallback(need(step.trigger()), error, outcome);
 				return;
 			case FAIL_PARTIAL:
 				// a preemption lands here too: its outcome is already REJECTED
@@ -195,7 +196,7 @@ final class RecoverySteps<T> {
 	private void truncate(TruncationSpec spec, ContextLengthExceededException e) {
 		TruncationSpec.Result shrunk;
 		try {
-			shrunk = spec.shrink(s.request, e.limit(), e.actual());
+			shrunk = spec.shrink(need(s.request), e.limit(), e.actual());
 		}
 		catch (PromptTooLargeException tooLarge) {
 			s.endWith(tooLarge.getCause() != null ? tooLarge
@@ -218,7 +219,7 @@ final class RecoverySteps<T> {
 	private void promptTooLarge(TruncationSpec spec, ContextLengthExceededException e) {
 		int size;
 		try {
-			size = spec.count(s.request);
+			size = spec.count(need(s.request));
 		}
 		catch (Throwable counterFailure) {
 			s.endWith(CallbackException.threw("TokenCounter", counterFailure), Outcome.CLIENT_ERROR);
@@ -229,10 +230,12 @@ final class RecoverySteps<T> {
 
 	/** @return whether a continuation request is on its way; false when the strategy refused */
 	private boolean continueAnswer(Throwable error, Outcome outcome) {
-		AnswerTap<T> tap = s.path.tap;
+		// Recovery continues only an answer whose transcript is readable (AnswerPath.continuable)
+		AnswerTap<T> tap = need(need(s.path).tap);
 		ChatRequest next;
 		try {
-			next = s.policy.midStream().continuation().continuation(continuationBase, tap.transcript().text(), false);
+			next = need(s.policy.midStream().continuation()).continuation(need(continuationBase),
+					need(tap.transcript()).text(), false);
 			if (next == null) {
 				throw CallbackException.returnedNull("ContinuationStrategy");
 			}
@@ -273,7 +276,7 @@ final class RecoverySteps<T> {
 	private void fallback(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
 		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
 		lastOutcome = outcome;
-		walk(s.view.fallback(), trigger, cause, AttemptKind.FALLBACK);
+		walk(need(s.view.fallback()), trigger, cause, AttemptKind.FALLBACK);
 	}
 
 	/**
@@ -282,7 +285,7 @@ final class RecoverySteps<T> {
 	 */
 	void walkFirst(Degradation degradation, Throwable cause, @Nullable Throwable shedOtherwise) {
 		this.shedOtherwise = shedOtherwise;
-		walk(s.view.ladderFor(degradation), FallbackTrigger.LOAD, cause, AttemptKind.PREFERRED);
+		walk(need(s.view.ladderFor(degradation)), FallbackTrigger.LOAD, cause, AttemptKind.PREFERRED);
 	}
 
 	private void walk(FallbackChain<T> ladder, FallbackTrigger trigger, Throwable cause, AttemptKind kind) {
@@ -323,7 +326,7 @@ final class RecoverySteps<T> {
 		switch (end) {
 			case COMPLETED:
 				if (kind == AttemptKind.RELEASE) {
-					String reason = s.path.releasedReason;
+					String reason = need(s.path).releasedReason;
 					s.storeAnswer(reason);
 					s.complete(Outcome.SUCCESS, true, reason);
 					break;
@@ -338,10 +341,10 @@ final class RecoverySteps<T> {
 			default:
 				if (ErrorClassifier.isPreemption(error)) {
 					// a fallback answer or notice was running on the permit the lanes took back
-					s.failPreempted(error);
+					s.failPreempted(need(error));
 					return;
 				}
-				s.endWith(error, lastOutcome != null ? lastOutcome : Outcome.FAILURE);
+				s.endWith(need(error), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 		}
 	}
 
@@ -352,13 +355,22 @@ final class RecoverySteps<T> {
 	 * answer's.
 	 */
 	void release(StallWatch<T> attempt, boolean blanks) {
-		AnswerTap<T> t = s.path.tap;
-		s.path.releasedReason = attempt.finishReason();
+		AnswerPath<T> path = need(s.path);
+		AnswerTap<T> t = need(path.tap);
+		path.releasedReason = attempt.finishReason();
 		if (!blanks) {
 			t.holding = false;
 			s.subscribe(Flux.fromIterable(t.takeHeld()), s.settings.tailStall, AttemptKind.RELEASE, s.actual, null, null);
 			return;
 		}
 		s.subscribe(Flux.fromIterable(t.takeBlanks()), s.settings.tailStall, AttemptKind.RELEASE, t, t, null);
+	}
+
+	/**
+	 * @return {@code value}, which the step at hand always has: Recovery picks a step only when the
+	 *         policy and the request have what it needs (a failed end carries its error)
+	 */
+	private static <V> V need(@Nullable V value) {
+		return Objects.requireNonNull(value);
 	}
 }

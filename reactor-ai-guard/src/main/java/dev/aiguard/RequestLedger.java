@@ -3,11 +3,11 @@ package dev.aiguard;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 
 import dev.aiguard.chat.ChatRequest;
-import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.core.OutputLimits;
 import dev.aiguard.core.Outcome;
@@ -20,9 +20,7 @@ import dev.aiguard.metrics.RequestObserver;
 import dev.aiguard.stage.AttemptEnd;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.stall.StreamStalledException;
-import dev.aiguard.truncation.TokenCounter;
 import org.jspecify.annotations.Nullable;
-import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
 
@@ -32,10 +30,9 @@ import reactor.util.context.Context;
  * meters. Written by the coordinator's control steps, which run one after another; the fields a
  * cancel may read concurrently are volatile.
  *
- * <p>It also shows the stages how the last realtime attempt ended ({@link AttemptEnd}): the
- * provider's usage and the prompt estimate are read only when a stage asks, once per attempt.
+ * <p>It also shows the stages how the last realtime attempt ended ({@link AttemptRecord}).
  */
-final class RequestLedger<T> implements AttemptEnd {
+final class RequestLedger<T> {
 
 	final GuardPolicy policy;
 	private final Context context;
@@ -72,21 +69,9 @@ final class RequestLedger<T> implements AttemptEnd {
 	private long retryCost;
 	private boolean outputCapped;
 
-	// the last realtime attempt's end, as the stages read it
+	/** How the last realtime attempt ended, for the stages; made at the first attempt of a policy with stages. */
 	@Nullable
-	private StallWatch<T> lastWatch;
-	private Outcome lastOutcome = Outcome.CANCELLED;
-	@Nullable
-	private Throwable lastError;
-	@Nullable
-	private ChatRequest lastSent;
-	private boolean usageRead;
-	private int reportedPrompt;
-	private int reportedCompletion;
-	/** The request {@link #estimate} was made for. */
-	@Nullable
-	private ChatRequest estimated;
-	private int estimate;
+	private AttemptRecord<T> lastAttempt;
 
 	RequestLedger(PolicyView<T> view, Context context, ChunkInspector<T> inspector) {
 		this.policy = view.policy;
@@ -150,14 +135,14 @@ final class RequestLedger<T> implements AttemptEnd {
 			switch (event) {
 				case QUEUED -> o.admissionQueued();
 				case ADMITTED -> o.admitted();
-				case REFUSED -> o.admissionRefused((Throwable) detail);
+				case REFUSED -> o.admissionRefused((Throwable) Objects.requireNonNull(detail));
 				case BREAKER -> o.breakerDecided(number != 0);
 				case ATTEMPT_STARTED -> o.attemptStarted((int) number);
 				case BACKOFF -> o.backoff(Duration.ofNanos(number));
-				case RETRIED -> o.retried((String) detail);
+				case RETRIED -> o.retried((String) Objects.requireNonNull(detail));
 				case TRUNCATED -> o.truncated((int) number);
 				case CONTINUED -> o.continued();
-				case SOURCE -> o.sourceChosen((Source) detail);
+				case SOURCE -> o.sourceChosen((Source) Objects.requireNonNull(detail));
 				default -> throw new IllegalStateException("event " + event);
 			}
 		}
@@ -334,7 +319,7 @@ final class RequestLedger<T> implements AttemptEnd {
 				dropped(observerFailure);
 			}
 		}
-		boolean truncated = OutputLimits.isTruncation(finishReason);
+		boolean truncated = finishReason != null && OutputLimits.isTruncation(finishReason);
 		if (truncated) {
 			policy.metrics().outputTruncated(policy.name(), priority);
 		}
@@ -398,93 +383,13 @@ final class RequestLedger<T> implements AttemptEnd {
 		Callbacks.dropped(observerFailure, currentContext());
 	}
 
-	// ---- the last realtime attempt's end, for the stages ----
-
-	/** @return this ledger as the end of {@code watch}'s attempt, for the stages that let it through */
+	/** @return how {@code watch}'s attempt ended, for the stages that let it through */
 	AttemptEnd ended(StallWatch<T> watch, Outcome outcome, @Nullable Throwable error, @Nullable ChatRequest sent) {
-		lastWatch = watch;
-		lastOutcome = outcome;
-		lastError = error;
-		lastSent = sent;
-		usageRead = false;
-		return this;
-	}
-
-	@Override
-	public boolean sent() {
-		return true;
-	}
-
-	@Override
-	public Outcome outcome() {
-		return lastOutcome;
-	}
-
-	@Override
-	@Nullable
-	public Throwable error() {
-		return lastError;
-	}
-
-	@Override
-	public long timeToFirstTokenNanos() {
-		return lastWatch.timeToFirstTokenNanos();
-	}
-
-	@Override
-	public long contentChunks() {
-		return lastWatch.tokens();
-	}
-
-	@Override
-	public boolean capped() {
-		return lastWatch.capped();
-	}
-
-	@Override
-	public int reportedPromptTokens() {
-		readUsage();
-		return reportedPrompt;
-	}
-
-	@Override
-	public int reportedCompletionTokens() {
-		readUsage();
-		return reportedCompletion;
-	}
-
-	/** Reads the usage chunk once; an inspector that throws leaves the counts it did not give unknown. */
-	private void readUsage() {
-		if (usageRead) {
-			return;
+		AttemptRecord<T> r = lastAttempt;
+		if (r == null) {
+			r = new AttemptRecord<>(inspector, context, watch);
+			lastAttempt = r;
 		}
-		usageRead = true;
-		reportedPrompt = -1;
-		reportedCompletion = -1;
-		T usage = lastWatch.usageChunk();
-		if (usage == null) {
-			return;
-		}
-		try {
-			reportedPrompt = inspector.promptTokens(usage);
-			reportedCompletion = inspector.completionTokens(usage);
-		}
-		catch (Throwable inspectorFailure) {
-			Operators.onErrorDropped(CallbackException.threw("ChunkInspector", inspectorFailure), context);
-		}
-	}
-
-	/** Estimated (characters / 4) once per request sent; 0 (unknown) without a request. */
-	@Override
-	public int estimatedPromptTokens() {
-		ChatRequest sent = lastSent;
-		if (sent == null) {
-			return 0;
-		}
-		if (sent != estimated) {
-			estimated = sent;
-			estimate = TokenCounter.estimate().count(sent.messages());
-		}
-		return estimate;
+		return r.of(watch, outcome, error, sent);
 	}
 }

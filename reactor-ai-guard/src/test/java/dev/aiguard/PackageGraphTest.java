@@ -60,7 +60,7 @@ class PackageGraphTest {
 		ALLOWED.put("fallback.recording", List.of("core", "internal", "fallback"));
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
 		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission", "stage"));
-		ALLOWED.put("validation", List.of("core", "chat"));
+		ALLOWED.put("validation", List.of("core", "internal", "chat", "stage"));
 		ALLOWED.put("budget", List.of("core", "internal", "metrics", "chat", "admission", "truncation", "provider",
 				"stage"));
 	}
@@ -70,11 +70,11 @@ class PackageGraphTest {
 	 * the recovery steps, the chunks' path. They meet the capabilities that are stages only through
 	 * {@code dev.aiguard.stage}.
 	 */
-	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "StagePort", "RequestLedger", "RecoverySteps",
-			"AnswerPath", "AnswerTap", "AnswerCheck", "LaneThreadCall", "AttemptKind");
+	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "RequestControl", "StagePort",
+			"RequestLedger", "AttemptRecord", "RecoverySteps", "AnswerPath", "AnswerTap", "LaneThreadCall", "AttemptKind");
 
 	/** The capability packages that are stages: the request classes may not use them. */
-	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load");
+	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load", "validation");
 
 	static JavaClasses library;
 

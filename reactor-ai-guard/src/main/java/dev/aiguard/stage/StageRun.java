@@ -1,6 +1,7 @@
 package dev.aiguard.stage;
 
 import dev.aiguard.core.Outcome;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 
 /**
@@ -44,6 +45,15 @@ public interface StageRun {
 	 * ({@link AttemptEnd#sent()} false) because a later stage refused it.
 	 */
 	default void afterAttempt(AttemptEnd end) {
+	}
+
+	/**
+	 * @return this run's judge of the request's realtime answers (output validation), or
+	 *         {@code null} when the run judges nothing
+	 */
+	@Nullable
+	default AnswerJudge judge() {
+		return null;
 	}
 
 	/**

@@ -1,4 +1,4 @@
-package dev.aiguard;
+package dev.aiguard.validation;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -8,27 +8,24 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.chat.ToolCall;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.internal.Callbacks;
-import dev.aiguard.stall.watch.StallWatch;
-import dev.aiguard.validation.Answer;
-import dev.aiguard.validation.InvalidOutputException;
-import dev.aiguard.validation.OutputValidator;
-import dev.aiguard.validation.StreamingValidator;
+import dev.aiguard.stage.AnswerJudge;
+import dev.aiguard.stage.StageRun;
 import org.jspecify.annotations.Nullable;
 import reactor.util.context.Context;
 
 /**
- * The output validation of one request: per content chunk ({@link #afterContent}), it feeds the
- * streaming validators and keeps what the end-of-attempt validators read (the text only when one
- * of them reads it; whether the answer is blank and its tool calls always); at the end of an
- * attempt it asks them for a verdict. The watch calls it directly when nothing else must see the
- * chunks, else the {@link AnswerTap} does; either way on the delivering thread, and the verdict is
+ * The output validation of one request, its {@link ValidationStage}'s run: per content chunk
+ * ({@link #afterContent}), it feeds the streaming validators and keeps what the end-of-attempt
+ * validators read (the text only when one of them reads it; whether the answer is blank and its
+ * tool calls always); at the end of an attempt it asks them for a verdict. The attempt's watch
+ * feeds it on the delivering thread, after each content chunk went to its target; the verdict is
  * asked once the attempt has ended.
  *
  * <p>Per chunk it reads only what some validator needs: once the answer is known not to be blank
  * and no validator reads the text nor watches the stream, a chunk costs a type check and one field
  * comparison (does it carry tool calls?).
  */
-final class AnswerCheck implements StallWatch.ContentCheck<Object> {
+final class ValidationRun implements StageRun, AnswerJudge {
 
 	private final OutputValidator[] validators;
 	/** The streaming validators' watch (one, or all of them in turn), or {@code null} when there are none. */
@@ -42,8 +39,8 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 	@Nullable
 	private List<ToolCallParts> toolCalls;
 
-	/** A validator asks for an attempt's leading whitespace-only chunks to be held ({@link AnswerTap}). */
-	final boolean holdsLeadingWhitespace;
+	/** A validator asks for an attempt's leading whitespace-only chunks to be held. */
+	private final boolean holdsLeadingWhitespace;
 
 	/** Rejections so far: a retry after a rejection is granted once per request. */
 	private int rejections;
@@ -55,7 +52,7 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 	@Nullable
 	private String violation;
 
-	AnswerCheck(List<OutputValidator> validators, List<StreamingValidator> streaming) {
+	ValidationRun(List<OutputValidator> validators, List<StreamingValidator> streaming) {
 		this.validators = validators.toArray(new OutputValidator[0]);
 		StreamingValidator.Watch[] watches = new StreamingValidator.Watch[streaming.size()];
 		for (int i = 0; i < watches.length; i++) {
@@ -74,8 +71,19 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 		this.readsText = true;
 	}
 
+	@Override
+	public AnswerJudge judge() {
+		return this;
+	}
+
+	@Override
+	public boolean holdsLeadingWhitespace() {
+		return holdsLeadingWhitespace;
+	}
+
 	/** A realtime attempt starts: what the previous one streamed is forgotten. */
-	void startAttempt() {
+	@Override
+	public void startAttempt() {
 		if (text != null) {
 			text.setLength(0);
 		}
@@ -88,7 +96,8 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 	}
 
 	/** @return whether a validator holds the answer to {@code request} back until it passed */
-	boolean holds(@Nullable ChatRequest request) {
+	@Override
+	public boolean holds(@Nullable ChatRequest request) {
 		for (OutputValidator v : validators) {
 			if (v.holdsAnswer(request)) {
 				return true;
@@ -182,8 +191,10 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 	 *
 	 * @return the rejection, or {@code null} when the answer passed
 	 */
+	@Override
 	@Nullable
-	InvalidOutputException verdict(@Nullable String finishReason, @Nullable ChatRequest request, Context context) {
+	public InvalidOutputException verdict(@Nullable String finishReason, @Nullable ChatRequest request,
+			Context context) {
 		if (validators.length == 0) {
 			return null;
 		}
@@ -220,7 +231,8 @@ final class AnswerCheck implements StallWatch.ContentCheck<Object> {
 	 * @return the request a retry after the last rejection sends: what its validator makes of
 	 *         {@code request}, or {@code request} when the validator fails
 	 */
-	ChatRequest retryRequest(ChatRequest request, Context context) {
+	@Override
+	public ChatRequest retryRequest(ChatRequest request, Context context) {
 		OutputValidator v = rejectedBy;
 		if (v == null || rejected == null || violation == null) {
 			return request;
