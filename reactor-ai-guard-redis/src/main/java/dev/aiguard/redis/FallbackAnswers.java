@@ -26,6 +26,11 @@ final class FallbackAnswers {
 		this.open = health.fallbackMode() == Mode.FALLBACK_OPEN;
 	}
 
+	/** @return {@code spec} as this instance's local share of it, while Redis is down */
+	private BucketSpec aligned(BucketSpec spec, String id) {
+		return local.aligned(spec, id, health.fallbacks());
+	}
+
 	/** @return the local shares (also told what the shared buckets had left) */
 	LocalShares local() {
 		return local;
@@ -35,18 +40,18 @@ final class FallbackAnswers {
 		if (!open) {
 			return refused();
 		}
-		return local.store().tryTake(local.aligned(spec, id, health.fallbacks()), id, units);
+		return local.store().tryTake(aligned(spec, id), id, units);
 	}
 
 	CompletableFuture<Take> reserve(BucketSpec spec, String id, long units, long maxWaitNanos) {
 		if (!open) {
 			return refused();
 		}
-		return local.store().reserve(local.aligned(spec, id, health.fallbacks()), id, units, maxWaitNanos);
+		return local.store().reserve(aligned(spec, id), id, units, maxWaitNanos);
 	}
 
 	CompletableFuture<Long> available(BucketSpec spec, String id) {
-		return open ? local.store().available(local.aligned(spec, id, health.fallbacks()), id)
+		return open ? local.store().available(aligned(spec, id), id)
 				: CompletableFuture.completedFuture(0L);
 	}
 
