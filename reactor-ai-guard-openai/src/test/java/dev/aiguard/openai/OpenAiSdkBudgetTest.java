@@ -60,6 +60,8 @@ class OpenAiSdkBudgetTest {
 			.collectList()
 			.block(SdkMock.WAIT);
 		assertThat(text(first)).isEqualTo(MockAnswers.text("Hello"));
+		// a report comes after the stream's terminal signal: wait for it so the next one is the refusal's
+		SdkMock.await(reports::size, 1);
 
 		StepVerifier.create(guard.call(SdkMock.request("Again"), OpenAiStreams.of(sdk.client, SdkMock.params("Again")))
 				.contextWrite(Tenant.of("acme").asContext()))
@@ -70,6 +72,7 @@ class OpenAiSdkBudgetTest {
 			}))
 			.verify(SdkMock.WAIT);
 		assertThat(sdk.mock.stats().requests()).as("the refused request never reached the SDK").isEqualTo(before + 1);
+		SdkMock.await(reports::size, 2);
 
 		List<ChatChunk> other = guard.call(SdkMock.request("Hello"), OpenAiStreams.of(sdk.client, SdkMock.params("Hello")))
 			.contextWrite(Tenant.of("globex").asContext())

@@ -207,6 +207,8 @@ class OpenAiSdkRecoveryTest {
 				.verify(SdkMock.WAIT);
 		}
 		assertThat(breaker.state()).isEqualTo(BreakerState.OPEN);
+		// reports come after the terminal signal: the storm's three are in before the refused one
+		SdkMock.await(() -> reports.size(), 3);
 
 		StepVerifier.create(guard.call(SdkMock.request("storm 3"), OpenAiStreams.of(sdk.client, SdkMock.params("storm 3"))))
 			.expectError(BreakerOpenException.class)
