@@ -105,14 +105,17 @@ class OpenAiHttpCustomizerTest extends AdvisorFixture {
 			.isInstanceOf(IllegalArgumentException.class).hasMessageContaining("readTimeout");
 	}
 
-	// Durations below are the docs' recipe scaled down 25 times (the first-token deadline 10 s ->
-	// 400 ms, read timeout 12 s -> 480 ms, whole call 10 min -> 24 s), so the answer outlasts three
-	// read timeouts in about 1.6 s.
+	// Durations below follow the docs' recipe (idle deadline 8 s, read timeout 12 s, whole call
+	// 10 min) scaled down: the idle deadline 400 ms, the read timeout 1 s, the whole call 24 s. The
+	// read timeout is kept 600 ms above the deadline: at a margin of 80 ms a busy machine delayed the
+	// guard's timer past the read timeout, and the answer ended as the client's read error, not as a
+	// stall. A token every 90 ms: every gap far below both, and the answer outlasts three read
+	// timeouts.
 	private static final Duration DEADLINE = Duration.ofMillis(400);
-	private static final Duration READ = Duration.ofMillis(480);
+	private static final Duration READ = Duration.ofSeconds(1);
 	private static final Duration WHOLE_CALL = Duration.ofSeconds(24);
-	/** A token every 45 ms: every gap far below the read timeout and the deadline. */
-	private static final long TOKEN_INTERVAL_MS = 45;
+	/** A token every 90 ms. */
+	private static final long TOKEN_INTERVAL_MS = 90;
 	private static final String LONG_QUESTION = "Why do streams stall?";
 
 	/** @return the model as the recipe builds it: the whole call capped apart from the read timeout */
