@@ -20,7 +20,11 @@ public final class LoadEvent {
 		/** The forecast request rate reaches the overload line within the horizon. */
 		FORECAST,
 		/** Every input allowed the next better level after the dwell time. */
-		RECOVERY
+		RECOVERY,
+		/** {@link LoadGovernor#hold(LoadLevel)} pinned the level. */
+		HOLD,
+		/** A hold was released: the decisions move the level again, from the held one. */
+		RELEASE
 	}
 
 	private final LoadLevel from;
