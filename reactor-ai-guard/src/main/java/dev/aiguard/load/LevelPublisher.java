@@ -2,6 +2,7 @@ package dev.aiguard.load;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 import dev.aiguard.admission.AdmissionRejectedException;
@@ -13,10 +14,10 @@ import reactor.core.Disposable;
 
 /**
  * What the governor publishes and how it changes: the {@link LoadState} of the last decision, the
- * actions of its level, and the hold in force. Decisions ({@link #decide}) and holds
- * ({@link #applyHold}) run on the serialised decision loop; each change of level, and each hold and
- * release, resizes the lanes and reaches the metrics and the listeners. {@link #hold} and a hold's
- * release are asked for from any thread and applied by the loop.
+ * actions of its level, and the hold in force. Decisions ({@link #decide}), resets and holds
+ * ({@link #applyPending}) run on the serialised decision loop; each change of level, each reset,
+ * hold and release, resizes the lanes and reaches the metrics and the listeners. {@link #hold}, a
+ * hold's release and {@link #reset} are asked for from any thread and applied by the loop.
  */
 final class LevelPublisher {
 
@@ -24,6 +25,7 @@ final class LevelPublisher {
 	/** [level][priority], never changed. */
 	private final LoadAction[][] actions;
 	private final LevelStateMachine levels;
+	private final LoadCounters counters;
 	private final LaneSizing laneSizing;
 	private final LoadListener[] listeners;
 	private final GuardMetrics metrics;
@@ -41,11 +43,17 @@ final class LevelPublisher {
 	@Nullable
 	private Hold appliedHold;
 
-	LevelPublisher(String name, LoadAction[][] actions, LevelStateMachine levels, LaneSizing laneSizing,
-			LoadListener[] listeners, GuardMetrics metrics) {
+	/** Resets asked for and not yet applied (one applies them all). */
+	private volatile int resets;
+	private static final AtomicIntegerFieldUpdater<LevelPublisher> RESETS =
+			AtomicIntegerFieldUpdater.newUpdater(LevelPublisher.class, "resets");
+
+	LevelPublisher(String name, LoadAction[][] actions, LevelStateMachine levels, LoadCounters counters,
+			LaneSizing laneSizing, LoadListener[] listeners, GuardMetrics metrics) {
 		this.name = name;
 		this.actions = actions;
 		this.levels = levels;
+		this.counters = counters;
 		this.laneSizing = laneSizing;
 		this.listeners = listeners;
 		this.metrics = metrics;
@@ -92,10 +100,10 @@ final class LevelPublisher {
 		laneSizing.resize(state.level());
 	}
 
-	/** One decision on what the interval measured (decision loop only). */
-	void decide(IntervalStats stats, long now) {
+	/** One decision on what was recorded in the {@code elapsedNanos} since the previous one (decision loop only). */
+	void decide(long now, long elapsedNanos) {
 		LoadState previous = state;
-		LoadState next = levels.next(previous, stats, now);
+		LoadState next = levels.next(previous, counters.takeInterval(elapsedNanos), now);
 		if (next.level() == previous.level()) {
 			state = next;
 			return;
@@ -118,8 +126,34 @@ final class LevelPublisher {
 		return h;
 	}
 
-	/** Publishes a hold or a release asked for since the last time (decision loop only). */
-	void applyHold(long now) {
+	/** Asks for a reset; {@code drain} runs the decision loop, which applies it. */
+	void reset(Runnable drain) {
+		RESETS.incrementAndGet(this);
+		drain.run();
+	}
+
+	/** Publishes a reset, then a hold or a release, asked for since the last time (decision loop only). */
+	void applyPending(long now) {
+		if (resets != 0 && RESETS.getAndSet(this, 0) != 0) {
+			applyReset(now);
+		}
+		applyHold(now);
+	}
+
+	private void applyReset(long now) {
+		// what was recorded since the last decision belongs to what is forgotten
+		counters.takeInterval(1L);
+		LoadState s = state;
+		LoadLevel level = s.held() ? s.level() : LoadLevel.HEALTHY;
+		LoadEvent event = new LoadEvent(s.level(), level, LoadEvent.Reason.RESET, "measurements forgotten", Double.NaN,
+				0.0, 0.0, now);
+		LoadState next = levels.reset(s, level, event, now);
+		current = actions[level.ordinal()];
+		state = next;
+		announce(event);
+	}
+
+	private void applyHold(long now) {
 		Hold h = hold;
 		if (h == appliedHold) {
 			return;

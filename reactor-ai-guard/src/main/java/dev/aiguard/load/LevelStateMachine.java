@@ -1,7 +1,9 @@
 package dev.aiguard.load;
 
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import dev.aiguard.core.Priority;
 import org.jspecify.annotations.Nullable;
@@ -24,7 +26,8 @@ final class LevelStateMachine {
 	static final double SCORE_MARGIN = 5.0;
 
 	private final double capacity;
-	private final Forecaster forecaster;
+	private final Supplier<? extends Forecaster> forecasters;
+	private Forecaster forecaster;
 	private final int horizon;
 	private final int warmupIntervals;
 	private final double smoothing;
@@ -54,6 +57,7 @@ final class LevelStateMachine {
 
 	LevelStateMachine(GovernorSettings s, Forecaster forecaster, WeightedSignals signals, LoadAction[][] actions) {
 		this.capacity = s.capacity;
+		this.forecasters = s.forecaster;
 		this.forecaster = forecaster;
 		this.horizon = s.horizon;
 		this.warmupIntervals = s.warmupIntervals;
@@ -74,6 +78,21 @@ final class LevelStateMachine {
 	LoadState initial(long sinceNanos) {
 		return LoadState.initial(warmupIntervals > 0 ? LoadState.Mode.COLD_START : LoadState.Mode.FORECAST,
 				signals.noScores(), sinceNanos);
+	}
+
+	/**
+	 * Forgets what was measured: the signal window, the smoothed score and load, and the forecast
+	 * (a new forecaster from the configured supplier).
+	 *
+	 * @return the state after a reset at {@code now}, at {@code level}, entered by {@code change}
+	 */
+	LoadState reset(LoadState previous, LoadLevel level, LoadEvent change, long now) {
+		window.clear();
+		smoothedScore = Double.NaN;
+		smoothedRate = Double.NaN;
+		scoreWorseSince = UNSET;
+		forecaster = Objects.requireNonNull(forecasters.get(), "forecaster.get()");
+		return initial(now).afterReset(level, previous.intervals(), change, previous.held());
 	}
 
 	/** Forgets a score on its way past a line: a hold or its release starts the confirmation afresh. */

@@ -24,7 +24,9 @@ public final class LoadEvent {
 		/** {@link LoadGovernor#hold(LoadLevel)} pinned the level. */
 		HOLD,
 		/** A hold was released: the decisions move the level again, from the held one. */
-		RELEASE
+		RELEASE,
+		/** {@link LoadGovernor#reset()} forgot what was measured and returned the level to HEALTHY (unless held). */
+		RESET
 	}
 
 	private final LoadLevel from;

@@ -65,10 +65,9 @@ public final class LoadGovernor implements Disposable {
 		LevelStateMachine levels = new LevelStateMachine(s, forecaster, signals, actions);
 		this.laneSizing = new LaneSizing(s.lanes, s.laneResizing, s.rules);
 		GuardMetrics metrics = GuardMetrics.isolated(s.metrics);
-		this.published = new LevelPublisher(name, actions, levels, laneSizing, s.listeners.toArray(new LoadListener[0]),
-				metrics);
-		this.loop = new DecisionLoop(s.clock, intervalNanos,
-				(now, elapsed) -> published.decide(counters.takeInterval(elapsed), now), published::applyHold);
+		this.published = new LevelPublisher(name, actions, levels, counters, laneSizing,
+				s.listeners.toArray(new LoadListener[0]), metrics);
+		this.loop = new DecisionLoop(s.clock, intervalNanos, published::decide, published::applyPending);
 		metrics.loadGovernorCreated(name, () -> state().level().ordinal(), () -> state().score(),
 				() -> state().load(), () -> state().forecastPeak(), signals.subScoreGauges(this::state));
 	}
@@ -85,9 +84,7 @@ public final class LoadGovernor implements Disposable {
 
 	/**
 	 * Resolves the clock and runs {@link #decide()} every interval on it. Idempotent; does nothing
-	 * once disposed. The lanes, when given, are sized for the current level.
-	 *
-	 * @return this governor
+	 * once disposed. The lanes, when given, are sized for the current level. Returns this governor.
 	 */
 	public LoadGovernor start() {
 		loop.start(published::started, published::resizeLanes);
@@ -164,10 +161,7 @@ public final class LoadGovernor implements Disposable {
 		return published.shed(priority, nanos(), intervalNanos);
 	}
 
-	/**
-	 * The governor as a Reactor operator, priority from the subscriber's Context ({@link Priority#P1}
-	 * when absent). See {@link #admit(Priority)}.
-	 */
+	/** The governor as a Reactor operator, {@link Priority#P1} when the Context has no priority. See {@link #admit(Priority)}. */
 	public <T> Function<Flux<T>, Flux<T>> admit() {
 		return admit(Priority.P1);
 	}
@@ -192,12 +186,10 @@ public final class LoadGovernor implements Disposable {
 		return flux -> new FluxLoadAdmit<>(flux, this, whenAbsent);
 	}
 
-	/** The governor's clock in nanoseconds; resolved on first use when {@link #start()} was not called. */
+	/** The governor's clock in nanoseconds (resolved on first use when not started). */
 	long nanos() {
 		return loop.nanos();
 	}
-
-	// ---- deciding ----
 
 	/**
 	 * Makes one decision now from what was recorded since the previous one: what the timer runs
@@ -224,6 +216,14 @@ public final class LoadGovernor implements Disposable {
 	 */
 	public Disposable hold(LoadLevel level) {
 		return published.hold(Objects.requireNonNull(level, "level"), loop::drain);
+	}
+
+	/**
+	 * Forgets what was measured (signal window, smoothed score and load, forecast) and returns to
+	 * HEALTHY unless held: a {@link LoadEvent.Reason#RESET} event. Never blocks, like {@link #hold}.
+	 */
+	public void reset() {
+		published.reset(loop::drain);
 	}
 
 	/** The lanes' sizes at {@code level}, by priority, from their built sizes. */

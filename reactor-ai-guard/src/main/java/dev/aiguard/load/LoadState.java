@@ -65,6 +65,12 @@ public final class LoadState {
 				intervals, change, interval, isHeld);
 	}
 
+	/** This state before any decision, at {@code newLevel} after {@code decisions} decisions and a reset. */
+	LoadState afterReset(LoadLevel newLevel, long decisions, LoadEvent change, boolean isHeld) {
+		return new LoadState(newLevel, mode, score, subScores, load, requestRate, forecast, forecastPeak, levelSinceNanos,
+				decisions, change, interval, isHeld);
+	}
+
 	/** The state before any decision: HEALTHY, cold, no data. */
 	static LoadState initial(Mode mode, Map<String, Double> noScores, long sinceNanos) {
 		return new LoadState(LoadLevel.HEALTHY, mode, Double.NaN, noScores, 0.0, 0.0, NO_FORECAST, 0.0, sinceNanos, 0,

@@ -1,5 +1,7 @@
 package dev.aiguard.load;
 
+import java.util.Arrays;
+
 import dev.aiguard.core.Priority;
 
 /**
@@ -33,6 +35,19 @@ final class SignalWindow {
 		this.ttftNanos = new long[intervals];
 		this.attempts = new long[intervals];
 		this.failures = new long[intervals];
+	}
+
+	/** Forgets every interval. */
+	void clear() {
+		for (long[] a : arrivals) {
+			Arrays.fill(a, 0L);
+		}
+		Arrays.fill(nanos, 0L);
+		Arrays.fill(firstTokens, 0L);
+		Arrays.fill(ttftNanos, 0L);
+		Arrays.fill(attempts, 0L);
+		Arrays.fill(failures, 0L);
+		next = 0;
 	}
 
 	/**

@@ -85,6 +85,19 @@ class LoadGovernorHoldTest {
 	}
 
 	@Test
+	void aDecisionOrAHoldAskedForWhileTheGovernorStartsIsMadeAndTheLoopStaysFree() {
+		for (int round = 0; round < 200; round++) {
+			LoadGovernor g = f.builder().build();
+			RaceTestUtils.race(g::start, g::decide, () -> g.hold(LoadLevel.WARNING));
+			assertThat(g.state().intervals()).as("round %d: the racing decision was made", round).isEqualTo(1);
+			assertThat(g.level()).isEqualTo(LoadLevel.WARNING);
+			g.decide();
+			assertThat(g.state().intervals()).as("round %d: a later decision is made too", round).isEqualTo(2);
+			g.dispose();
+		}
+	}
+
+	@Test
 	void holdAndReleaseRaceWithDecisions() {
 		List<Throwable> dropped = new CopyOnWriteArrayList<>();
 		Hooks.onErrorDropped(dropped::add);

@@ -9,6 +9,7 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -133,6 +134,39 @@ class LoadGovernorSignalsTest {
 		assertThat(events.get(0).reason()).isEqualTo(LoadEvent.Reason.SCORE);
 		assertThat(events.get(0).detail()).startsWith("error-rate=0.0");
 		assertThat(governor.level()).isIn(LoadLevel.DEGRADED, LoadLevel.CRITICAL);
+	}
+
+	@Test
+	void aResetForgetsTheWindowSoTheFailuresBeforeItRaiseNothingAfterIt() {
+		defaults();
+		seconds(15, s -> {
+			for (int i = 0; i < 5; i++) {
+				attempt(true);
+			}
+		});
+		assertThat(governor.level()).isIn(LoadLevel.DEGRADED, LoadLevel.CRITICAL);
+		governor.reset();
+		assertThat(governor.level()).isEqualTo(LoadLevel.HEALTHY);
+		assertThat(events.get(events.size() - 1).reason()).isEqualTo(LoadEvent.Reason.RESET);
+		int changes = events.size();
+		// without the reset, the window's 50 failed attempts would keep the score at 0 for 10 s more
+		seconds(10, s -> { });
+		assertThat(events).hasSize(changes);
+		assertThat(governor.level()).isEqualTo(LoadLevel.HEALTHY);
+		assertThat(governor.state().subScores().get(HealthSignals.ERROR_RATE)).isNaN();
+		// a sustained rate afterwards raises it again, by the same rule
+		seconds(10, s -> {
+			for (int i = 0; i < 5; i++) {
+				attempt(true);
+			}
+		});
+		assertThat(governor.level()).isIn(LoadLevel.DEGRADED, LoadLevel.CRITICAL);
+
+		Disposable held = governor.hold(LoadLevel.WARNING);
+		governor.reset();
+		assertThat(governor.level()).as("a reset leaves a hold in force").isEqualTo(LoadLevel.WARNING);
+		assertThat(governor.state().held()).isTrue();
+		held.dispose();
 	}
 
 	@Test
