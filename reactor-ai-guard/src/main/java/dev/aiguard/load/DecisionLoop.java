@@ -13,9 +13,10 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * When the governor decides: its clock, the periodic task between {@link #start} and
- * {@link #dispose}, and the serialisation of decisions (reactor-core's "work-in-progress" pattern:
- * a call that finds a decision running leaves its decision to that thread and returns at once).
- * What a decision is stays with its {@link Decision}.
+ * {@link #dispose}, and the serialisation of decisions and of the work queued between them (a hold
+ * or its release), in reactor-core's "work-in-progress" pattern: a call that finds the loop busy
+ * leaves its work to that thread and returns at once. What a decision is stays with its
+ * {@link Decision}.
  */
 final class DecisionLoop {
 
@@ -37,6 +38,8 @@ final class DecisionLoop {
 	private final Scheduler clock;
 	private final long intervalNanos;
 	private final Decision decision;
+	/** Work queued between decisions, run with the clock's time before each decision and at the end of each turn. */
+	private final LongConsumer between;
 
 	// ---- owned by the decision in progress ----
 	private long lastDecisionNanos = UNSET;
@@ -50,15 +53,21 @@ final class DecisionLoop {
 	private static final AtomicIntegerFieldUpdater<DecisionLoop> WIP =
 			AtomicIntegerFieldUpdater.newUpdater(DecisionLoop.class, "wip");
 
+	/** Decisions asked for and not yet made: the loop makes each one. */
+	private volatile int asked;
+	private static final AtomicIntegerFieldUpdater<DecisionLoop> ASKED =
+			AtomicIntegerFieldUpdater.newUpdater(DecisionLoop.class, "asked");
+
 	/** 0 new, 1 started, 2 disposed. */
 	private volatile int lifecycle;
 	private static final AtomicIntegerFieldUpdater<DecisionLoop> LIFECYCLE =
 			AtomicIntegerFieldUpdater.newUpdater(DecisionLoop.class, "lifecycle");
 
-	DecisionLoop(@Nullable Scheduler clock, long intervalNanos, Decision decision) {
+	DecisionLoop(@Nullable Scheduler clock, long intervalNanos, Decision decision, LongConsumer between) {
 		this.clock = clock;
 		this.intervalNanos = intervalNanos;
 		this.decision = decision;
+		this.between = between;
 	}
 
 	/**
@@ -80,7 +89,8 @@ final class DecisionLoop {
 			// the decision loop's fields: taken like a decision, so a concurrent decide() waits its turn
 			lastDecisionNanos = now;
 			atStart.accept(now);
-			WIP.decrementAndGet(this);
+			// and whatever was asked for meanwhile
+			loop();
 		}
 		beforeFirstTick.run();
 		Disposable scheduled = scheduler.schedulePeriodically(this::decide, intervalNanos, intervalNanos,
@@ -114,25 +124,51 @@ final class DecisionLoop {
 		return t.nanos();
 	}
 
-	/** Makes one decision now, or leaves it to the thread making one; what a decision throws is dropped. */
+	/** Makes one decision now, or leaves it to the thread in the loop; what a decision throws is dropped. */
 	void decide() {
-		if (WIP.getAndIncrement(this) != 0) {
-			return;
+		ASKED.incrementAndGet(this);
+		drain();
+	}
+
+	/**
+	 * Runs the work queued between decisions now, or leaves it to the thread in the loop, which runs
+	 * it before its next decision or at the end of its turn; what it throws is dropped.
+	 */
+	void drain() {
+		if (WIP.getAndIncrement(this) == 0) {
+			loop();
 		}
+	}
+
+	/** The turn of the thread that took the loop: until no work is left. */
+	private void loop() {
 		int missed = 1;
 		do {
-			try {
-				long now = nanos();
-				long last = lastDecisionNanos;
-				long elapsed = last == UNSET || now - last <= 0 ? intervalNanos : now - last;
-				lastDecisionNanos = now;
-				decision.decide(now, elapsed);
+			for (int n = ASKED.getAndSet(this, 0); n > 0; n--) {
+				runBetween();
+				try {
+					long now = nanos();
+					long last = lastDecisionNanos;
+					long elapsed = last == UNSET || now - last <= 0 ? intervalNanos : now - last;
+					lastDecisionNanos = now;
+					decision.decide(now, elapsed);
+				}
+				catch (Throwable failure) {
+					Callbacks.dropped(failure);
+				}
 			}
-			catch (Throwable failure) {
-				Callbacks.dropped(failure);
-			}
+			runBetween();
 			missed = WIP.addAndGet(this, -missed);
 		}
 		while (missed != 0);
+	}
+
+	private void runBetween() {
+		try {
+			between.accept(nanos());
+		}
+		catch (Throwable failure) {
+			Callbacks.dropped(failure);
+		}
 	}
 }

@@ -33,6 +33,14 @@ final class GovernorSettings {
 	double degradedAt = Double.POSITIVE_INFINITY;
 	double criticalAt = Double.POSITIVE_INFINITY;
 	double smoothing = 0.3;
+	double scoreSmoothing = 0.3;
+	int minSamples = 10;
+	/** Null: the default, 10 s but at least one interval. */
+	@Nullable
+	Duration signalWindow;
+	/** Null: the default, 3 s but at most half the dwell. */
+	@Nullable
+	Duration riseAfter;
 	double[] scoreThresholds = {80.0, 60.0, 40.0};
 	Duration dwell = Duration.ofSeconds(30);
 	int warmupIntervals = 10;
@@ -146,6 +154,61 @@ final class GovernorSettings {
 		this.smoothing = alpha;
 	}
 
+	void scoreSmoothing(double alpha) {
+		if (!(alpha > 0.0 && alpha <= 1.0)) {
+			throw new IllegalArgumentException("scoreSmoothing must be in (0, 1], was " + alpha);
+		}
+		this.scoreSmoothing = alpha;
+	}
+
+	void minSamples(int samples) {
+		if (samples < 0) {
+			throw new IllegalArgumentException("minSamples must be >= 0, was " + samples);
+		}
+		this.minSamples = samples;
+	}
+
+	void signalWindow(Duration window) {
+		Objects.requireNonNull(window, "signalWindow");
+		if (window.isNegative() || window.isZero()) {
+			throw new IllegalArgumentException("signalWindow must be > 0, was " + window);
+		}
+		this.signalWindow = window;
+	}
+
+	void riseAfter(Duration confirmation) {
+		Objects.requireNonNull(confirmation, "riseAfter");
+		if (confirmation.isNegative()) {
+			throw new IllegalArgumentException("riseAfter must be >= 0, was " + confirmation);
+		}
+		this.riseAfter = confirmation;
+	}
+
+	/** @return the signal window set, or the default: 10 s, at least one interval */
+	Duration signalWindow() {
+		if (signalWindow != null) {
+			return signalWindow;
+		}
+		Duration fallback = Duration.ofSeconds(10);
+		return fallback.compareTo(interval) < 0 ? interval : fallback;
+	}
+
+	/** @return the intervals the signal window spans: {@code ceil(window ÷ interval)}, at least 1 */
+	int signalWindowIntervals() {
+		long intervalNanos = interval.toNanos();
+		return (int) Math.max(1L, (signalWindow().toNanos() + intervalNanos - 1) / intervalNanos);
+	}
+
+	/** @return the confirmation set, or the default: 3 s, at most half the dwell */
+	Duration riseAfter() {
+		if (riseAfter != null) {
+			return riseAfter;
+		}
+		Duration fallback = Duration.ofSeconds(3);
+		Duration half = dwell.dividedBy(2);
+		return half.compareTo(fallback) < 0 ? half : fallback;
+	}
+
 	/**
 	 * Checks the values against each other.
 	 *
@@ -168,6 +231,13 @@ final class GovernorSettings {
 		if (!(scoreThresholds[0] > scoreThresholds[1] && scoreThresholds[1] > scoreThresholds[2])) {
 			throw new IllegalArgumentException("scoreThresholds must decrease (warning > degraded > critical), were "
 					+ scoreThresholds[0] + ", " + scoreThresholds[1] + ", " + scoreThresholds[2]);
+		}
+		if (signalWindow != null && signalWindow.compareTo(interval) < 0) {
+			throw new IllegalArgumentException("signalWindow must be >= interval (" + interval + "), was "
+					+ signalWindow);
+		}
+		if (riseAfter != null && !dwell.isZero() && riseAfter.compareTo(dwell) >= 0) {
+			throw new IllegalArgumentException("riseAfter must be shorter than dwell (" + dwell + "), was " + riseAfter);
 		}
 		return Objects.requireNonNull(forecaster.get(), "forecaster.get()");
 	}

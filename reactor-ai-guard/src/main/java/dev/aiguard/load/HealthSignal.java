@@ -17,9 +17,11 @@ public interface HealthSignal {
 	String name();
 
 	/**
-	 * @param interval what the guard measured in the interval that just ended
+	 * @param interval what the guard measured over the signal window that just ended (the last
+	 *         intervals' totals, see {@link LoadGovernor.Builder#signalWindow}); a rate signal should
+	 *         report no data below {@link IntervalStats#minSamples()} samples
 	 * @return the sub-score, 0 (worst) to 100 (best); {@code NaN} when the signal has no data, which
-	 *         leaves it out of the score (the other weights are renormalised). Values outside 0..100
+	 *         leaves it out of the score (the other weights are renormalised: neutral). Values outside 0..100
 	 *         are clamped; a throw counts as no data and is reported to {@code Hooks.onErrorDropped}.
 	 */
 	double score(IntervalStats interval);

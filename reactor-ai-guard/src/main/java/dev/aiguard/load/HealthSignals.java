@@ -68,10 +68,14 @@ public final class HealthSignals {
 
 	/**
 	 * @return {@code 100 − min(mean TTFT ms ÷ 1000 × 50, 100)}: 100 at an instant first token, 50 at
-	 *         one second, 0 from two seconds; NaN when no first token arrived in the interval
+	 *         one second, 0 from two seconds; NaN (no data) when fewer first tokens than
+	 *         {@link IntervalStats#minSamples()} arrived in the window, or none
 	 */
 	public static HealthSignal responseTime() {
 		return of(RESPONSE_TIME, interval -> {
+			if (interval.firstTokens() < interval.minSamples()) {
+				return Double.NaN;
+			}
 			double ms = interval.meanTtftMillis();
 			return Double.isNaN(ms) ? Double.NaN : 100.0 - Math.min(ms / 1000.0 * 50.0, 100.0);
 		});
@@ -79,10 +83,14 @@ public final class HealthSignals {
 
 	/**
 	 * @return {@code 100 − failures ÷ attempts × 1000}, clamped at 0: 1 % failures cost 10 points,
-	 *         10 % or more give 0; NaN when no attempt ended in the interval
+	 *         10 % or more give 0; NaN (no data) when fewer attempts than
+	 *         {@link IntervalStats#minSamples()} ended in the window, or none
 	 */
 	public static HealthSignal errorRate() {
 		return of(ERROR_RATE, interval -> {
+			if (interval.attempts() < interval.minSamples()) {
+				return Double.NaN;
+			}
 			double rate = interval.errorRate();
 			return Double.isNaN(rate) ? Double.NaN : Math.max(0.0, 100.0 - rate * 1000.0);
 		});

@@ -6,9 +6,11 @@ import java.util.Objects;
 import dev.aiguard.core.Priority;
 
 /**
- * What the guard measured during one ended decision interval: requests offered (per priority),
- * first tokens and their mean time, attempts and failures. Immutable; the governor builds one per
- * decision and hands it to every {@link HealthSignal}.
+ * What the guard measured during one ended decision interval, or over the signal window of several
+ * (see {@link LoadGovernor.Builder#signalWindow(Duration)}): requests offered (per priority), first
+ * tokens and their mean time, attempts and failures. Immutable; the governor builds one per decision
+ * for its state ({@link LoadState#interval()}) and one over the signal window for its
+ * {@link HealthSignal}s.
  *
  * <pre>{@code
  * IntervalStats stats = IntervalStats.of(Duration.ofSeconds(1), new long[] {3, 10, 20},
@@ -29,9 +31,10 @@ public final class IntervalStats {
 	private final long ttftNanosTotal;
 	private final long attempts;
 	private final long failures;
+	private final long minSamples;
 
 	private IntervalStats(long intervalNanos, long[] arrivals, long firstTokens, long ttftNanosTotal, long attempts,
-			long failures) {
+			long failures, long minSamples) {
 		this.intervalNanos = intervalNanos;
 		this.arrivals = arrivals;
 		long total = 0;
@@ -43,6 +46,7 @@ public final class IntervalStats {
 		this.ttftNanosTotal = ttftNanosTotal;
 		this.attempts = attempts;
 		this.failures = failures;
+		this.minSamples = minSamples;
 	}
 
 	/**
@@ -76,13 +80,26 @@ public final class IntervalStats {
 			throw new IllegalArgumentException("failures must not exceed attempts, was " + failures + " > " + attempts);
 		}
 		return new IntervalStats(interval.toNanos(), arrivalsByPriority.clone(), firstTokens, ttftNanosTotal, attempts,
-				failures);
+				failures, 0L);
 	}
 
-	/** The governor's own constructor: counts are deltas of monotonic counters, taken as they are. */
+	/** The governor's own constructor: counts are deltas of monotonic counters (or their sums), taken as they are. */
 	static IntervalStats measured(long intervalNanos, long[] arrivals, long firstTokens, long ttftNanosTotal,
-			long attempts, long failures) {
-		return new IntervalStats(intervalNanos, arrivals, firstTokens, ttftNanosTotal, attempts, failures);
+			long attempts, long failures, long minSamples) {
+		return new IntervalStats(intervalNanos, arrivals, firstTokens, ttftNanosTotal, attempts, failures, minSamples);
+	}
+
+	/**
+	 * The fewest samples a rate signal needs before it counts: a ratio or a mean over fewer attempts
+	 * (or first tokens) is noise, and the built-in {@link HealthSignals#errorRate()} and
+	 * {@link HealthSignals#responseTime()} report no data below it. The governor sets it from
+	 * {@link LoadGovernor.Builder#minSamples(int)} on the stats it hands to its signals; stats built
+	 * with {@link #of} have 0 (every sample counts).
+	 *
+	 * @return the minimum number of samples, >= 0
+	 */
+	public long minSamples() {
+		return minSamples;
 	}
 
 	/** @return length of the interval in nanoseconds */
@@ -110,6 +127,11 @@ public final class IntervalStats {
 		return firstTokens;
 	}
 
+	/** @return the sum of the first tokens' times, in nanoseconds */
+	long ttftNanosTotal() {
+		return ttftNanosTotal;
+	}
+
 	/** @return mean time to first token in milliseconds, NaN when no first token arrived */
 	public double meanTtftMillis() {
 		return firstTokens == 0 ? Double.NaN : ttftNanosTotal / 1e6 / firstTokens;
@@ -134,7 +156,7 @@ public final class IntervalStats {
 	public String toString() {
 		return "IntervalStats{intervalNanos=" + intervalNanos + ", arrivals=" + arrivalsTotal + ", firstTokens="
 				+ firstTokens + ", meanTtftMillis=" + meanTtftMillis() + ", attempts=" + attempts + ", failures="
-				+ failures + '}';
+				+ failures + ", minSamples=" + minSamples + '}';
 	}
 
 	private static void requireNonNegative(String field, long value) {

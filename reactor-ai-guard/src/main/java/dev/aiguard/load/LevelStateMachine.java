@@ -1,7 +1,9 @@
 package dev.aiguard.load;
 
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import dev.aiguard.core.Priority;
 import org.jspecify.annotations.Nullable;
@@ -9,23 +11,32 @@ import org.jspecify.annotations.Nullable;
 /**
  * The governor's decision, free of Reactor and of time sources: from the previous {@link LoadState}
  * and one interval's {@link IntervalStats}, the next state. The interval's request rate feeds the
- * {@link Forecaster} and the smoothed load; the {@link WeightedSignals} give the health score; the
- * level is the worst any of them asks for. Escalation is immediate; recovery waits the dwell time
- * at the current level, goes one level at a time, and only when every input is clear of the line
- * that entered the level with a margin (hysteresis). Decision loop only.
+ * {@link Forecaster} and the smoothed load; the {@link WeightedSignals} score the
+ * {@link SignalWindow}'s totals, and that score is smoothed over decisions; the level is the worst
+ * any of them asks for. The load and the forecast raise the level at once; the score only once it
+ * has stayed past a worse level's line for {@code riseAfter}. Recovery waits the dwell time at the
+ * current level, goes one level at a time, and only when every input is clear of the line that
+ * entered the level with a margin (hysteresis). A held state keeps its level. Decision loop only.
  */
 final class LevelStateMachine {
 
 	private static final LoadLevel[] LEVELS = LoadLevel.values();
+	private static final long UNSET = Long.MIN_VALUE;
 	/** A recovering score must clear its level's threshold by this much. */
 	static final double SCORE_MARGIN = 5.0;
 
 	private final double capacity;
-	private final Forecaster forecaster;
+	private final Supplier<? extends Forecaster> forecasters;
+	private Forecaster forecaster;
 	private final int horizon;
 	private final int warmupIntervals;
 	private final double smoothing;
 	private final WeightedSignals signals;
+	private final SignalWindow window;
+	/** How much of each decision's score enters the smoothed score the levels read. */
+	private final double scoreSmoothing;
+	/** How long the score must stay past a worse level's line before the level rises to it. */
+	private final long riseAfterNanos;
 	/** Load entering WARNING, DEGRADED, CRITICAL. */
 	private final double[] loadThresholds;
 	/** Each level is left below its load threshold times this. */
@@ -39,14 +50,22 @@ final class LevelStateMachine {
 
 	/** The offered rate smoothed over intervals; NaN before the first decision. */
 	private double smoothedRate = Double.NaN;
+	/** The health score smoothed over decisions; NaN while no signal has data. */
+	private double smoothedScore = Double.NaN;
+	/** Since when the score's level has been worse than the current level; UNSET when it is not. */
+	private long scoreWorseSince = UNSET;
 
 	LevelStateMachine(GovernorSettings s, Forecaster forecaster, WeightedSignals signals, LoadAction[][] actions) {
 		this.capacity = s.capacity;
+		this.forecasters = s.forecaster;
 		this.forecaster = forecaster;
 		this.horizon = s.horizon;
 		this.warmupIntervals = s.warmupIntervals;
 		this.smoothing = s.smoothing;
 		this.signals = signals;
+		this.window = new SignalWindow(s.signalWindowIntervals(), s.minSamples);
+		this.scoreSmoothing = s.scoreSmoothing;
+		this.riseAfterNanos = s.riseAfter().toNanos();
 		this.loadThresholds = new double[] {s.degradeAt, s.degradedAt, s.criticalAt};
 		this.recoveryRatio = s.recoverBelow / s.degradeAt;
 		this.scoreThresholds = s.scoreThresholds.clone();
@@ -62,8 +81,29 @@ final class LevelStateMachine {
 	}
 
 	/**
+	 * Forgets what was measured: the signal window, the smoothed score and load, and the forecast
+	 * (a new forecaster from the configured supplier).
+	 *
+	 * @return the state after a reset at {@code now}, at {@code level}, entered by {@code change}
+	 */
+	LoadState reset(LoadState previous, LoadLevel level, LoadEvent change, long now) {
+		window.clear();
+		smoothedScore = Double.NaN;
+		smoothedRate = Double.NaN;
+		scoreWorseSince = UNSET;
+		forecaster = Objects.requireNonNull(forecasters.get(), "forecaster.get()");
+		return initial(now).afterReset(level, previous.intervals(), change, previous.held());
+	}
+
+	/** Forgets a score on its way past a line: a hold or its release starts the confirmation afresh. */
+	void restartRise() {
+		scoreWorseSince = UNSET;
+	}
+
+	/**
 	 * One decision: the state after {@code previous} given what the interval measured. Its level
-	 * differs from the previous one exactly when it carries a new {@link LoadState#lastChange()}.
+	 * differs from the previous one exactly when it carries a new {@link LoadState#lastChange()}; a
+	 * held {@code previous} keeps its level.
 	 */
 	LoadState next(LoadState previous, IntervalStats stats, long now) {
 		double rate = stats.requestRate();
@@ -85,16 +125,29 @@ final class LevelStateMachine {
 		}
 		double peak = peakRate / capacity;
 
-		WeightedSignals.Scores scores = signals.score(stats);
+		WeightedSignals.Scores scores = signals.score(window.add(stats));
+		double rawScore = scores.score();
+		// one decision's score is one window's evidence: the levels read its moving average, and a
+		// decision without any data starts the average afresh (no opinion is not a bad opinion)
+		smoothedScore = Double.isNaN(rawScore) ? Double.NaN
+				: Double.isNaN(smoothedScore) ? rawScore
+						: scoreSmoothing * rawScore + (1.0 - scoreSmoothing) * smoothedScore;
 		// the levels read the smoothed rate: one noisy interval must not cross a line on its own
 		smoothedRate = Double.isNaN(smoothedRate) ? rate : smoothing * rate + (1.0 - smoothing) * smoothedRate;
 		double load = smoothedRate / capacity;
 
-		LoadEvent event = transition(previous, now, mode, scores, load, peak, peakAt);
+		LoadEvent event = null;
+		if (previous.held()) {
+			// pinned: everything above is computed and published, the level stays
+			scoreWorseSince = UNSET;
+		}
+		else {
+			event = transition(previous, now, mode, scores, load, peak, peakAt);
+		}
 		LoadLevel decided = event == null ? previous.level() : event.to();
 		long since = event == null ? previous.levelSinceNanos() : now;
-		return new LoadState(decided, mode, scores.score(), scores.subScores(), load, rate, forecast, peak, since,
-				intervals, event != null ? event : previous.lastChange(), stats);
+		return new LoadState(decided, mode, smoothedScore, scores.subScores(), load, rate, forecast, peak, since,
+				intervals, event != null ? event : previous.lastChange(), stats, previous.held());
 	}
 
 	/**
@@ -106,15 +159,16 @@ final class LevelStateMachine {
 	@Nullable
 	private LoadEvent transition(LoadState previous, long now, LoadState.Mode mode, WeightedSignals.Scores scores,
 			double load, double peak, int peakAt) {
-		double score = scores.score();
-		LoadLevel scoreLevel = scoreLevel(score);
+		double score = smoothedScore;
+		LoadLevel level = previous.level();
+		LoadLevel scoreLevel = confirmedScoreLevel(scores.score(), level, now);
 		LoadLevel loadLevel = loadLevel(load);
 		LoadLevel forecastLevel = mode == LoadState.Mode.FORECAST && peak >= overloadLine ? LoadLevel.WARNING
 				: LoadLevel.HEALTHY;
-		LoadLevel level = previous.level();
 		LoadLevel target = worst(worst(scoreLevel, loadLevel), forecastLevel);
 
 		if (target.isWorseThan(level)) {
+			scoreWorseSince = UNSET;
 			LoadEvent.Reason reason;
 			String detail;
 			if (scoreLevel == target) {
@@ -139,6 +193,23 @@ final class LevelStateMachine {
 			return new LoadEvent(level, better, LoadEvent.Reason.RECOVERY, detail, score, load, peak, now);
 		}
 		return null;
+	}
+
+	/**
+	 * The level the score raises to: a rise needs both the decision's own score and the average past
+	 * the line (the average alone would stretch one bad decision over the next few, the decision's
+	 * alone is one window's noise), and for {@code riseAfter}; until then HEALTHY.
+	 */
+	private LoadLevel confirmedScoreLevel(double rawScore, LoadLevel level, long now) {
+		LoadLevel scoreLevel = better(scoreLevel(rawScore), scoreLevel(smoothedScore));
+		if (!scoreLevel.isWorseThan(level)) {
+			scoreWorseSince = UNSET;
+			return LoadLevel.HEALTHY;
+		}
+		if (scoreWorseSince == UNSET) {
+			scoreWorseSince = now;
+		}
+		return now - scoreWorseSince >= riseAfterNanos ? scoreLevel : LoadLevel.HEALTHY;
 	}
 
 	/**
@@ -190,5 +261,9 @@ final class LevelStateMachine {
 
 	private static LoadLevel worst(LoadLevel a, LoadLevel b) {
 		return a.isWorseThan(b) ? a : b;
+	}
+
+	private static LoadLevel better(LoadLevel a, LoadLevel b) {
+		return a.isWorseThan(b) ? b : a;
 	}
 }

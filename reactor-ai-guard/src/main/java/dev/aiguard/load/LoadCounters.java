@@ -27,8 +27,11 @@ final class LoadCounters {
 	private long seenTtftNanos;
 	private long seenSuccesses;
 	private long seenFailures;
+	/** Carried by every {@link IntervalStats} taken. */
+	private final long minSamples;
 
-	LoadCounters() {
+	LoadCounters(long minSamples) {
+		this.minSamples = minSamples;
 		for (int p = 0; p < arrivals.length; p++) {
 			arrivals[p] = new LongAdder();
 		}
@@ -74,6 +77,6 @@ final class LoadCounters {
 		seenTtftNanos = ttftTotal;
 		seenSuccesses = successTotal;
 		seenFailures = failureTotal;
-		return IntervalStats.measured(elapsedNanos, offered, tokens, ttft, success + failed, failed);
+		return IntervalStats.measured(elapsedNanos, offered, tokens, ttft, success + failed, failed, minSamples);
 	}
 }

@@ -20,7 +20,13 @@ public final class LoadEvent {
 		/** The forecast request rate reaches the overload line within the horizon. */
 		FORECAST,
 		/** Every input allowed the next better level after the dwell time. */
-		RECOVERY
+		RECOVERY,
+		/** {@link LoadGovernor#hold(LoadLevel)} pinned the level. */
+		HOLD,
+		/** A hold was released: the decisions move the level again, from the held one. */
+		RELEASE,
+		/** {@link LoadGovernor#reset()} forgot what was measured and returned the level to HEALTHY (unless held). */
+		RESET
 	}
 
 	private final LoadLevel from;

@@ -9,7 +9,6 @@ import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.admission.PriorityLanes;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
-import dev.aiguard.internal.Callbacks;
 import dev.aiguard.metrics.GuardMetrics;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -24,9 +23,12 @@ import reactor.core.scheduler.Schedulers;
  * governor turns the interval's counts into an {@link IntervalStats}, feeds the request rate to a
  * {@link Forecaster}, scores health from its {@link HealthSignal}s and picks the level: the worst of
  * the score's level, the offered load's level and, once warmed up, WARNING when the forecast peak
- * reaches the overload line. Escalation is immediate; recovery waits the dwell time at the current
- * level, goes one level at a time, and only when every input allows it with a margin
- * (hysteresis). Each change is published as a {@link LoadEvent} to listeners and metrics, and
+ * reaches the overload line. The signals read a window of recent intervals and count only with
+ * enough samples ({@link Builder#minSamples(int)}); the score is smoothed over decisions and raises
+ * the level only after staying past the line for {@link Builder#riseAfter(Duration)}; the load and
+ * the forecast raise it at once. Recovery waits the dwell time at the current level, goes one level
+ * at a time, and only when every input allows it with a margin (hysteresis). {@link #hold(LoadLevel)}
+ * pins the level. Each change is published as a {@link LoadEvent} to listeners and metrics, and
  * resizes the {@link PriorityLanes} when given.
  *
  * <p>Recording ({@link #arrived}, {@link #firstToken}, {@link #ended}) is on the guard's hot path:
@@ -48,35 +50,26 @@ public final class LoadGovernor implements Disposable {
 	private final String name;
 	private final long intervalNanos;
 	private final LoadRules rules;
-	/** [level][priority], never changed. */
-	private final LoadAction[][] actions;
-	private final LoadCounters counters = new LoadCounters();
-	private final LevelStateMachine levels;
+	private final LoadCounters counters;
 	private final LaneSizing laneSizing;
-	private final LoadListener[] listeners;
-	private final GuardMetrics metrics;
+	private final LevelPublisher published;
 	private final DecisionLoop loop;
-
-	// ---- published ----
-	private volatile LoadState state;
-	/** The actions of the current level, by priority. */
-	private volatile LoadAction[] current;
 
 	private LoadGovernor(GovernorSettings s, Forecaster forecaster) {
 		this.name = s.name;
 		this.intervalNanos = s.interval.toNanos();
 		this.rules = s.rules;
-		this.actions = s.rules.actionTable();
+		LoadAction[][] actions = s.rules.actionTable();
+		this.counters = new LoadCounters(s.minSamples);
 		WeightedSignals signals = new WeightedSignals(s.signals.values());
-		this.levels = new LevelStateMachine(s, forecaster, signals, actions);
+		LevelStateMachine levels = new LevelStateMachine(s, forecaster, signals, actions);
 		this.laneSizing = new LaneSizing(s.lanes, s.laneResizing, s.rules);
-		this.listeners = s.listeners.toArray(new LoadListener[0]);
-		this.metrics = GuardMetrics.isolated(s.metrics);
-		this.current = actions[LoadLevel.HEALTHY.ordinal()];
-		this.state = levels.initial(0L);
-		this.loop = new DecisionLoop(s.clock, intervalNanos, this::decideOnce);
-		metrics.loadGovernorCreated(name, () -> state.level().ordinal(), () -> state.score(), () -> state.load(),
-				() -> state.forecastPeak(), signals.subScoreGauges(() -> state));
+		GuardMetrics metrics = GuardMetrics.isolated(s.metrics);
+		this.published = new LevelPublisher(name, actions, levels, counters, laneSizing,
+				s.listeners.toArray(new LoadListener[0]), metrics);
+		this.loop = new DecisionLoop(s.clock, intervalNanos, published::decide, published::applyPending);
+		metrics.loadGovernorCreated(name, () -> state().level().ordinal(), () -> state().score(),
+				() -> state().load(), () -> state().forecastPeak(), signals.subScoreGauges(this::state));
 	}
 
 	/**
@@ -91,17 +84,10 @@ public final class LoadGovernor implements Disposable {
 
 	/**
 	 * Resolves the clock and runs {@link #decide()} every interval on it. Idempotent; does nothing
-	 * once disposed. The lanes, when given, are sized for the current level.
-	 *
-	 * @return this governor
+	 * once disposed. The lanes, when given, are sized for the current level. Returns this governor.
 	 */
 	public LoadGovernor start() {
-		loop.start(now -> {
-			LoadState s = state;
-			if (s.intervals() == 0) {
-				state = LoadState.initial(s.mode(), s.subScores(), now);
-			}
-		}, () -> laneSizing.resize(state.level()));
+		loop.start(published::started, published::resizeLanes);
 		return this;
 	}
 
@@ -141,17 +127,17 @@ public final class LoadGovernor implements Disposable {
 
 	/** @return how a request of {@code priority} is served at the current level; one volatile read */
 	public LoadAction action(Priority priority) {
-		return current[priority.ordinal()];
+		return published.action(priority.ordinal());
 	}
 
 	/** @return the current level */
 	public LoadLevel level() {
-		return state.level();
+		return published.state().level();
 	}
 
-	/** @return the last decision, immutable */
+	/** @return the last decision (or hold), immutable */
 	public LoadState state() {
-		return state;
+		return published.state();
 	}
 
 	/** @return the governor's name */
@@ -166,27 +152,16 @@ public final class LoadGovernor implements Disposable {
 
 	/**
 	 * The refusal of a request that {@link #action(Priority)} sheds. Its retry-after hint is the
-	 * earliest time the governor can reach a level that serves {@code priority}: the rest of the
-	 * dwell at the current level plus a dwell per further level (recovery goes one level at a time),
-	 * at least one interval.
+	 * earliest the governor can reach a level that serves {@code priority} (the rest of the dwell
+	 * plus a dwell per further level), at least one interval.
 	 *
 	 * @return a typed {@code SHED} rejection whose message names the governor, priority and level
 	 */
 	public AdmissionRejectedException shed(Priority priority) {
-		LoadState s = state;
-		LoadLevel level = s.level();
-		long wait = levels.nanosUntilServed(s, priority, nanos());
-		Duration retryAfter = Duration.ofNanos(Math.max(wait, intervalNanos));
-		return new AdmissionRejectedException(priority, AdmissionRejectedException.Reason.SHED,
-				name + ": " + priority + " shed at level " + level + " (" + actions[level.ordinal()][priority.ordinal()]
-						+ "), retry after " + retryAfter.toMillis() + " ms",
-				retryAfter);
+		return published.shed(priority, nanos(), intervalNanos);
 	}
 
-	/**
-	 * The governor as a Reactor operator, priority from the subscriber's Context ({@link Priority#P1}
-	 * when absent). See {@link #admit(Priority)}.
-	 */
+	/** The governor as a Reactor operator, {@link Priority#P1} when the Context has no priority. See {@link #admit(Priority)}. */
 	public <T> Function<Flux<T>, Flux<T>> admit() {
 		return admit(Priority.P1);
 	}
@@ -211,12 +186,10 @@ public final class LoadGovernor implements Disposable {
 		return flux -> new FluxLoadAdmit<>(flux, this, whenAbsent);
 	}
 
-	/** The governor's clock in nanoseconds; resolved on first use when {@link #start()} was not called. */
+	/** The governor's clock in nanoseconds (resolved on first use when not started). */
 	long nanos() {
 		return loop.nanos();
 	}
-
-	// ---- deciding ----
 
 	/**
 	 * Makes one decision now from what was recorded since the previous one: what the timer runs
@@ -227,33 +200,30 @@ public final class LoadGovernor implements Disposable {
 	 */
 	public LoadState decide() {
 		loop.decide();
-		return state;
+		return published.state();
 	}
 
-	private void decideOnce(long now, long elapsed) {
-		LoadState previous = state;
-		LoadState next = levels.next(previous, counters.takeInterval(elapsed), now);
-		if (next.level() == previous.level()) {
-			state = next;
-			return;
-		}
-		current = actions[next.level().ordinal()];
-		state = next;
-		// a state whose level differs from the previous one carries the change that moved it
-		announce(Objects.requireNonNull(next.lastChange(), "lastChange"));
+	/**
+	 * Pins the level at {@code level} (an operator's override, a test that needs a steady level): the
+	 * decisions keep computing score, load and forecast but do not move the level, and
+	 * {@link LoadState#held()} is true. The hold is a {@link LoadEvent.Reason#HOLD} event, published
+	 * even when the level does not change; a second hold replaces the first. Disposing the hold in
+	 * force is a {@link LoadEvent.Reason#RELEASE} event: the decisions move the level from the held
+	 * one by the usual rules, the dwell counted from the hold. Never blocks: when a decision runs on
+	 * another thread, that thread publishes the hold (or release) as soon as the decision ends.
+	 *
+	 * @return releases this hold when disposed (idempotent; nothing once another hold replaced it)
+	 */
+	public Disposable hold(LoadLevel level) {
+		return published.hold(Objects.requireNonNull(level, "level"), loop::drain);
 	}
 
-	private void announce(LoadEvent event) {
-		laneSizing.resize(event.to());
-		metrics.loadLevelChanged(name, event.from().name(), event.to().name(), event.reason().name());
-		for (LoadListener listener : listeners) {
-			try {
-				listener.levelChanged(event);
-			}
-			catch (Throwable failure) {
-				Callbacks.dropped(failure);
-			}
-		}
+	/**
+	 * Forgets what was measured (signal window, smoothed score and load, forecast) and returns to
+	 * HEALTHY unless held: a {@link LoadEvent.Reason#RESET} event. Never blocks, like {@link #hold}.
+	 */
+	public void reset() {
+		published.reset(loop::drain);
 	}
 
 	/** The lanes' sizes at {@code level}, by priority, from their built sizes. */
@@ -263,7 +233,7 @@ public final class LoadGovernor implements Disposable {
 
 	@Override
 	public String toString() {
-		return "LoadGovernor{" + name + ", " + state.level() + '}';
+		return "LoadGovernor{" + name + ", " + level() + '}';
 	}
 
 	/**
@@ -396,11 +366,7 @@ public final class LoadGovernor implements Disposable {
 			return lanes(lanes, LaneResizing.KEEP_TOTAL);
 		}
 
-		/**
-		 * Lanes whose concurrency follows the rules' factors of their built sizes at each level
-		 * change; {@code resizing} says where the permits a factor takes go
-		 * ({@link LaneResizing#KEEP_TOTAL}: to the nearest more urgent open lane).
-		 */
+		/** As {@link #lanes(PriorityLanes)}; {@code resizing} says where the permits a factor takes go. */
 		public Builder lanes(PriorityLanes lanes, LaneResizing resizing) {
 			settings.lanes = Objects.requireNonNull(lanes, "lanes");
 			settings.laneResizing = Objects.requireNonNull(resizing, "resizing");
@@ -421,7 +387,8 @@ public final class LoadGovernor implements Disposable {
 
 		/**
 		 * @throws IllegalArgumentException when capacity is missing, the load thresholds do not
-		 *         increase, recoverBelow is not below degradeAt, or the score thresholds do not decrease
+		 *         increase, recoverBelow is not below degradeAt, the score thresholds do not decrease,
+		 *         the signal window is shorter than the interval, or riseAfter is not shorter than the dwell
 		 */
 		public LoadGovernor build() {
 			Forecaster f = settings.validate();
@@ -438,6 +405,44 @@ public final class LoadGovernor implements Disposable {
 		 */
 		public Builder loadSmoothing(double alpha) {
 			settings.loadSmoothing(alpha);
+			return this;
+		}
+
+		/**
+		 * Share of each decision's health score in the smoothed score the levels read, in (0, 1]
+		 * (default 0.3; 1 reads each decision alone). A decision without any data resets the average.
+		 */
+		public Builder scoreSmoothing(double alpha) {
+			settings.scoreSmoothing(alpha);
+			return this;
+		}
+
+		/**
+		 * Samples (attempts for the error rate, first tokens for the response time) a rate signal needs
+		 * in the signal window before it counts, >= 0 (default 10; 0: every one counts). Below it the
+		 * signal is neutral: left out of the weighted mean. See {@link IntervalStats#minSamples()}.
+		 */
+		public Builder minSamples(int samples) {
+			settings.minSamples(samples);
+			return this;
+		}
+
+		/**
+		 * The span the signals read, >= the interval (default 10 s, at least one interval): the totals
+		 * of the last {@code ceil(window ÷ interval)} intervals. The offered load stays per interval.
+		 */
+		public Builder signalWindow(Duration window) {
+			settings.signalWindow(window);
+			return this;
+		}
+
+		/**
+		 * How long the score must stay under a worse level's line before the level rises to it, >= 0
+		 * and shorter than the dwell when there is one (default 3 s, at most half the dwell; 0: at
+		 * once). Rises from the offered load and the forecast apply at once.
+		 */
+		public Builder riseAfter(Duration confirmation) {
+			settings.riseAfter(confirmation);
 			return this;
 		}
 	}

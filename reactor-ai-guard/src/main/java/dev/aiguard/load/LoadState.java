@@ -39,10 +39,11 @@ public final class LoadState {
 	private final LoadEvent lastChange;
 	@Nullable
 	private final IntervalStats interval;
+	private final boolean held;
 
 	LoadState(LoadLevel level, Mode mode, double score, Map<String, Double> subScores, double load, double requestRate,
 			double[] forecast, double forecastPeak, long levelSinceNanos, long intervals, @Nullable LoadEvent lastChange,
-			@Nullable IntervalStats interval) {
+			@Nullable IntervalStats interval, boolean held) {
 		this.level = level;
 		this.mode = mode;
 		this.score = score;
@@ -55,12 +56,25 @@ public final class LoadState {
 		this.intervals = intervals;
 		this.lastChange = lastChange;
 		this.interval = interval;
+		this.held = held;
+	}
+
+	/** This state at another level, entered at {@code sinceNanos} by {@code change}: a hold or its release. */
+	LoadState withLevel(LoadLevel newLevel, long sinceNanos, LoadEvent change, boolean isHeld) {
+		return new LoadState(newLevel, mode, score, subScores, load, requestRate, forecast, forecastPeak, sinceNanos,
+				intervals, change, interval, isHeld);
+	}
+
+	/** This state before any decision, at {@code newLevel} after {@code decisions} decisions and a reset. */
+	LoadState afterReset(LoadLevel newLevel, long decisions, LoadEvent change, boolean isHeld) {
+		return new LoadState(newLevel, mode, score, subScores, load, requestRate, forecast, forecastPeak, levelSinceNanos,
+				decisions, change, interval, isHeld);
 	}
 
 	/** The state before any decision: HEALTHY, cold, no data. */
 	static LoadState initial(Mode mode, Map<String, Double> noScores, long sinceNanos) {
 		return new LoadState(LoadLevel.HEALTHY, mode, Double.NaN, noScores, 0.0, 0.0, NO_FORECAST, 0.0, sinceNanos, 0,
-				null, null);
+				null, null, false);
 	}
 
 	/** @return the level in force */
@@ -73,7 +87,11 @@ public final class LoadState {
 		return mode;
 	}
 
-	/** @return the health score 0..100 (weighted sub-scores), NaN when no signal had data */
+	/**
+	 * @return the health score 0..100 the levels read: the weighted mean of the sub-scores with data,
+	 *         smoothed over decisions ({@link LoadGovernor.Builder#scoreSmoothing(double)}); NaN when
+	 *         no signal had data
+	 */
 	public double score() {
 		return score;
 	}
@@ -119,6 +137,14 @@ public final class LoadState {
 		return lastChange;
 	}
 
+	/**
+	 * @return whether the level is pinned by {@link LoadGovernor#hold(LoadLevel)}: the decisions still
+	 *         compute score, load and forecast, but do not move the level
+	 */
+	public boolean held() {
+		return held;
+	}
+
 	/** @return what the guard measured in the last interval, or null before the first decision */
 	@Nullable
 	public IntervalStats interval() {
@@ -129,6 +155,6 @@ public final class LoadState {
 	public String toString() {
 		return "LoadState{level=" + level + ", mode=" + mode + ", score=" + score + ", subScores=" + subScores
 				+ ", load=" + load + ", requestRate=" + requestRate + ", forecastPeak=" + forecastPeak + ", intervals="
-				+ intervals + ", lastChange=" + lastChange + '}';
+				+ intervals + ", held=" + held + ", lastChange=" + lastChange + '}';
 	}
 }

@@ -9,8 +9,10 @@ import reactor.test.scheduler.VirtualTimeScheduler;
  * A governor on virtual time with capacity 10 requests per second, one-second intervals, and the
  * JVM signals (cpu, memory) replaced by dials so its score is what the test sets. The load is read
  * unsmoothed and every level has a load line (0.8, 1.0, 2.0), so one interval's arrivals set the
- * level a test expects; the defaults (smoothing, DEGRADED and CRITICAL from the score only) have
- * their own tests.
+ * level a test expects. The score reads each interval alone, every sample counts, it is not
+ * smoothed and a rise needs no confirmation, so one interval's dials set the level; the defaults
+ * (load and score smoothing, signal window, minimum samples, rise confirmation, DEGRADED and
+ * CRITICAL from the score only) have their own tests.
  */
 final class GovernorFixture {
 
@@ -28,7 +30,11 @@ final class GovernorFixture {
 				.signal(memory, 0.15)
 				.warmupIntervals(1_000_000)
 				.loadSmoothing(1.0)
-				.loadThresholds(0.8, 1.0, 2.0);
+				.loadThresholds(0.8, 1.0, 2.0)
+				.signalWindow(Duration.ofSeconds(1))
+				.minSamples(0)
+				.scoreSmoothing(1.0)
+				.riseAfter(Duration.ZERO);
 	}
 
 	/** Sets both dials: with no stream data the score is this value. */

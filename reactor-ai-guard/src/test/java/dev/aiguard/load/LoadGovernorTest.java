@@ -55,12 +55,14 @@ class LoadGovernorTest {
 	@Test
 	void byDefaultTheOfferedLoadAloneNeverGoesPastWarning() {
 		start(LoadGovernor.builder("chat").capacity(10).clock(f.time).signal(f.cpu, 0.20).signal(f.memory, 0.15)
-				.dwell(Duration.ZERO));
+				.dwell(Duration.ZERO).riseAfter(Duration.ofSeconds(3)));
 		f.intervals(governor, 10, 50); // five times the capacity, a healthy score
 		assertThat(governor.state().load()).isGreaterThan(4.0);
 		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
-		f.score(30); // the score decides the rest
-		f.interval(governor, 50);
+		f.score(30); // the score decides the rest, once it has stayed past the line for riseAfter (3 s)
+		f.intervals(governor, 2, 50); // smoothed score 79.0, 64.3: not yet past DEGRADED's line
+		assertThat(governor.level()).isEqualTo(LoadLevel.WARNING);
+		f.intervals(governor, 4, 50); // 54.0 (DEGRADED's line crossed), 46.8, 41.8, 38.3: confirmed
 		assertThat(governor.level()).isEqualTo(LoadLevel.CRITICAL);
 	}
 

@@ -10,6 +10,7 @@ import dev.aiguard.breaker.BreakerTree;
 import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.budget.BucketStore;
 import dev.aiguard.budget.LocalBucketStore;
+import dev.aiguard.load.LoadGovernor;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import org.junit.jupiter.api.BeforeEach;
@@ -29,9 +30,10 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * The running demo on a random loopback port, shared by the test classes (one Spring context):
  * a fast mock, short deadlines, a breaker that trips after a handful of calls, an OpenAI SDK timeout
- * of 3 s under the Spring AI client. Each test starts from a well-behaved mock with an empty request
- * log and a fresh provider rate-limit window, full budgets, and a breaker tree whose breakers are
- * all closed and empty.
+ * of 3 s under the Spring AI client, and the demo's load governor. Each test starts from a
+ * well-behaved mock with an empty request log and a fresh provider rate-limit window, full budgets,
+ * a breaker tree whose breakers are all closed and empty, and a governor at HEALTHY that has
+ * forgotten what the previous test measured.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
 		"aiguard.mock.first-token-delay=5ms",
@@ -47,10 +49,7 @@ import tools.jackson.databind.json.JsonMapper;
 		"aiguard.policies.chat.retry.max-backoff=100ms",
 		"aiguard.fallback.timeout=1s",
 		"aiguard.spring-ai.timeout=3s",
-		"logging.level.dev.aiguard=INFO",
-		// the shared context's tests break the model on purpose; a governor would carry their load
-		// into the next test. LoadBrowserTest runs one in a context of its own.
-		"aiguard.load.enabled=false" })
+		"logging.level.dev.aiguard=INFO" })
 abstract class DemoTestSupport {
 
 	/**
@@ -87,6 +86,10 @@ abstract class DemoTestSupport {
 	@Autowired
 	JsonMapper json;
 
+	/** The demo's load governor ({@code aiguard.load}), on as the demo runs it. */
+	@Autowired
+	LoadGovernor governor;
+
 	/** Where the budgets' buckets live: the in-process store, unless a test's context shares them through Redis. */
 	@Autowired
 	BucketStore bucketStore;
@@ -118,6 +121,9 @@ abstract class DemoTestSupport {
 		}
 		warmUpSpringAi();
 		closeWithEmptyWindows(tree);
+		// the tests break the model on purpose, one after the other: without a reset the next test
+		// would meet the level the previous one's failures raised
+		governor.reset();
 		mock.clearRequests();
 	}
 

@@ -33,8 +33,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * its retry answers; at 20 % one attempt in five is refused.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
-		// exact retry counts: no governor shedding or reordering the ladder
-		"aiguard.load.enabled=false",
 		"aiguard.policies.chat.retry.min-backoff=20ms",
 		"aiguard.policies.chat.retry.max-backoff=100ms",
 		"aiguard.fallback.timeout=1s" })

@@ -26,6 +26,9 @@ final class StreamCheck {
 	/** Error types a request may end with before its first token even though the ladder is on. */
 	static final Set<String> CLIENT_ERRORS = Set.of("prompt_too_large", "context_length", "client_error");
 
+	/** The ending of a request the load governor refused. */
+	static final String SHED = "shed by the load governor";
+
 	/** What the fallback ladder answers with, to judge answers that did not come from the model. */
 	record Ladder(String staticText, Map<String, String> topicAnswers) {
 	}
@@ -123,6 +126,12 @@ final class StreamCheck {
 	/**
 	 * @param failure what ended the client's stream other than its end: a timeout past the bound, an HTTP error
 	 */
+	/** @return whether {@code http} is the governor's refusal: 503 {@code shed} with a {@code Retry-After} */
+	private static boolean shed(WebClientResponseException http) {
+		return http.getStatusCode().value() == 503 && http.getResponseBodyAsString().contains("\"error\":\"shed\"")
+				&& http.getHeaders().getFirst("Retry-After") != null;
+	}
+
 	Verdict judge(@Nullable Throwable failure, Ladder ladder) {
 		Duration elapsed = Duration.ofNanos(System.nanoTime() - startNanos);
 		List<String> expected = plan.expectedTokens();
@@ -134,6 +143,12 @@ final class StreamCheck {
 		}
 		else if (elapsed.compareTo(bound) > 0) {
 			problems.add("late: ended after " + elapsed.toMillis() + " ms, its bound is " + bound.toMillis() + " ms");
+		}
+		else if (failure instanceof WebClientResponseException http && shed(http)) {
+			// the load governor's rules refuse this priority at its level: a documented answer with
+			// the time to come back, before any stream starts
+			ending = SHED;
+			return new Verdict(ending, problems, 0, 0, elapsed);
 		}
 		else if (failure instanceof WebClientResponseException http) {
 			problems.add("HTTP " + http.getStatusCode().value() + ": " + http.getResponseBodyAsString());

@@ -76,6 +76,10 @@ final class LoadGovernorMapper {
 					"must be below the load that enters WARNING (" + warningAt + ")", null);
 		}
 		set(at + ".load-smoothing", l.getLoadSmoothing(), b::loadSmoothing);
+		set(at + ".score-smoothing", l.getScoreSmoothing(), b::scoreSmoothing);
+		set(at + ".min-samples", l.getMinSamples(), b::minSamples);
+		set(at + ".signal-window", l.getSignalWindow(), b::signalWindow);
+		set(at + ".rise-after", l.getRiseAfter(), b::riseAfter);
 		if (lanes != null && l.isLanes()) {
 			b.lanes(lanes, l.getLaneResizing());
 		}

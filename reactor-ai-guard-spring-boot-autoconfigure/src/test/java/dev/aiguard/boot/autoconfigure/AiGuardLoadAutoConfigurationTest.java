@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 import dev.aiguard.admission.PriorityLanes;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.load.HealthSignal;
 import dev.aiguard.load.HealthSignals;
@@ -79,6 +80,27 @@ class AiGuardLoadAutoConfigurationTest {
 				// no warm-up: the forecast takes part from the first decision, over three intervals
 				assertThat(governor.decide().mode()).isEqualTo(LoadState.Mode.FORECAST);
 				assertThat(governor.state().forecast()).hasSize(3);
+			});
+	}
+
+	@Test
+	void oneFailureLeavesTheDefaultsHealthyAndTheSignalSettingsReachTheGovernor() {
+		String[] errorsOnly = {"aiguard.load.signals.cpu=0", "aiguard.load.signals.memory=0",
+				"aiguard.load.signals.response-time=0"};
+		runner.withPropertyValues(ON).withPropertyValues(errorsOnly).run(context -> {
+			LoadGovernor governor = context.getBean(LoadGovernor.class);
+			governor.ended(Outcome.FAILURE);
+			assertThat(governor.decide().level()).as("one attempt is under min-samples").isEqualTo(LoadLevel.HEALTHY);
+			assertThat(governor.state().subScores().get("error-rate")).isNaN();
+		});
+		runner.withPropertyValues(ON).withPropertyValues(errorsOnly)
+			.withPropertyValues("aiguard.load.min-samples=0", "aiguard.load.score-smoothing=1",
+					"aiguard.load.signal-window=1h", "aiguard.load.rise-after=0s")
+			.run(context -> {
+				LoadGovernor governor = context.getBean(LoadGovernor.class);
+				governor.ended(Outcome.FAILURE);
+				assertThat(governor.decide().level()).as("every sample counts, no smoothing, no confirmation")
+					.isEqualTo(LoadLevel.CRITICAL);
 			});
 	}
 
@@ -185,6 +207,10 @@ class AiGuardLoadAutoConfigurationTest {
 		expect("aiguard.load.recover-below", ON, "aiguard.load.recover-below=0.9");
 		expect("aiguard.load.dwell", ON, "aiguard.load.dwell=-1s");
 		expect("aiguard.load.load-smoothing", ON, "aiguard.load.load-smoothing=0");
+		expect("aiguard.load.score-smoothing", ON, "aiguard.load.score-smoothing=1.5");
+		expect("aiguard.load.min-samples", ON, "aiguard.load.min-samples=-1");
+		expect("aiguard.load.signal-window", ON, "aiguard.load.signal-window=0s");
+		expect("aiguard.load.rise-after", ON, "aiguard.load.rise-after=-1s");
 		expect("aiguard.load.load-thresholds", ON, "aiguard.load.load-thresholds=0.8,Infinity,2");
 		expect("aiguard.load.warmup-intervals", ON, "aiguard.load.warmup-intervals=-1");
 		expect("aiguard.load.forecast", ON, "aiguard.load.forecast.alpha=2");

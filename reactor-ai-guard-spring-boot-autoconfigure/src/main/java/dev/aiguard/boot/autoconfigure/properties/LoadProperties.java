@@ -64,6 +64,22 @@ public class LoadProperties {
 	@Nullable
 	private Double loadSmoothing;
 
+	/** Share of each decision's health score in the smoothed score the levels read, in (0, 1]; 1 reads each decision alone. Default: 0.3. */
+	@Nullable
+	private Double scoreSmoothing;
+
+	/** Samples (attempts, first tokens) a rate signal needs in the signal window before it counts; below it the signal is neutral. Default: 10. */
+	@Nullable
+	private Integer minSamples;
+
+	/** The span the signals read, at least the interval. Default: 10s. */
+	@Nullable
+	private Duration signalWindow;
+
+	/** How long the score must stay past a worse level's line before the level rises; shorter than the dwell. Default: 3s, at most half the dwell. */
+	@Nullable
+	private Duration riseAfter;
+
 	/** Whether the shared lanes (aiguard.lanes) are sized by the governor's rules at each level. */
 	private boolean lanes = true;
 
@@ -167,6 +183,38 @@ public class LoadProperties {
 
 	public void setLoadSmoothing(@Nullable Double loadSmoothing) {
 		this.loadSmoothing = loadSmoothing;
+	}
+
+	public @Nullable Double getScoreSmoothing() {
+		return scoreSmoothing;
+	}
+
+	public void setScoreSmoothing(@Nullable Double scoreSmoothing) {
+		this.scoreSmoothing = scoreSmoothing;
+	}
+
+	public @Nullable Integer getMinSamples() {
+		return minSamples;
+	}
+
+	public void setMinSamples(@Nullable Integer minSamples) {
+		this.minSamples = minSamples;
+	}
+
+	public @Nullable Duration getSignalWindow() {
+		return signalWindow;
+	}
+
+	public void setSignalWindow(@Nullable Duration signalWindow) {
+		this.signalWindow = signalWindow;
+	}
+
+	public @Nullable Duration getRiseAfter() {
+		return riseAfter;
+	}
+
+	public void setRiseAfter(@Nullable Duration riseAfter) {
+		this.riseAfter = riseAfter;
 	}
 
 	public boolean isLanes() {
