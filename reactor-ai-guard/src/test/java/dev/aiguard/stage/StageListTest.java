@@ -32,6 +32,12 @@ class StageListTest {
 		}
 
 		@Override
+		@Nullable
+		public ChatRequest original() {
+			return null;
+		}
+
+		@Override
 		public int attemptsStarted() {
 			return 0;
 		}
