@@ -6,12 +6,12 @@ import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.metrics.GuardMetrics;
 import dev.aiguard.stage.Degradation;
+import dev.aiguard.stage.FixedFacts;
 import dev.aiguard.stage.RequestFacts;
 import dev.aiguard.stage.Shortfall;
 import dev.aiguard.stage.StageRun;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
-import reactor.util.context.Context;
 
 import java.util.EnumSet;
 import java.util.List;
@@ -85,43 +85,6 @@ class FallbackStageTest {
 	}
 
 	private static RequestFacts request(@Nullable ChatRequest original) {
-		return new RequestFacts() {
-			@Override
-			public Priority priority() {
-				return Priority.P1;
-			}
-
-			@Override
-			public Context context() {
-				return Context.empty();
-			}
-
-			@Override
-			@Nullable
-			public ChatRequest request() {
-				return original;
-			}
-
-			@Override
-			@Nullable
-			public ChatRequest original() {
-				return original;
-			}
-
-			@Override
-			public int attemptsStarted() {
-				return 0;
-			}
-
-			@Override
-			public long nanos() {
-				return 0L;
-			}
-
-			@Override
-			public boolean cancelled() {
-				return false;
-			}
-		};
+		return new FixedFacts(Priority.P1, original);
 	}
 }
