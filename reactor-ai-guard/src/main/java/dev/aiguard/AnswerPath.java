@@ -17,10 +17,11 @@ import reactor.util.context.Context;
 
 /**
  * The way one request's chunks take to the subscriber when something must see them: the recording
- * of a stage that keeps the answer (the response cache), the continuation's transcript, the output validation. Chooses, per attempt,
- * the subscriber the attempt delivers to (the actual one, an {@link AnswerTap}, or the tap's hold)
- * and the {@link AnswerJudge} the attempt's watch feeds (the one place validation is fed). A request
- * whose policy needs none of these has no path: its chunks go straight to the subscriber.
+ * of a stage that keeps the answer (the response cache), the continuation's transcript, the output
+ * validation. Chooses, per attempt, the subscriber the attempt delivers to (the actual one, an
+ * {@link AnswerTap}, or the tap's hold) and the {@link AnswerJudge} the attempt's watch feeds (the
+ * one place validation is fed). A request whose policy needs none of these has no path: its chunks
+ * go straight to the subscriber.
  */
 final class AnswerPath<T> {
 

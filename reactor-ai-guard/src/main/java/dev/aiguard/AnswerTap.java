@@ -17,11 +17,12 @@ import reactor.util.context.Context;
 
 /**
  * Sits between an attempt and the subscriber when something must see the chunks: it feeds a
- * realtime answer to the stage that keeps it (the response cache's recording), keeps the transcript a continuation builds on, holds
- * an answer back until it passed validation, and holds an answer's leading whitespace-only chunks
- * until its first visible character. One per request, reused across attempts; without any of these
- * the attempt delivers straight to the subscriber. The output validation (the validation stage) is
- * never fed here: the attempt's watch feeds it, after the chunk went through the tap.
+ * realtime answer to the stage that keeps it (the response cache's recording), keeps the
+ * transcript a continuation builds on, holds an answer back until it passed validation, and holds
+ * an answer's leading whitespace-only chunks until its first visible character. One per request,
+ * reused across attempts; without any of these the attempt delivers straight to the subscriber. The
+ * output validation (the validation stage) is never fed here: the attempt's watch feeds it, after
+ * the chunk went through the tap.
  *
  * <h2>Leading whitespace</h2>
  * While an attempt has said nothing visible, a content chunk whose text is only whitespace (and
