@@ -5,12 +5,9 @@ import java.util.function.LongConsumer;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.ChunkInspector;
-import dev.aiguard.core.OutputLimits;
-import dev.aiguard.core.Outcome;
-import dev.aiguard.fallback.CacheKeys;
-import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.stage.AnswerJudge;
+import dev.aiguard.stage.AnswerRecording;
 import dev.aiguard.stage.StageRun;
 import dev.aiguard.stall.watch.StallWatch;
 import org.jspecify.annotations.Nullable;
@@ -19,11 +16,12 @@ import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
 
 /**
- * The way one request's chunks take to the subscriber when something must see them: the response
- * cache's recording, the continuation's transcript, the output validation. Chooses, per attempt,
- * the subscriber the attempt delivers to (the actual one, an {@link AnswerTap}, or the tap's hold)
- * and the {@link AnswerJudge} the attempt's watch feeds (the one place validation is fed). A request
- * whose policy needs none of these has no path: its chunks go straight to the subscriber.
+ * The way one request's chunks take to the subscriber when something must see them: the recording
+ * of a stage that keeps the answer (the response cache), the continuation's transcript, the output
+ * validation. Chooses, per attempt, the subscriber the attempt delivers to (the actual one, an
+ * {@link AnswerTap}, or the tap's hold) and the {@link AnswerJudge} the attempt's watch feeds (the
+ * one place validation is fed). A request whose policy needs none of these has no path: its chunks
+ * go straight to the subscriber.
  */
 final class AnswerPath<T> {
 
@@ -37,6 +35,9 @@ final class AnswerPath<T> {
 	/** The request's output validation (the validation stage's run), {@code null} without validators. */
 	@Nullable
 	private AnswerJudge judge;
+	/** The run that keeps the realtime answer (the response cache's), {@code null} when none does or in the transform form. */
+	@Nullable
+	private AnswerRecording recording;
 	/** What the watch feeds: the judge, as the watch's check. */
 	private StallWatch.@Nullable ContentCheck<Object> feed;
 	/** The current attempt is validated (a realtime attempt of a policy with validators). */
@@ -59,18 +60,24 @@ final class AnswerPath<T> {
 	static <T> AnswerPath<T> of(PolicyView<T> view, boolean callForm, CoreSubscriber<? super T> actual,
 			ChunkInspector<T> inspector, LongConsumer demand) {
 		boolean needed = view.policy.validates()
-				|| callForm && (view.responseCache() != null || view.continuationSupport() != null);
+				|| callForm && (view.recordsAnswers || view.continuationSupport() != null);
 		return needed ? new AnswerPath<>(view, callForm, actual, inspector, demand) : null;
 	}
 
-	/** The request's stages started: the run that judges its answers, if any, is fed from now on. */
-	void judgeWith(StageRun[] runs) {
+	/**
+	 * The request's stages started: the run that judges its answers, if any, is fed from now on, and
+	 * the run that keeps them, if any, records the call form's realtime answers.
+	 */
+	void startedWith(StageRun[] runs) {
 		for (StageRun run : runs) {
 			AnswerJudge j = run.judge();
-			if (j != null) {
+			if (j != null && judge == null) {
 				judge = j;
 				feed = j::afterContent;
-				return;
+			}
+			AnswerRecording r = callForm ? run.recording() : null;
+			if (r != null && recording == null) {
+				recording = r;
 			}
 		}
 	}
@@ -82,9 +89,9 @@ final class AnswerPath<T> {
 	 */
 	CoreSubscriber<? super T> targetFor(AttemptKind next, @Nullable ChatRequest request, long delivered,
 			boolean continued) {
-		ResponseCache<T> cache = callForm ? view.responseCache() : null;
+		AnswerRecording keeper = recording;
 		ContinuationSupport<T> continuation = callForm ? view.continuationSupport() : null;
-		boolean record = next == AttemptKind.REALTIME && cache != null;
+		boolean record = next == AttemptKind.REALTIME && keeper != null;
 		boolean transcribe = next == AttemptKind.REALTIME && continuation != null;
 		AnswerJudge j = next == AttemptKind.REALTIME ? judge : null;
 		validating = j != null;
@@ -104,12 +111,12 @@ final class AnswerPath<T> {
 			return actual;
 		}
 		if (tap == null) {
-			tap = new AnswerTap<>(actual, cache, continuation, demand);
+			tap = new AnswerTap<>(actual, keeper, continuation, demand);
 		}
 		else if (record && !continued) {
 			tap.restartRecording();
 		}
-		tap.recording = record;
+		tap.recordingOn = record;
 		tap.transcribing = transcribe;
 		tap.holding = false;
 		tap.holdLeadingWhitespace(holdBlanks, onlyBlanks);
@@ -159,15 +166,13 @@ final class AnswerPath<T> {
 		return j != null ? j.retryRequest(request, context) : request;
 	}
 
-	/** Stores the realtime answer in the response cache, when it was recorded whole. */
-	void storeAnswer(@Nullable String finishReason, @Nullable ChatRequest original, boolean continued,
-			Scheduler blocking) {
+	/** The realtime answer completed: the run that keeps it hears so, when the tap recorded it and it was not continued. */
+	void storeAnswer(@Nullable String finishReason, boolean continued, Scheduler blocking) {
 		AnswerTap<T> t = tap;
-		ResponseCache<T> cache = view.responseCache();
-		if (t == null || t.recorder() == null || cache == null || continued) {
+		AnswerRecording keeper = t != null ? t.recording : null;
+		if (keeper == null || continued) {
 			return;
 		}
-		t.recorder().storeIfComplete(cache, CacheKeys.keyOf(view.policy.cacheKey(), original), Outcome.SUCCESS,
-				finishReason != null && OutputLimits.isTruncation(finishReason), blocking);
+		keeper.completed(finishReason, blocking);
 	}
 }

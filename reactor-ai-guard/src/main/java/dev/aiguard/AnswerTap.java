@@ -7,9 +7,8 @@ import java.util.Objects;
 
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.ChunkInspector;
-import dev.aiguard.fallback.recording.AnswerRecorder;
-import dev.aiguard.fallback.ResponseCache;
 import dev.aiguard.retry.ContinuationSupport;
+import dev.aiguard.stage.AnswerRecording;
 import dev.aiguard.stall.watch.StallWatch;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
@@ -17,12 +16,13 @@ import reactor.core.CoreSubscriber;
 import reactor.util.context.Context;
 
 /**
- * Sits between an attempt and the subscriber when something must see the chunks: it records a
- * realtime answer for the response cache, keeps the transcript a continuation builds on, holds
- * an answer back until it passed validation, and holds an answer's leading whitespace-only chunks
- * until its first visible character. One per request, reused across attempts; without any of these
- * the attempt delivers straight to the subscriber. The output validation (the validation stage) is
- * never fed here: the attempt's watch feeds it, after the chunk went through the tap.
+ * Sits between an attempt and the subscriber when something must see the chunks: it feeds a
+ * realtime answer to the stage that keeps it (the response cache's recording), keeps the
+ * transcript a continuation builds on, holds an answer back until it passed validation, and holds
+ * an answer's leading whitespace-only chunks until its first visible character. One per request,
+ * reused across attempts; without any of these the attempt delivers straight to the subscriber. The
+ * output validation (the validation stage) is never fed here: the attempt's watch feeds it, after
+ * the chunk went through the tap.
  *
  * <h2>Leading whitespace</h2>
  * While an attempt has said nothing visible, a content chunk whose text is only whitespace (and
@@ -42,16 +42,16 @@ import reactor.util.context.Context;
 final class AnswerTap<T> implements CoreSubscriber<T> {
 
 	final CoreSubscriber<? super T> actual;
+	/** The stage run that keeps the realtime answer, {@code null} when none does. */
 	@Nullable
-	private final ResponseCache<T> cache;
-	@Nullable
-	private AnswerRecorder<T> recorder;
+	final AnswerRecording recording;
 	private final ContinuationSupport.@Nullable Transcript<T> transcript;
 	@Nullable
 	private final Class<T> transcriptType;
 	/** A chunk the continuation support cannot read reached the user: the answer cannot be continued. */
 	private boolean unreadable;
-	boolean recording;
+	/** The current attempt's chunks go to {@link #recording}. */
+	boolean recordingOn;
 	boolean transcribing;
 	/** The answer of the current attempt is held here, not delivered, until it passed validation. */
 	@Nullable
@@ -75,12 +75,11 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 	/** Of the held chunks, how many the upstream was asked for on top of the subscriber's demand. */
 	private int borrowed;
 
-	AnswerTap(CoreSubscriber<? super T> actual, @Nullable ResponseCache<T> cache,
+	AnswerTap(CoreSubscriber<? super T> actual, @Nullable AnswerRecording recording,
 			@Nullable ContinuationSupport<T> continuation, LongConsumer demand) {
 		this.actual = actual;
 		this.demand = demand;
-		this.cache = cache;
-		this.recorder = cache != null ? AnswerRecorder.forCache(cache) : null;
+		this.recording = recording;
 		this.transcript = continuation != null ? continuation.transcript() : null;
 		this.transcriptType = continuation != null ? continuation.chunkType() : null;
 	}
@@ -92,15 +91,14 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 
 	/** A retry starts: what a failed attempt sent before its first token is not part of the answer. */
 	void restartRecording() {
-		AnswerRecorder<T> r = recorder;
-		if (cache != null && r != null && (r.size() > 0 || r.overflowed())) {
-			recorder = AnswerRecorder.forCache(cache);
+		if (recording != null) {
+			recording.restart();
 		}
 	}
 
 	void discardRecording() {
-		if (recorder != null) {
-			recorder.discard();
+		if (recording != null) {
+			recording.discard();
 		}
 	}
 
@@ -162,11 +160,6 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 		List<T> answer = held != null ? held : List.of();
 		held = null;
 		return answer;
-	}
-
-	@Nullable
-	AnswerRecorder<T> recorder() {
-		return recorder;
 	}
 
 	ContinuationSupport.@Nullable Transcript<T> transcript() {
@@ -253,9 +246,10 @@ final class AnswerTap<T> implements CoreSubscriber<T> {
 
 	/** Records, transcribes, holds or delivers one chunk; {@code f} says whether it is content. */
 	private void pass(T t, int f) {
-		if (recording && recorder != null
+		AnswerRecording keeper = recording;
+		if (recordingOn && keeper != null
 				&& (f & (ChunkInspector.CONTENT | ChunkInspector.HEARTBEAT)) != ChunkInspector.HEARTBEAT) {
-			recorder.record(t);
+			keeper.record(t);
 		}
 		Class<T> type = transcriptType;
 		if (transcribing && transcript != null && type != null) {

@@ -10,6 +10,7 @@ import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.stage.AnswerSource;
 import dev.aiguard.stage.AttemptEnd;
 import dev.aiguard.stage.Lane;
 import dev.aiguard.stage.Refusal;
@@ -142,7 +143,7 @@ final class GuardedStream<T> extends RequestControl<T> implements StallWatch.Ter
 			port = new StagePort<>(this);
 			runs = stages.start(port);
 			if (path != null) {
-				path.judgeWith(runs);
+				path.startedWith(runs);
 			}
 		}
 		proceed();
@@ -162,6 +163,23 @@ final class GuardedStream<T> extends RequestControl<T> implements StallWatch.Ter
 			return;
 		}
 		nextAttempt();
+	}
+
+	/** @return how the stages reach this request; there is one whenever a run asks for it */
+	StagePort<T> port() {
+		return Objects.requireNonNull(port);
+	}
+
+	/** @return the run that answers when the live model does not (the fallback ladder), or {@code null}; looked up only when needed */
+	@Nullable
+	AnswerSource answerSource() {
+		for (StageRun run : runs) {
+			AnswerSource source = run.answers();
+			if (source != null) {
+				return source;
+			}
+		}
+		return null;
 	}
 
 	/** A stage refused the request or the attempt: {@link RecoverySteps} says what follows. */
@@ -379,7 +397,7 @@ final class GuardedStream<T> extends RequestControl<T> implements StallWatch.Ter
 
 	void storeAnswer(@Nullable String finishReason) {
 		if (path != null) {
-			path.storeAnswer(finishReason, originalRequest, continued(), blockingScheduler());
+			path.storeAnswer(finishReason, continued(), blockingScheduler());
 		}
 	}
 

@@ -7,13 +7,11 @@ import dev.aiguard.breaker.BreakerStage;
 import dev.aiguard.budget.BudgetStage;
 import dev.aiguard.core.Priority;
 import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.fallback.FallbackTrigger;
-import dev.aiguard.fallback.ResponseCache;
+import dev.aiguard.fallback.FallbackStage;
 import dev.aiguard.load.LoadStage;
 import dev.aiguard.retry.ContinuationSupport;
 import dev.aiguard.retry.MidStreamPolicy;
 import dev.aiguard.retry.RetryRules;
-import dev.aiguard.stage.Degradation;
 import dev.aiguard.stage.StageList;
 import dev.aiguard.stall.StallSpec;
 import dev.aiguard.truncation.TruncationSpec;
@@ -22,7 +20,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A policy as a guard reads it, worked out once when the policy goes into force: the recovery
- * rules of each priority and form, the ladder cuts the load governor walks, the policy's stages,
+ * rules of each priority and form, the policy's stages,
  * the components typed as the guard's chunks. A request reads its guard's view once when it is subscribed and keeps it
  * to its end, so a live change never reaches a running stream.
  *
@@ -43,8 +41,6 @@ final class PolicyView<T> {
 	volatile PolicyView<T> next;
 
 	private final ForPriority[] priorities;
-	/** By {@link Degradation} ordinal: the ladder's steps walked first for it, {@code null} when none. */
-	private final FallbackChain<T>[] degraded;
 	/** The per-request capabilities the policy has, in the order a request meets them. */
 	final StageList stages;
 	/** The budget's output cap in content chunks, 0 when none. */
@@ -52,6 +48,8 @@ final class PolicyView<T> {
 	/** The budget's currency for the report's spend, {@code null} without a budget. */
 	@Nullable
 	final String currency;
+	/** The policy has a response cache: the call form's realtime answers are recorded for it. */
+	final boolean recordsAnswers;
 
 	/** What a request of one priority reads of the policy, resolved once for all its requests. */
 	static final class ForPriority {
@@ -86,23 +84,16 @@ final class PolicyView<T> {
 			GuardPolicy.Resolved r = policy.resolved(p);
 			priorities[p.ordinal()] = new ForPriority(r, rulesOf(policy, r, false), rulesOf(policy, r, true));
 		}
-		FallbackChain<T> chain = fallback();
-		@SuppressWarnings("unchecked")
-		FallbackChain<T>[] cuts = new FallbackChain[Degradation.values().length];
-		if (chain != null && policy.load() != null && chain.isEnteredBy(FallbackTrigger.LOAD)) {
-			for (Degradation d : Degradation.values()) {
-				cuts[d.ordinal()] = chain.only(d.sources()).orElse(null);
-			}
-		}
-		this.degraded = cuts;
 		this.stages = stagesOf(policy);
 		this.outputCap = policy.budget() == null ? 0L : policy.budget().outputCap();
 		this.currency = policy.budget() == null ? null : policy.budget().prices().currency();
+		this.recordsAnswers = policy.responseCache() != null;
 	}
 
 	/**
 	 * The policy's stages: load routing, budgets, lane admission, then the breaker before each
-	 * attempt, and the output validation that judges each answer.
+	 * attempt, the output validation that judges each answer, and the fallback ladder and response
+	 * cache that answer instead of the live model and keep its answers.
 	 */
 	private static StageList stagesOf(GuardPolicy policy) {
 		EnumSet<Priority> counted = EnumSet.noneOf(Priority.class);
@@ -117,7 +108,9 @@ final class PolicyView<T> {
 						truncation != null ? truncation.truncator() : null, policy.lanes()) : null,
 				policy.lanes() != null ? AdmissionStage.of(policy.lanes()) : null,
 				policy.breakerGate() != null ? BreakerStage.of(policy.breakerGate(), counted) : null,
-				ValidationStage.of(policy.validation()));
+				ValidationStage.of(policy.validation()),
+				FallbackStage.of(policy.fallback(), policy.responseCache(), policy.cacheKey(), policy.load() != null,
+						policy.breakerPath(), policy.metrics(), policy.name()));
 	}
 
 	private static Recovery.Rules rulesOf(GuardPolicy policy, GuardPolicy.Resolved r, boolean callForm) {
@@ -140,23 +133,5 @@ final class PolicyView<T> {
 	@Nullable
 	ContinuationSupport<T> continuationSupport() {
 		return (ContinuationSupport<T>) policy.midStream().support();
-	}
-
-	@SuppressWarnings("unchecked")
-	@Nullable
-	ResponseCache<T> responseCache() {
-		return (ResponseCache<T>) policy.responseCache();
-	}
-
-	@SuppressWarnings("unchecked")
-	@Nullable
-	FallbackChain<T> fallback() {
-		return (FallbackChain<T>) policy.fallback();
-	}
-
-	/** @return the ladder steps walked first (or only) for {@code degradation}, {@code null} when there are none */
-	@Nullable
-	FallbackChain<T> ladderFor(Degradation degradation) {
-		return degraded[degradation.ordinal()];
 	}
 }

@@ -6,6 +6,7 @@ import java.util.function.Predicate;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.retry.MidStreamPolicy;
+import dev.aiguard.stage.Shortfall;
 
 import org.jspecify.annotations.Nullable;
 
@@ -61,6 +62,22 @@ final class Recovery {
 
 		static Step of(Action action) {
 			return new Step(action, null, false);
+		}
+
+		/** @return the trigger in the stage contract's words, for the run that answers instead ({@link Action#FALLBACK} only) */
+		Shortfall shortfall() {
+			FallbackTrigger t = java.util.Objects.requireNonNull(trigger);
+			return switch (t) {
+				case CLIENT_ERROR -> Shortfall.CLIENT_ERROR;
+				case INVALID_OUTPUT -> Shortfall.INVALID_OUTPUT;
+				case STALLED_BEFORE_FIRST_TOKEN -> Shortfall.STALLED_BEFORE_FIRST_TOKEN;
+				case RETRIES_EXHAUSTED -> Shortfall.RETRIES_EXHAUSTED;
+				case BREAKER_OPEN -> Shortfall.BREAKER_OPEN;
+				case REJECTED -> Shortfall.REJECTED;
+				case BUDGET -> Shortfall.BUDGET;
+				// decide() enters the ladder after a failed attempt only, never for the load
+				case LOAD -> throw new IllegalStateException("the load's degradations are walked before an attempt");
+			};
 		}
 	}
 

@@ -6,21 +6,20 @@ import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.CallbackException;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.StallPhase;
-import dev.aiguard.fallback.CacheKeys;
-import dev.aiguard.fallback.FallbackChain;
-import dev.aiguard.fallback.FallbackRequest;
-import dev.aiguard.fallback.FallbackTrigger;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.retry.ContinuationRefusedException;
 import dev.aiguard.retry.RetryBudget;
+import dev.aiguard.stage.AnswerSource;
 import dev.aiguard.stage.Degradation;
 import dev.aiguard.stage.Refusal;
+import dev.aiguard.stage.Shortfall;
 import dev.aiguard.stall.IncompleteStreamException;
 import dev.aiguard.stall.StreamStalledException;
 import dev.aiguard.stall.watch.StallWatch;
 import dev.aiguard.truncation.PromptTooLargeException;
 import dev.aiguard.truncation.TruncationSpec;
 import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 
 /**
@@ -88,11 +87,11 @@ final class RecoverySteps<T> {
 			case BAD_REQUEST -> s.endWith(reason, Outcome.CLIENT_ERROR);
 			case NO_CAPACITY -> {
 				s.ledger.observeRefused(reason);
-				notAdmitted(reason, FallbackTrigger.REJECTED);
+				notAdmitted(reason, Shortfall.REJECTED);
 			}
 			case OVER_BUDGET -> {
 				s.ledger.observeRefused(reason);
-				notAdmitted(reason, FallbackTrigger.BUDGET);
+				notAdmitted(reason, Shortfall.BUDGET);
 			}
 			case ATTEMPT -> attemptRefused(reason);
 		}
@@ -107,14 +106,14 @@ final class RecoverySteps<T> {
 			s.endWith(s.policy.midStream().failure(cause, delivered), lastOutcome != null ? lastOutcome : Outcome.FAILURE);
 			return;
 		}
-		fallbackOrFail(FallbackTrigger.BREAKER_OPEN, cause, lastOutcome != null ? lastOutcome : Outcome.REJECTED);
+		fallbackOrFail(Shortfall.BREAKER_OPEN, cause, lastOutcome != null ? lastOutcome : Outcome.REJECTED);
 	}
 
-	/** The request was not admitted: the ladder for {@code trigger}, or the refusal. */
-	private void notAdmitted(Throwable rejection, FallbackTrigger trigger) {
+	/** The request was not admitted: the ladder for {@code why}, or the refusal. */
+	private void notAdmitted(Throwable rejection, Shortfall why) {
 		lastError = rejection;
 		lastOutcome = Outcome.REJECTED;
-		fallbackOrFail(trigger, rejection, Outcome.REJECTED);
+		fallbackOrFail(why, rejection, Outcome.REJECTED);
 	}
 
 	// ---- a realtime attempt failed ----
@@ -128,7 +127,7 @@ final class RecoverySteps<T> {
 		lastOutcome = outcome;
 		if (threadWaitOver && s.ledger.deliveredTokens() == 0L) {
 			// the ladder's REJECTED step, not a retry on the same busy lane
-			notAdmitted(error, FallbackTrigger.REJECTED);
+			notAdmitted(error, Shortfall.REJECTED);
 			return;
 		}
 		if (s.cancelled != 0) {
@@ -177,7 +176,7 @@ final class RecoverySteps<T> {
 				s.endWith(s.policy.midStream().failure(error, s.ledger.deliveredTokens()), outcome);
 				return;
 			case FALLBACK:
-				fallback(need(step.trigger()), error, outcome);
+				fallback(step.shortfall(), error, outcome);
 				return;
 			case FAIL_PARTIAL:
 				// a preemption lands here too: its outcome is already REJECTED
@@ -262,40 +261,36 @@ final class RecoverySteps<T> {
 		return true;
 	}
 
-	// ---- the fallback ladder ----
+	// ---- the fallback ladder (a stage's other source) ----
 
-	private void fallbackOrFail(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
-		FallbackChain<T> chain = s.view.fallback();
-		if (chain == null || !chain.isEnteredBy(trigger)) {
+	private void fallbackOrFail(Shortfall why, Throwable cause, Outcome outcome) {
+		AnswerSource others = s.answerSource();
+		if (others == null || !others.answers(why)) {
 			s.endWith(cause, outcome);
 			return;
 		}
-		fallback(trigger, cause, outcome);
+		fallback(why, cause, outcome);
 	}
 
-	private void fallback(FallbackTrigger trigger, Throwable cause, Outcome outcome) {
+	private void fallback(Shortfall why, Throwable cause, Outcome outcome) {
 		// the request's outcome if the ladder fails too (REJECTED when no attempt was made)
 		lastOutcome = outcome;
-		walk(need(s.view.fallback()), trigger, cause, AttemptKind.FALLBACK);
+		s.subscribeTail(chunks(need(s.answerSource()).answer(why, cause, s.port())), AttemptKind.FALLBACK);
 	}
 
 	/**
-	 * Walks the ladder's steps for {@code degradation} before the live model (or, with
+	 * Walks the sources for {@code degradation} before the live model (or, with
 	 * {@code shedOtherwise}, instead of it): no lane permit is taken for it.
 	 */
 	void walkFirst(Degradation degradation, Throwable cause, @Nullable Throwable shedOtherwise) {
 		this.shedOtherwise = shedOtherwise;
-		walk(need(s.view.ladderFor(degradation)), FallbackTrigger.LOAD, cause, AttemptKind.PREFERRED);
+		s.subscribeTail(chunks(need(s.answerSource()).answerFirst(degradation, cause, s.port())), AttemptKind.PREFERRED);
 	}
 
-	private void walk(FallbackChain<T> ladder, FallbackTrigger trigger, Throwable cause, AttemptKind kind) {
-		// keyed by what the caller asked, so a truncated retry and a later identical request share a key
-		Object key = CacheKeys.keyOf(s.policy.cacheKey(), s.originalRequest);
-		FallbackRequest request = new FallbackRequest(s.request, cause, trigger, s.ledger.priority, key,
-				s.policy.breakerPath());
-		Flux<T> answer = ladder.answer(request, s.blockingScheduler(), s.ledger.clock.scheduler(),
-				s.ledger::sourceChosen, s.policy.metrics(), s.policy.name());
-		s.subscribeTail(answer, kind);
+	/** @return another source's answer as the guard's chunks (the policy's chunk type was checked when the guard was made) */
+	@SuppressWarnings("unchecked")
+	private Publisher<? extends T> chunks(Publisher<?> answer) {
+		return (Publisher<? extends T>) answer;
 	}
 
 	/** The cheaper steps had no answer and delivered nothing: the live model is asked after all. */

@@ -2,12 +2,15 @@ package dev.aiguard;
 
 import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
+import dev.aiguard.stage.AnswerSource;
 import dev.aiguard.stage.Degradation;
 import dev.aiguard.stage.Lane;
 import dev.aiguard.stage.Refusal;
 import dev.aiguard.stage.RequestPort;
 import dev.aiguard.stage.StageEvent;
 import org.jspecify.annotations.Nullable;
+import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
 
 /**
@@ -35,7 +38,8 @@ final class StagePort<T> implements RequestPort {
 
 	@Override
 	public boolean hasLadder(Degradation degradation) {
-		return s.view.ladderFor(degradation) != null;
+		AnswerSource source = s.answerSource();
+		return source != null && source.answersFirst(degradation);
 	}
 
 	@Override
@@ -94,6 +98,21 @@ final class StagePort<T> implements RequestPort {
 	}
 
 	@Override
+	public void sourceChosen(Source source) {
+		s.ledger.sourceChosen(source);
+	}
+
+	@Override
+	public Scheduler blockingScheduler() {
+		return s.blockingScheduler();
+	}
+
+	@Override
+	public Scheduler timer() {
+		return s.ledger.clock.scheduler();
+	}
+
+	@Override
 	public Priority priority() {
 		return s.ledger.priority;
 	}
@@ -107,6 +126,12 @@ final class StagePort<T> implements RequestPort {
 	@Nullable
 	public ChatRequest request() {
 		return s.request;
+	}
+
+	@Override
+	@Nullable
+	public ChatRequest original() {
+		return s.originalRequest;
 	}
 
 	@Override

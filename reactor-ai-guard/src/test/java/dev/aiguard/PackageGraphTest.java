@@ -56,8 +56,8 @@ class PackageGraphTest {
 		ALLOWED.put("retry", List.of("core", "internal", "chat", "retry.splice"));
 		ALLOWED.put("retry.splice", List.of("core", "internal"));
 		ALLOWED.put("truncation", List.of("core", "internal", "chat"));
-		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat", "breaker"));
-		ALLOWED.put("fallback.recording", List.of("core", "internal", "fallback"));
+		ALLOWED.put("fallback", List.of("core", "internal", "metrics", "chat", "breaker", "fallback.recording", "stage"));
+		ALLOWED.put("fallback.recording", List.of("core", "internal"));
 		ALLOWED.put("provider", List.of("core", "internal", "chat", "sse"));
 		ALLOWED.put("load", List.of("core", "internal", "metrics", "admission", "stage"));
 		ALLOWED.put("validation", List.of("core", "internal", "chat", "stage"));
@@ -73,8 +73,18 @@ class PackageGraphTest {
 	static final List<String> REQUEST_CLASSES = List.of("GuardedStream", "RequestControl", "StagePort",
 			"RequestLedger", "AttemptRecord", "RecoverySteps", "AnswerPath", "AnswerTap", "LaneThreadCall", "AttemptKind");
 
-	/** The capability packages that are stages: the request classes may not use them. */
-	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load", "validation");
+	/**
+	 * The capability packages that are stages: the request classes may not use them, sub-packages
+	 * included, API types too. For {@code fallback} that means the ladder, its triggers and
+	 * requests, the response cache, the cache keys and the recorder: the request asks a run's
+	 * {@code AnswerSource} for another answer and feeds its {@code AnswerRecording}. The classes
+	 * that read the policy may still name these types: {@code GuardPolicy} and {@code PolicyBuilder}
+	 * hold the specs the user passes in, {@code PolicyView} builds the stages, {@code AiGuard}
+	 * checks their chunk types, and {@code Recovery}, the pure decision, picks the
+	 * {@code FallbackTrigger} a failed attempt enters the ladder by.
+	 */
+	static final List<String> STAGE_CAPABILITIES = List.of("admission", "breaker", "budget", "load", "validation",
+			"fallback");
 
 	static JavaClasses library;
 
@@ -141,6 +151,18 @@ class PackageGraphTest {
 		assertThat(stagesOnlyRule(withFixture).evaluate(fixtures).hasViolation()).as("a request class using breaker")
 				.isTrue();
 		assertThat(stagesOnlyRule(REQUEST_CLASSES).evaluate(fixtures).hasViolation()).as("GuardedStream alone").isFalse();
+	}
+
+	/** The stage rule catches a request class that walks the fallback ladder itself. */
+	@Test
+	void theStageRuleCatchesARequestClassWalkingTheLadder() {
+		JavaClasses fixtures = new ClassFileImporter().importClasses(ReachesTheLadderDirectly.class,
+				RecoverySteps.class, dev.aiguard.fallback.FallbackChain.class, dev.aiguard.stage.AnswerSource.class);
+		List<String> withFixture = Stream.concat(REQUEST_CLASSES.stream(), Stream.of("ReachesTheLadderDirectly"))
+				.collect(Collectors.toList());
+		assertThat(stagesOnlyRule(withFixture).evaluate(fixtures).hasViolation()).as("a request class using fallback")
+				.isTrue();
+		assertThat(stagesOnlyRule(REQUEST_CLASSES).evaluate(fixtures).hasViolation()).as("RecoverySteps alone").isFalse();
 	}
 
 	static ArchRule stagesOnlyRule(List<String> requestClasses) {

@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
-import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
@@ -141,8 +140,13 @@ public class FallbackLadderBenchmark {
 		for (ChatChunk c : chunks) {
 			recorder.record(c);
 		}
-		return recorder.storeIfComplete(new DiscardingCache(bh), request.cacheKey(), Outcome.SUCCESS, false,
-				Schedulers.immediate());
+		// what the guard's fallback stage does with a complete answer: a storable one goes to the cache
+		Object key = request.cacheKey();
+		if (key == null || !recorder.isStorable()) {
+			return false;
+		}
+		new DiscardingCache(bh).store(key, recorder.chunks());
+		return true;
 	}
 
 	@Benchmark

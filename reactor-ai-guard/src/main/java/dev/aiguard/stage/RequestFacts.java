@@ -17,6 +17,10 @@ public interface RequestFacts {
 	@Nullable
 	ChatRequest request();
 
+	/** @return the request as the caller made it, before a stage or a recovery step changed it; {@code null} in the transform form */
+	@Nullable
+	ChatRequest original();
+
 	/** @return the realtime attempts started so far */
 	int attemptsStarted();
 

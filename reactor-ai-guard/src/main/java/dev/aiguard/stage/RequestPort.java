@@ -1,6 +1,8 @@
 package dev.aiguard.stage;
 
 import dev.aiguard.chat.ChatRequest;
+import dev.aiguard.core.Source;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * The way back from a stage into its request. Every call is a decision the request carries out;
@@ -14,13 +16,13 @@ public interface RequestPort extends RequestFacts {
 	/** This stage refuses the request or the attempt; {@code reason} is what the subscriber may see. */
 	void refuse(Refusal kind, Throwable reason);
 
-	/** @return whether the policy's fallback ladder has steps for {@code degradation} */
+	/** @return whether a run of the request's stages has sources for {@code degradation} ({@link AnswerSource#answersFirst}) */
 	boolean hasLadder(Degradation degradation);
 
 	/**
-	 * Walks the ladder's steps for {@code degradation} before the live model; when they have no
-	 * answer, admission goes on with the next stage, or, with {@code shedOtherwise}, the request
-	 * ends with it. Call only when {@link #hasLadder} said there are steps.
+	 * Walks the sources for {@code degradation} before the live model; when they have no answer,
+	 * admission goes on with the next stage, or, with {@code shedOtherwise}, the request ends with
+	 * it. Call only when {@link #hasLadder} said there are steps.
 	 */
 	void walkFirst(Degradation degradation, Throwable cause, @org.jspecify.annotations.Nullable Throwable shedOtherwise);
 
@@ -47,4 +49,13 @@ public interface RequestPort extends RequestFacts {
 
 	/** The output cap ended the answer. */
 	void outputCapped();
+
+	/** An answer other than the live model's is chosen: its first chunk comes from {@code source}. */
+	void sourceChosen(Source source);
+
+	/** @return where the request's blocking work runs (its lane's threads) */
+	Scheduler blockingScheduler();
+
+	/** @return the policy's timer as the request read it: its deadlines and durations run there */
+	Scheduler timer();
 }

@@ -57,6 +57,24 @@ public interface StageRun {
 	}
 
 	/**
+	 * @return this run's answer when the live model gives none (a fallback ladder), or {@code null}
+	 *         when the run has no other source
+	 */
+	@Nullable
+	default AnswerSource answers() {
+		return null;
+	}
+
+	/**
+	 * @return this run's keeper of the realtime answer as delivered (a response cache), or
+	 *         {@code null} when the run keeps nothing
+	 */
+	@Nullable
+	default AnswerRecording recording() {
+		return null;
+	}
+
+	/**
 	 * The request ends: whatever the run holds goes back. Called once, before the subscriber hears
 	 * of the end (or when a cancel finishes the request).
 	 */

@@ -189,9 +189,9 @@ class FallbackWalkRaceTest {
 	}
 
 	static boolean storeRealtimeAnswer(ResponseCache<ChatChunk> cache, ChatRequest q, List<ChatChunk> chunks) {
-		AnswerRecorder<ChatChunk> recorder = AnswerRecorder.forCache(cache);
+		AnswerRecorder<ChatChunk> recorder = AnswerStore.recorderFor(cache);
 		chunks.forEach(recorder::record);
-		return recorder.storeIfComplete(cache, CacheKeys.of(q), Outcome.SUCCESS, false, Schedulers.boundedElastic());
+		return AnswerStore.storeIfComplete(recorder, cache, CacheKeys.of(q), Outcome.SUCCESS, false, Schedulers.boundedElastic());
 	}
 
 	record Result(int question, Source source, List<ChatChunk> chunks) {

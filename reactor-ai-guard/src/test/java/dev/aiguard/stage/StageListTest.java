@@ -3,49 +3,15 @@ package dev.aiguard.stage;
 import java.util.ArrayList;
 import java.util.List;
 
-import dev.aiguard.chat.ChatRequest;
 import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
-import reactor.util.context.Context;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 class StageListTest {
 
-	private static final RequestFacts P1 = new RequestFacts() {
-		@Override
-		public Priority priority() {
-			return Priority.P1;
-		}
-
-		@Override
-		public Context context() {
-			return Context.empty();
-		}
-
-		@Override
-		@Nullable
-		public ChatRequest request() {
-			return null;
-		}
-
-		@Override
-		public int attemptsStarted() {
-			return 0;
-		}
-
-		@Override
-		public long nanos() {
-			return 0L;
-		}
-
-		@Override
-		public boolean cancelled() {
-			return false;
-		}
-	};
+	private static final RequestFacts P1 = new FixedFacts(Priority.P1, null);
 
 	/** A stage that runs only for P0 requests and logs its end. */
 	private static GuardStage onlyFor(Priority p, String name, List<String> log) {

@@ -5,24 +5,19 @@ import java.util.List;
 import java.util.Objects;
 import java.util.RandomAccess;
 
-import dev.aiguard.core.Outcome;
-import dev.aiguard.fallback.ResponseCache;
 import org.jspecify.annotations.Nullable;
-import reactor.core.publisher.Operators;
-import reactor.core.scheduler.Scheduler;
-import reactor.util.context.Context;
 
 /**
- * Collects the chunks of a realtime answer while it streams, so a complete answer can be stored in
- * a {@link ResponseCache} when it ends. One recorder per request; not thread-safe (it is fed from
- * the stream's serialised signals).
+ * Collects the chunks of a realtime answer while it streams, so that a complete answer can be
+ * stored in the response cache when it ends (the fallback stage stores it). One recorder per
+ * request; not thread-safe (it is fed from the stream's serialised signals).
  *
  * <pre>{@code
- * AnswerRecorder<ChatChunk> recorder = AnswerRecorder.forCache(cache);
+ * AnswerRecorder<ChatChunk> recorder = new AnswerRecorder<>(cache.maxChunksPerEntry());
  * // per delivered chunk (the guard skips heartbeats):
  * recorder.record(chunk);
- * // at the end of the request:
- * recorder.storeIfComplete(cache, key, report.outcome(), report.outputTruncated(), laneScheduler);
+ * // at the end of the request, when it is storable:
+ * cache.store(key, recorder.chunks());
  * }</pre>
  *
  * <h2>Cost per chunk</h2>
@@ -54,12 +49,6 @@ public final class AnswerRecorder<T> {
 			throw new IllegalArgumentException("maxChunks must be > 0, was " + maxChunks);
 		}
 		this.maxChunks = maxChunks;
-	}
-
-	/** @return a recorder bounded by the cache's {@link ResponseCache#maxChunksPerEntry()} */
-	public static <T> AnswerRecorder<T> forCache(ResponseCache<T> cache) {
-		Objects.requireNonNull(cache, "cache");
-		return new AnswerRecorder<>(cache.maxChunksPerEntry());
 	}
 
 	/**
@@ -121,54 +110,6 @@ public final class AnswerRecorder<T> {
 	 */
 	public List<T> chunks() {
 		return new View();
-	}
-
-	/**
-	 * Stores the answer when, and only when, it is complete: outcome {@link Outcome#SUCCESS}, not
-	 * cut by the output limit, not overflowed or discarded, not empty, and a key is known. Incomplete,
-	 * stalled, failed, cancelled and truncated answers are never stored. A throwing cache is
-	 * isolated (its error goes to {@code Hooks.onErrorDropped}).
-	 *
-	 * @param cache where to store
-	 * @param key the request's cache key, or {@code null} (nothing is stored)
-	 * @param outcome how the request ended
-	 * @param outputTruncated whether the finish reason said the output limit cut the answer
-	 * @param blockingScheduler where the store runs when the cache {@linkplain ResponseCache#mayBlock()
-	 *        may block}; otherwise it runs on the calling thread
-	 * @return whether the answer was handed to the cache
-	 */
-	public boolean storeIfComplete(ResponseCache<T> cache, @Nullable Object key, Outcome outcome,
-			boolean outputTruncated, Scheduler blockingScheduler) {
-		Objects.requireNonNull(cache, "cache");
-		Objects.requireNonNull(outcome, "outcome");
-		Objects.requireNonNull(blockingScheduler, "blockingScheduler");
-		if (key == null || outcome != Outcome.SUCCESS || outputTruncated || !isStorable()
-				|| size > cache.maxChunksPerEntry()) {
-			return false;
-		}
-		List<T> answer = chunks();
-		if (cache.mayBlock()) {
-			try {
-				blockingScheduler.schedule(() -> store(cache, key, answer));
-				return true;
-			}
-			catch (Throwable rejected) {
-				Operators.onErrorDropped(rejected, Context.empty());
-				return false;
-			}
-		}
-		return store(cache, key, answer);
-	}
-
-	private static <T> boolean store(ResponseCache<T> cache, Object key, List<T> answer) {
-		try {
-			cache.store(key, answer);
-			return true;
-		}
-		catch (Throwable cacheFailure) {
-			Operators.onErrorDropped(cacheFailure, Context.empty());
-			return false;
-		}
 	}
 
 	// ---- block arithmetic: block 0 holds [0,16), block k >= 1 holds [16 * 2^(k-1), 16 * 2^k) ----
