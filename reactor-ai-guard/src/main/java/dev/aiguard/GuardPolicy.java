@@ -342,11 +342,6 @@ public final class GuardPolicy {
 		return validation;
 	}
 
-	/** @return whether any output validator is configured */
-	boolean validates() {
-		return validation.validates();
-	}
-
 	/** @return a builder holding this policy's settings, to derive a variant */
 	public Builder toBuilder() {
 		Builder b = new Builder(name);
