@@ -19,6 +19,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 
 /**
@@ -50,10 +51,9 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	private static final String TOKENS = "tokens";
 	private static final String CHUNKS = "chunks";
 
-	/** The gauges of what a budget bucket holds, one per unit. */
-	private static final String REMAINING_REQUESTS = "aiguard.budget.remaining.requests";
-	private static final String REMAINING_TOKENS = "aiguard.budget.remaining.tokens";
-	private static final String REMAINING_COST = "aiguard.budget.remaining.cost";
+	/** The gauges of what a budget bucket holds, one per unit: this and the limit. */
+	private static final String REMAINING = "aiguard.budget.remaining.";
+	private static final String STORE_MODE = "aiguard.budget.store.mode";
 	private static final double MICROS = 1_000_000d;
 
 	/** The tag value of tenants without series of their own. */
@@ -489,10 +489,8 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		if (tenant && !tenantTag(id).equals(id)) {
 			return; // a gauge of "other tenants" would say nothing: their buckets are many
 		}
-		Gauge g = remainingGauge(limit, remaining)
-				.tags("policy", policy, "scope", scope, "id", id)
-				.strongReference(true)
-				.register(registry);
+		Gauge g = replacing(REMAINING + limit, remainingGauge(limit, remaining).strongReference(true),
+				Tags.of("policy", policy, "scope", scope, "id", id));
 		if (tenant) {
 			tenantGauges.computeIfAbsent(policy + '\n' + id, k -> ConcurrentHashMap.newKeySet()).add(g.getId());
 		}
@@ -506,15 +504,15 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	private static Gauge.Builder<LongSupplier> remainingGauge(String limit, LongSupplier remaining) {
 		switch (limit) {
 			case "requests":
-				return Gauge.builder(REMAINING_REQUESTS, remaining, r -> (double) r.getAsLong())
+				return Gauge.builder(REMAINING + limit, remaining, r -> (double) r.getAsLong())
 						.description("Requests a budget bucket holds now (negative while in debt)")
 						.baseUnit("requests");
 			case "tokens":
-				return Gauge.builder(REMAINING_TOKENS, remaining, r -> (double) r.getAsLong())
+				return Gauge.builder(REMAINING + limit, remaining, r -> (double) r.getAsLong())
 						.description("Tokens a budget bucket holds now (negative while in debt)")
 						.baseUnit(TOKENS);
 			case "cost":
-				return Gauge.builder(REMAINING_COST, remaining, r -> r.getAsLong() / MICROS)
+				return Gauge.builder(REMAINING + limit, remaining, r -> r.getAsLong() / MICROS)
 						.description("Money a cost bucket holds now, in the price table's currency (negative while in debt)");
 			default:
 				throw new IllegalArgumentException("limit must be requests, tokens or cost, was " + limit);
@@ -532,11 +530,9 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	@Override
 	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
 		for (Enum<?> each : mode.get().getDeclaringClass().getEnumConstants()) {
-			Gauge.builder("aiguard.budget.store.mode", mode, m -> m.get() == each ? 1 : 0)
+			replacing(STORE_MODE, Gauge.builder(STORE_MODE, mode, m -> m.get() == each ? 1 : 0)
 					.description("Where the policy's budget buckets are: 1 for the current mode")
-					.tags("policy", policy, "mode", each.name())
-					.strongReference(true)
-					.register(registry);
+					.strongReference(true), Tags.of("policy", policy, "mode", each.name()));
 		}
 	}
 
@@ -547,6 +543,20 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 				.tags("policy", policy, "priority", priority.name())
 				.register(registry)
 				.increment();
+	}
+
+	/**
+	 * Registers {@code gauge} in place of a gauge of the same name and tags. Each policy built under a
+	 * name (a live change, a policy derived with {@code toBuilder()}) builds its own budget and
+	 * reports its store and buckets again; the gauges then follow the newest, instead of Micrometer
+	 * keeping the first and warning about the second.
+	 */
+	private <T> Gauge replacing(String name, Gauge.Builder<T> gauge, Tags tags) {
+		Gauge earlier = registry.find(name).tags(tags).gauge();
+		if (earlier != null) {
+			registry.remove(earlier);
+		}
+		return gauge.tags(tags).register(registry);
 	}
 
 	/** The meters recorded once per stream or request, pre-registered per policy. */

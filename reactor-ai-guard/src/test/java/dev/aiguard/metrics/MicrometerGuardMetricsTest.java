@@ -116,4 +116,18 @@ class MicrometerGuardMetricsTest {
 		assertThat(registry.get("aiguard.budget.remaining.cost").gauge().value()).as("in the currency's units")
 				.isEqualTo(2.5);
 	}
+
+	@Test
+	void aPolicyBuiltAgainUnderItsNameHasTheGaugesOfItsOwnBudget() {
+		metrics.bucketStoreMode("p", () -> Outcome.SUCCESS);
+		metrics.budgetRemaining("p", "provider", "key", "tokens", () -> 1L);
+		// a live change or toBuilder() builds the policy's budget again, with its own store and buckets
+		metrics.bucketStoreMode("p", () -> Outcome.FAILURE);
+		metrics.budgetRemaining("p", "provider", "key", "tokens", () -> 2L);
+		assertThat(registry.find("aiguard.budget.store.mode").gauges()).hasSize(Outcome.values().length);
+		assertThat(registry.get("aiguard.budget.store.mode").tag("mode", "FAILURE").gauge().value()).isEqualTo(1.0);
+		assertThat(registry.get("aiguard.budget.store.mode").tag("mode", "SUCCESS").gauge().value()).isZero();
+		assertThat(registry.find("aiguard.budget.remaining.tokens").gauges()).singleElement()
+				.satisfies(g -> assertThat(g.value()).isEqualTo(2.0));
+	}
 }
