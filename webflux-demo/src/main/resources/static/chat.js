@@ -143,7 +143,7 @@ async function send(prompt) {
           note((data.finishReason || 'no finish reason') + ' · ' + data.tokens + ' chunks · ' + ttft),
           ...(data.why ? [why(data.why)] : []),
         ]);
-        showLastSource(data.source);
+        hooks.showSource(data.source);
       } else if (ev.event === 'error') {
         ended = true;
         conversation.pop();
@@ -170,7 +170,7 @@ async function send(prompt) {
     el.classList.remove('streaming');
     current = null;
     setBusy(false);
-    refreshGuard();
+    hooks.afterAnswer();
   }
 }
 

@@ -150,6 +150,7 @@ class BrowserTest extends DemoTestSupport {
 		// the load level, which decides where answers come from, is shown above them: off in this test
 		assertThat(answer.findElements(By.className("load-label"))).as("no governor, no level").isEmpty();
 		assertThat(answer.findElements(By.className("why"))).as("the model answered").isEmpty();
+		assertThat(answer.findElements(By.className("outcome-error"))).as("the page's own script fails nowhere").isEmpty();
 		wait.until(d -> "load off".equals(d.findElement(By.id("chat-load")).getText()));
 		shoot("1-answer");
 
