@@ -17,9 +17,7 @@ import dev.aiguard.core.Source;
 import dev.aiguard.core.StallPhase;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 
 /**
@@ -48,13 +46,9 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	private static final Source[] SOURCES = Source.values();
 
 	/** Base units; a meter with one ends its name in it, so exporters that append the unit do not repeat it. */
-	private static final String TOKENS = "tokens";
+	static final String TOKENS = "tokens";
 	private static final String CHUNKS = "chunks";
 
-	/** The gauges of what a budget bucket holds, one per unit: this and the limit. */
-	private static final String REMAINING = "aiguard.budget.remaining.";
-	private static final String STORE_MODE = "aiguard.budget.store.mode";
-	private static final double MICROS = 1_000_000d;
 
 	/** The tag value of tenants without series of their own. */
 	public static final String OTHER_TENANTS = "__other__";
@@ -66,8 +60,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	/** The tenants with series of their own: the first {@link #tenantSeries} seen, kept. */
 	private final Set<String> ownSeries = ConcurrentHashMap.newKeySet();
 	private final AtomicInteger ownSeriesClaimed = new AtomicInteger();
-	/** Policy and tenant, to the tenant's {@code aiguard.budget.remaining.*} gauges. */
-	private final ConcurrentHashMap<String, Set<Meter.Id>> tenantGauges = new ConcurrentHashMap<>();
+	private final BudgetGauges budgetGauges;
 
 	/** Meters without per-tenant series: every tenant is tagged {@value #OTHER_TENANTS}. */
 	public MicrometerGuardMetrics(MeterRegistry registry) {
@@ -85,6 +78,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 			throw new IllegalArgumentException("tenantSeries must be >= 0, was " + tenantSeries);
 		}
 		this.tenantSeries = tenantSeries;
+		this.budgetGauges = new BudgetGauges(registry);
 	}
 
 	/** @return the tag value of {@code tenant}: itself when it has series of its own, else {@value #OTHER_TENANTS} */
@@ -489,51 +483,17 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		if (tenant && !tenantTag(id).equals(id)) {
 			return; // a gauge of "other tenants" would say nothing: their buckets are many
 		}
-		Gauge g = replacing(REMAINING + limit, remainingGauge(limit, remaining).strongReference(true),
-				Tags.of("policy", policy, "scope", scope, "id", id));
-		if (tenant) {
-			tenantGauges.computeIfAbsent(policy + '\n' + id, k -> ConcurrentHashMap.newKeySet()).add(g.getId());
-		}
-	}
-
-	/**
-	 * One meter name per unit, so no series mixes requests, tokens and money: a request bucket holds
-	 * requests, a token bucket tokens, a cost bucket micro-units of the price table's currency, shown
-	 * in the currency's units like {@code aiguard.cost}.
-	 */
-	private static Gauge.Builder<LongSupplier> remainingGauge(String limit, LongSupplier remaining) {
-		switch (limit) {
-			case "requests":
-				return Gauge.builder(REMAINING + limit, remaining, r -> (double) r.getAsLong())
-						.description("Requests a budget bucket holds now (negative while in debt)")
-						.baseUnit("requests");
-			case "tokens":
-				return Gauge.builder(REMAINING + limit, remaining, r -> (double) r.getAsLong())
-						.description("Tokens a budget bucket holds now (negative while in debt)")
-						.baseUnit(TOKENS);
-			case "cost":
-				return Gauge.builder(REMAINING + limit, remaining, r -> r.getAsLong() / MICROS)
-						.description("Money a cost bucket holds now, in the price table's currency (negative while in debt)");
-			default:
-				throw new IllegalArgumentException("limit must be requests, tokens or cost, was " + limit);
-		}
+		budgetGauges.remaining(policy, scope, id, limit, remaining, tenant);
 	}
 
 	@Override
 	public void budgetForgotten(String policy, String scope, String id) {
-		Set<Meter.Id> gauges = tenantGauges.remove(policy + '\n' + id);
-		if (gauges != null) {
-			gauges.forEach(registry::remove);
-		}
+		budgetGauges.forget(policy, id);
 	}
 
 	@Override
 	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
-		for (Enum<?> each : mode.get().getDeclaringClass().getEnumConstants()) {
-			replacing(STORE_MODE, Gauge.builder(STORE_MODE, mode, m -> m.get() == each ? 1 : 0)
-					.description("Where the policy's budget buckets are: 1 for the current mode")
-					.strongReference(true), Tags.of("policy", policy, "mode", each.name()));
-		}
+		budgetGauges.storeMode(policy, mode);
 	}
 
 	@Override
@@ -543,20 +503,6 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 				.tags("policy", policy, "priority", priority.name())
 				.register(registry)
 				.increment();
-	}
-
-	/**
-	 * Registers {@code gauge} in place of a gauge of the same name and tags. Each policy built under a
-	 * name (a live change, a policy derived with {@code toBuilder()}) builds its own budget and
-	 * reports its store and buckets again; the gauges then follow the newest, instead of Micrometer
-	 * keeping the first and warning about the second.
-	 */
-	private <T> Gauge replacing(String name, Gauge.Builder<T> gauge, Tags tags) {
-		Gauge earlier = registry.find(name).tags(tags).gauge();
-		if (earlier != null) {
-			registry.remove(earlier);
-		}
-		return gauge.tags(tags).register(registry);
 	}
 
 	/** The meters recorded once per stream or request, pre-registered per policy. */
