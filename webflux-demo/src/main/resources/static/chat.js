@@ -67,6 +67,23 @@ function setBusy(busy) {
 
 const CLIENT_NAMES = { 'library': 'library client', 'spring-ai': 'Spring AI ChatClient' };
 
+/** The load level when the question was asked: its rules decided whether the model was asked first. */
+function loadBadge(load) {
+  return badge('load ' + load.level, 'load-label level-' + load.level, {
+    'data-level': load.level,
+    title: 'the load governor\'s level when this question was asked; its rule for the priority: '
+      + load.action.toLowerCase().replace(/_/g, '-'),
+  });
+}
+
+/** Why the model's own answer is not the one shown (a fallback, the cache, a canned reply). */
+function why(text) {
+  const s = document.createElement('span');
+  s.className = 'why';
+  s.textContent = 'why: ' + text;
+  return s;
+}
+
 /** The badge that says which client asked the model for an answer. */
 function clientBadge(client) {
   return badge('via ' + (CLIENT_NAMES[client] || client), 'client-label', { 'data-client': client });
@@ -122,9 +139,11 @@ async function send(prompt) {
           badge(data.source, 'source-label source-' + data.source, { 'data-source': data.source }),
           ...(data.model ? [badge(data.model, 'model-label', { 'data-model': data.model, title: 'the model that answered' })] : []),
           clientBadge(el.dataset.client),
-          note((data.finishReason || 'no finish reason') + ' · ' + data.tokens + ' tokens · ' + ttft),
+          ...(data.load ? [loadBadge(data.load)] : []),
+          note((data.finishReason || 'no finish reason') + ' · ' + data.tokens + ' chunks · ' + ttft),
+          ...(data.why ? [why(data.why)] : []),
         ]);
-        showLastSource(data.source);
+        hooks.showSource(data.source);
       } else if (ev.event === 'error') {
         ended = true;
         conversation.pop();
@@ -151,7 +170,7 @@ async function send(prompt) {
     el.classList.remove('streaming');
     current = null;
     setBusy(false);
-    refreshGuard();
+    hooks.afterAnswer();
   }
 }
 

@@ -27,12 +27,22 @@ function fixed(v, digits) {
   return typeof v === 'number' ? v.toFixed(digits) : '—';
 }
 
+/** The level again in the chat's head, where the answers it decides appear (the card may be below the fold). */
+function renderChatLevel(level, title) {
+  const badge = $('chat-load');
+  badge.textContent = 'load ' + (level || 'off');
+  badge.dataset.level = level || '';
+  badge.className = 'badge level-' + (level || 'NONE');
+  if (title) badge.title = title;
+}
+
 export function renderLoad(load) {
   const level = $('load-level');
   if (!load) {
     level.textContent = 'off';
     level.dataset.level = '';
     level.className = 'badge level-NONE';
+    renderChatLevel(null);
     return;
   }
   level.textContent = load.level;
@@ -40,6 +50,8 @@ export function renderLoad(load) {
   level.className = 'badge level-' + load.level;
   level.title = load.lastChange ? 'last change: ' + load.lastChange.from + ' → ' + load.lastChange.to
     + ' (' + load.lastChange.reason.toLowerCase() + ': ' + load.lastChange.detail + ')' : 'no change yet';
+  renderChatLevel(load.level, 'load ' + load.level + ' now (' + level.title
+    + '): it decides whether a question goes to the model or to the fallbacks first');
   $('load-score').textContent = fixed(load.score, 0);
   $('load-load').textContent = fixed(load.load, 2);
   $('load-peak').textContent = fixed(load.forecastPeak, 2);

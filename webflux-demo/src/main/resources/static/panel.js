@@ -84,7 +84,7 @@ function renderLanes(lanes) {
 function renderCounters(c, mock) {
   const plural = (n, word) => '<b>' + n + '</b> ' + word + (n === 1 ? '' : 's');
   const parts = [plural(c.requests, 'request'), plural(c.attempts - c.requests, 'retry attempt'),
-    plural(c.tokens, 'token')];
+    plural(c.tokens, 'chunk')];
   const outcomes = Object.entries(c.outcomes).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
   const sources = Object.entries(c.sources).filter(([, n]) => n > 0).map(([k, n]) => k.toLowerCase() + ' ' + n);
   let html = parts.join(' · ');

@@ -229,7 +229,7 @@ class GuardBudgetTest {
 		vts.advanceTimeBy(Duration.ofSeconds(30));
 		StepVerifier.create(guard.call(ask("hi"), this::answer).contextWrite(tenant("acme")))
 				.expectNextCount(4).verifyComplete();
-		assertThat(registry.get("aiguard.budget.remaining").tags("scope", "tenant", "id", "acme", "limit", "requests")
+		assertThat(registry.get("aiguard.budget.remaining.requests").tags("scope", "tenant", "id", "acme")
 				.gauge().value()).isEqualTo(0.0);
 	}
 

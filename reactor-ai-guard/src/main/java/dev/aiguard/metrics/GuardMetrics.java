@@ -52,10 +52,11 @@ public interface GuardMetrics {
 	 * One attempt of a guarded stream ended.
 	 *
 	 * @param timeToFirstTokenNanos nanoseconds to the first content chunk, or -1 when none arrived
-	 * @param tokens content chunks delivered in this attempt
+	 * @param chunks content chunks delivered in this attempt (chunks, not tokens: a provider's chunk
+	 *        may carry several tokens; {@link #tokensUsed} has the tokens)
 	 */
 	default void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos,
-			long timeToFirstTokenNanos, long tokens) {
+			long timeToFirstTokenNanos, long chunks) {
 	}
 
 	/** A stream passed a deadline. */
@@ -127,8 +128,11 @@ public interface GuardMetrics {
 	default void retryBudgetExhausted(String policy, Priority priority) {
 	}
 
-	/** Tokens produced by failed attempts that nobody saw (billed, wasted). */
-	default void tokensWasted(String policy, Priority priority, long tokens) {
+	/**
+	 * A request failed after its failed attempts had delivered content: {@code chunks} content
+	 * chunks (not tokens) were shown and abandoned. {@link #retryCost} has the tokens, with a budget.
+	 */
+	default void tokensWasted(String policy, Priority priority, long chunks) {
 	}
 
 	/** The prompt was shrunk after a context-length error. */
@@ -172,7 +176,7 @@ public interface GuardMetrics {
 	 *
 	 * @param level severity of the current level: 0 HEALTHY, 1 WARNING, 2 DEGRADED, 3 CRITICAL
 	 * @param score health score 0..100 (NaN when no signal has data)
-	 * @param load offered request rate ÷ capacity in the last interval
+	 * @param load the offered request rate ÷ capacity, smoothed (the utilization the levels read)
 	 * @param forecastPeak highest forecast request rate within the horizon ÷ capacity
 	 * @param subScores each health signal's sub-score 0..100 (NaN: no data), by signal name
 	 */
@@ -245,7 +249,7 @@ public interface GuardMetrics {
 	 *
 	 * @param scope {@code tenant} or {@code provider}
 	 * @param id the tenant or the provider key
-	 * @param limit {@code requests}, {@code tokens} or {@code cost} (in micro-units of the currency)
+	 * @param limit {@code requests}, {@code tokens} or {@code cost} (the supplier gives micro-units of the currency)
 	 */
 	default void budgetRemaining(String policy, String scope, String id, String limit, LongSupplier remaining) {
 	}

@@ -27,8 +27,8 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
-	public void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos, long timeToFirstTokenNanos, long tokens) {
-		isolate(metrics -> metrics.streamEnded(policy, priority, outcome, durationNanos, timeToFirstTokenNanos, tokens));
+	public void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos, long timeToFirstTokenNanos, long chunks) {
+		isolate(metrics -> metrics.streamEnded(policy, priority, outcome, durationNanos, timeToFirstTokenNanos, chunks));
 	}
 
 	@Override
@@ -97,8 +97,8 @@ final class IsolatedGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
-	public void tokensWasted(String policy, Priority priority, long tokens) {
-		isolate(metrics -> metrics.tokensWasted(policy, priority, tokens));
+	public void tokensWasted(String policy, Priority priority, long chunks) {
+		isolate(metrics -> metrics.tokensWasted(policy, priority, chunks));
 	}
 
 	@Override

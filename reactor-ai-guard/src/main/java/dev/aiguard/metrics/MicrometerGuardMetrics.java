@@ -17,7 +17,6 @@ import dev.aiguard.core.Source;
 import dev.aiguard.core.StallPhase;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 
@@ -31,7 +30,7 @@ import io.micrometer.core.instrument.Timer;
  * <p>Tenant ids are untrusted input, so they become tag values only by choice and only so many:
  * by default every tenant is tagged {@value #OTHER_TENANTS}; with {@code tenantSeries > 0} the first
  * {@code tenantSeries} distinct tenants get series of their own (and their
- * {@code aiguard.budget.remaining} gauges, removed again when the budget lets the tenant go), the
+ * {@code aiguard.budget.remaining.*} gauges, removed again when the budget lets the tenant go), the
  * rest share {@value #OTHER_TENANTS}.
  *
  * <pre>{@code
@@ -46,6 +45,11 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	private static final StallPhase[] PHASES = StallPhase.values();
 	private static final Source[] SOURCES = Source.values();
 
+	/** Base units; a meter with one ends its name in it, so exporters that append the unit do not repeat it. */
+	static final String TOKENS = "tokens";
+	private static final String CHUNKS = "chunks";
+
+
 	/** The tag value of tenants without series of their own. */
 	public static final String OTHER_TENANTS = "__other__";
 
@@ -56,8 +60,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	/** The tenants with series of their own: the first {@link #tenantSeries} seen, kept. */
 	private final Set<String> ownSeries = ConcurrentHashMap.newKeySet();
 	private final AtomicInteger ownSeriesClaimed = new AtomicInteger();
-	/** Policy and tenant, to the tenant's {@code aiguard.budget.remaining} gauges. */
-	private final ConcurrentHashMap<String, Set<Meter.Id>> tenantGauges = new ConcurrentHashMap<>();
+	private final BudgetGauges budgetGauges;
 
 	/** Meters without per-tenant series: every tenant is tagged {@value #OTHER_TENANTS}. */
 	public MicrometerGuardMetrics(MeterRegistry registry) {
@@ -75,6 +78,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 			throw new IllegalArgumentException("tenantSeries must be >= 0, was " + tenantSeries);
 		}
 		this.tenantSeries = tenantSeries;
+		this.budgetGauges = new BudgetGauges(registry);
 	}
 
 	/** @return the tag value of {@code tenant}: itself when it has series of its own, else {@value #OTHER_TENANTS} */
@@ -111,7 +115,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 
 	@Override
 	public void streamEnded(String policy, Priority priority, Outcome outcome, long durationNanos,
-			long timeToFirstTokenNanos, long tokens) {
+			long timeToFirstTokenNanos, long chunks) {
 		PolicyMeters m = meters(policy);
 		int p = priority.ordinal();
 		int o = outcome.ordinal();
@@ -120,8 +124,8 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		if (timeToFirstTokenNanos >= 0) {
 			m.ttft[p].record(timeToFirstTokenNanos, TimeUnit.NANOSECONDS);
 		}
-		if (tokens > 0) {
-			m.tokens[p].increment(tokens);
+		if (chunks > 0) {
+			m.chunks[p].increment(chunks);
 		}
 	}
 
@@ -273,12 +277,13 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	}
 
 	@Override
-	public void tokensWasted(String policy, Priority priority, long tokens) {
-		Counter.builder("aiguard.tokens.wasted")
-				.description("Tokens of failed attempts that no user saw")
+	public void tokensWasted(String policy, Priority priority, long chunks) {
+		Counter.builder("aiguard.wasted.chunks")
+				.description("Content chunks of attempts that failed, counted once the request failed")
+				.baseUnit(CHUNKS)
 				.tags("policy", policy, "priority", priority.name())
 				.register(registry)
-				.increment(tokens);
+				.increment(chunks);
 	}
 
 	@Override
@@ -288,8 +293,9 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 				.tags("policy", policy, "priority", priority.name())
 				.register(registry)
 				.increment();
-		Counter.builder("aiguard.prompt.tokens.dropped")
+		Counter.builder("aiguard.prompt.dropped.tokens")
 				.description("Prompt tokens removed by truncation")
+				.baseUnit(TOKENS)
 				.tags("policy", policy, "priority", priority.name())
 				.register(registry)
 				.increment(tokensDropped);
@@ -351,7 +357,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		governorGauge("aiguard.load.level", "Severity of the load level: 0 HEALTHY, 1 WARNING, 2 DEGRADED, 3 CRITICAL",
 				governor, level);
 		governorGauge("aiguard.load.score", "Health score 0..100 from the weighted sub-scores", governor, score);
-		governorGauge("aiguard.load.load", "Offered request rate divided by capacity, last interval", governor, load);
+		governorGauge("aiguard.load.utilization", "Offered request rate divided by capacity, smoothed", governor, load);
 		governorGauge("aiguard.load.forecast", "Forecast peak request rate within the horizon divided by capacity",
 				governor, forecastPeak);
 		subScores.forEach((signal, value) -> Gauge.builder("aiguard.load.subscore", value, DoubleSupplier::getAsDouble)
@@ -413,6 +419,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 	private Counter usedTokens(String policy, String model, String tenant, String source, String kind) {
 		return Counter.builder("aiguard.tokens")
 				.description("Tokens attempts used, as the provider reported them or as the guard counted them")
+				.baseUnit(TOKENS)
 				.tags("policy", policy, "model", model, "tenant", tenant, "source", source, "kind", kind)
 				.register(registry);
 	}
@@ -445,6 +452,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		if (tokens > 0L) {
 			Counter.builder("aiguard.retry.tokens")
 					.description("Tokens of attempts whose text did not become the answer")
+					.baseUnit(TOKENS)
 					.tags("policy", policy, "model", model, "tenant", tenant, "kind", kind)
 					.register(registry)
 					.increment(tokens);
@@ -475,33 +483,17 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		if (tenant && !tenantTag(id).equals(id)) {
 			return; // a gauge of "other tenants" would say nothing: their buckets are many
 		}
-		Gauge g = Gauge.builder("aiguard.budget.remaining", remaining, r -> (double) r.getAsLong())
-				.description("What a budget bucket holds now (negative while in debt); cost in micro-units")
-				.tags("policy", policy, "scope", scope, "id", id, "limit", limit)
-				.strongReference(true)
-				.register(registry);
-		if (tenant) {
-			tenantGauges.computeIfAbsent(policy + '\n' + id, k -> ConcurrentHashMap.newKeySet()).add(g.getId());
-		}
+		budgetGauges.remaining(policy, scope, id, limit, remaining, tenant);
 	}
 
 	@Override
 	public void budgetForgotten(String policy, String scope, String id) {
-		Set<Meter.Id> gauges = tenantGauges.remove(policy + '\n' + id);
-		if (gauges != null) {
-			gauges.forEach(registry::remove);
-		}
+		budgetGauges.forget(policy, id);
 	}
 
 	@Override
 	public void bucketStoreMode(String policy, Supplier<Enum<?>> mode) {
-		for (Enum<?> each : mode.get().getDeclaringClass().getEnumConstants()) {
-			Gauge.builder("aiguard.budget.store.mode", mode, m -> m.get() == each ? 1 : 0)
-					.description("Where the policy's budget buckets are: 1 for the current mode")
-					.tags("policy", policy, "mode", each.name())
-					.strongReference(true)
-					.register(registry);
-		}
+		budgetGauges.storeMode(policy, mode);
 	}
 
 	@Override
@@ -519,7 +511,7 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 		final Counter[][] streams = new Counter[PRIORITIES.length][OUTCOMES.length];
 		final Timer[][] duration = new Timer[PRIORITIES.length][OUTCOMES.length];
 		final Timer[] ttft = new Timer[PRIORITIES.length];
-		final Counter[] tokens = new Counter[PRIORITIES.length];
+		final Counter[] chunks = new Counter[PRIORITIES.length];
 		final Counter[] outputTruncated = new Counter[PRIORITIES.length];
 		final Counter[][] stalls = new Counter[PRIORITIES.length][PHASES.length];
 		final Counter[][] answers = new Counter[PRIORITIES.length][SOURCES.length];
@@ -541,8 +533,9 @@ public final class MicrometerGuardMetrics implements GuardMetrics {
 						.description("Time from subscription to the first content chunk")
 						.tags("policy", policy, "priority", p.name())
 						.register(registry);
-				tokens[i] = Counter.builder("aiguard.tokens.delivered")
-						.description("Content chunks delivered to subscribers")
+				chunks[i] = Counter.builder("aiguard.delivered.chunks")
+						.description("Content chunks stream attempts delivered")
+						.baseUnit(CHUNKS)
 						.tags("policy", policy, "priority", p.name())
 						.register(registry);
 				outputTruncated[i] = Counter.builder("aiguard.output.truncated")

@@ -40,7 +40,7 @@ class LoadGovernorMetricsTest {
 		f.interval(governor, 40);
 		f.interval(governor, 60); // trend 20: peak 160 per second in 5 intervals
 		assertThat(gauge("aiguard.load.level")).isEqualTo(1.0);
-		assertThat(gauge("aiguard.load.load")).isCloseTo(0.6, within(1e-9));
+		assertThat(gauge("aiguard.load.utilization")).isCloseTo(0.6, within(1e-9));
 		assertThat(gauge("aiguard.load.forecast")).isCloseTo(1.6, within(1e-9));
 		assertThat(gauge("aiguard.load.score")).isCloseTo((0.2 * 40 + 0.15 * 90) / 0.35, within(1e-9));
 		assertThat(registry.get("aiguard.load.subscore").tags("governor", "chat", "signal", "cpu").gauge().value())

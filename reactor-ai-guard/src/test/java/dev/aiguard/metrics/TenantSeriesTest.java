@@ -19,7 +19,7 @@ class TenantSeriesTest {
 		}
 		assertThat(registry.find("aiguard.tokens").counters()).hasSize(2)
 			.allSatisfy(c -> assertThat(c.getId().getTag("tenant")).isEqualTo(MicrometerGuardMetrics.OTHER_TENANTS));
-		assertThat(registry.find("aiguard.budget.remaining").gauges()).isEmpty();
+		assertThat(registry.find("aiguard.budget.remaining.requests").gauges()).isEmpty();
 	}
 
 	@Test
@@ -32,12 +32,12 @@ class TenantSeriesTest {
 		assertThat(registry.find("aiguard.cost").counters()).extracting(c -> c.getId().getTag("tenant"))
 			.containsExactlyInAnyOrder("t0", "t1", MicrometerGuardMetrics.OTHER_TENANTS);
 		assertThat(registry.find("aiguard.cost").tag("tenant", "__other__").counter().count()).isEqualTo(0.98, org.assertj.core.data.Offset.offset(1e-9));
-		assertThat(registry.find("aiguard.budget.remaining").gauges()).hasSize(2);
+		assertThat(registry.find("aiguard.budget.remaining.requests").gauges()).hasSize(2);
 		metrics.budgetForgotten("chat", "tenant", "t0");
-		assertThat(registry.find("aiguard.budget.remaining").gauges()).extracting(g -> g.getId().getTag("id"))
+		assertThat(registry.find("aiguard.budget.remaining.requests").gauges()).extracting(g -> g.getId().getTag("id"))
 			.containsExactly("t1");
 		metrics.budgetRemaining("chat", "provider", "key", "requests", () -> 1L); // a provider key always has its gauge
-		assertThat(registry.find("aiguard.budget.remaining").tag("scope", "provider").gauges()).hasSize(1);
+		assertThat(registry.find("aiguard.budget.remaining.requests").tag("scope", "provider").gauges()).hasSize(1);
 	}
 
 	@Test

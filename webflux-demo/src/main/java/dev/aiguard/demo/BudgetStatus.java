@@ -31,6 +31,8 @@ final class BudgetStatus {
 
 	/** The most drained tenants listed; {@code tenantCount} says how many there are. */
 	static final int TOP_TENANTS = 10;
+	/** The provider buckets' limits; each has its gauge {@code aiguard.budget.remaining.<limit>}. */
+	private static final List<String> PROVIDER_LIMITS = List.of("requests", "tokens");
 
 	private final Supplier<GuardPolicy> policy;
 	private final MeterRegistry meters;
@@ -62,14 +64,14 @@ final class BudgetStatus {
 		b.put("storeMode", store == null ? null : store.mode().name());
 		b.put("defaultTenant", spec.defaultTenant());
 		Map<String, Map<String, Long>> providers = new TreeMap<>();
-		for (Gauge g : meters.find("aiguard.budget.remaining").tag("policy", name).gauges()) {
-			String scope = g.getId().getTag("scope");
-			String id = g.getId().getTag("id");
-			String limit = g.getId().getTag("limit");
-			if (id == null || limit == null || !"provider".equals(scope)) {
-				continue;
+		for (String limit : PROVIDER_LIMITS) {
+			for (Gauge g : meters.find("aiguard.budget.remaining." + limit).tag("policy", name).tag("scope", "provider")
+					.gauges()) {
+				String id = g.getId().getTag("id");
+				if (id != null) {
+					providers.computeIfAbsent(id, k -> new TreeMap<>()).put(limit, (long) g.value());
+				}
 			}
-			providers.computeIfAbsent(id, k -> new TreeMap<>()).put(limit, (long) g.value());
 		}
 		List<Map<String, Object>> tenantList = new ArrayList<>();
 		BudgetGate gate = p.budgetGate();

@@ -1,12 +1,16 @@
 package dev.aiguard.demo;
 
+import java.util.List;
 import java.util.Locale;
 
 import dev.aiguard.GuardReport;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
 import dev.aiguard.core.Tenant;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
+import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LoadLevel;
 import dev.aiguard.provider.ContextLengthExceededException;
 import dev.aiguard.provider.ProviderClientException;
 import dev.aiguard.provider.ProviderConnectionException;
@@ -60,13 +64,51 @@ final class ChatEvents {
 		return event("token", json.createObjectNode().put("text", text));
 	}
 
-	/** @param model the model that gave the answer, or {@code null} when none did (cache, canned, fixed text) */
-	ServerSentEvent<String> done(GuardReport report, @Nullable String model) {
-		return event("done", json.createObjectNode()
+	/**
+	 * @param model the model that gave the answer, or {@code null} when none did (cache, canned, fixed text)
+	 * @param load the load governor's level and the action of its rules for the request's priority
+	 *        when the request started, or {@code null} without a governor
+	 */
+	ServerSentEvent<String> done(GuardReport report, @Nullable String model, @Nullable LoadSeen load) {
+		ObjectNode done = json.createObjectNode()
 			.put("source", report.source().name())
 			.put("finishReason", finishReason(report.finishReason()))
 			.put("tokens", report.tokens())
-			.put("model", model));
+			.put("model", model);
+		if (load == null) {
+			done.putNull("load");
+		}
+		else {
+			done.putObject("load").put("level", load.level().name()).put("action", load.action().name());
+		}
+		return event("done", done.put("why", why(report, load)));
+	}
+
+	/** What the load governor said when a request started: its level and its rules' action for the priority. */
+	record LoadSeen(LoadLevel level, LoadAction action) {
+	}
+
+	/**
+	 * @return why the model's own answer is not the one shown, in a sentence for the page, or
+	 *         {@code null} for a {@code REALTIME} answer: the load governor's rules sent the request
+	 *         elsewhere first, no attempt reached the model, or the attempts failed
+	 */
+	@Nullable
+	static String why(GuardReport report, @Nullable LoadSeen load) {
+		if (report.source() == Source.REALTIME) {
+			return null;
+		}
+		List<GuardReport.Attempt> attempts = report.attempts();
+		if (attempts.isEmpty()) {
+			if (load != null && load.action() != LoadAction.REALTIME) {
+				return "load " + load.level().name() + ": " + report.priority().name() + " requests go "
+						+ load.action().name().toLowerCase(Locale.ROOT).replace('_', '-');
+			}
+			return "no attempt reached the model (its breaker was open or the request was not admitted)";
+		}
+		GuardReport.Attempt last = attempts.get(attempts.size() - 1);
+		return (attempts.size() == 1 ? "the model's attempt ended " : attempts.size() + " attempts, the last ended ")
+				+ last.outcome().name();
 	}
 
 	/**

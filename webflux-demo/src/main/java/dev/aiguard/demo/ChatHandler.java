@@ -159,6 +159,9 @@ final class ChatHandler {
 		GuardSignals signals = GuardSignals.create();
 		SiblingModels.AnsweringModel sibling = new SiblingModels.AnsweringModel();
 		TokensSent sent = new TokensSent();
+		// what decides the request's route: the level and its action when the request starts
+		LoadGovernor g = governor;
+		ChatEvents.LoadSeen load = g == null ? null : new ChatEvents.LoadSeen(g.level(), g.action(input.priority()));
 		Flux<ServerSentEvent<String>> tokens = guarded(input, admission)
 			.doOnNext(text -> admission.stream())
 			.filter(text -> !text.isEmpty())
@@ -167,7 +170,7 @@ final class ChatHandler {
 				return events.token(text);
 			});
 		Flux<ServerSentEvent<String>> answer = tokens
-			.concatWith(signals.report().map(report -> events.done(report, answeredBy(report.source(), sibling))))
+			.concatWith(signals.report().map(report -> events.done(report, answeredBy(report.source(), sibling), load)))
 			.onErrorResume(e -> {
 				AdmissionRejectedException budget = ChatEvents.budgetRefusal(e);
 				if (budget != null && sent.count == 0 && admission.refuse(budget)) {

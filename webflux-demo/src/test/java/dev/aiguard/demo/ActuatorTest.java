@@ -95,6 +95,6 @@ class ActuatorTest extends DemoTestSupport {
 			.expectBody(String.class).returnResult().getResponseBody();
 
 		assertThat(scrape).contains("aiguard_streams_total{", "outcome=\"SUCCESS\"", "aiguard_stream_ttft_seconds",
-				"aiguard_tokens_delivered_total", "aiguard_breaker_state{", "aiguard_lane_inflight{", "aiguard_lane_queued{");
+				"aiguard_delivered_chunks_total", "aiguard_breaker_state{", "aiguard_lane_inflight{", "aiguard_lane_queued{");
 	}
 }

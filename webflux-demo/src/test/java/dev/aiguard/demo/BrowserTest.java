@@ -55,7 +55,7 @@ class BrowserTest extends DemoTestSupport {
 
 	@BeforeEach
 	void startBrowser() throws IOException {
-		chromium = new Chromium("1366,860");
+		chromium = new Chromium("1400,1000");
 		driver = chromium.driver();
 	}
 
@@ -147,6 +147,11 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(full).isEqualTo(MockAnswers.text(question).strip());
 		assertThat(answer.findElement(By.className("client-label")).getDomAttribute("data-client")).isEqualTo("library");
 		assertThat(partial.length()).as("text was shown while streaming").isLessThan(full.length());
+		// the load level, which decides where answers come from, is shown above them: off in this test
+		assertThat(answer.findElements(By.className("load-label"))).as("no governor, no level").isEmpty();
+		assertThat(answer.findElements(By.className("why"))).as("the model answered").isEmpty();
+		assertThat(answer.findElements(By.className("outcome-error"))).as("the page's own script fails nowhere").isEmpty();
+		wait.until(d -> "load off".equals(d.findElement(By.id("chat-load")).getText()));
 		shoot("1-answer");
 
 		// 2. a stall mid-answer: the guard ends it and the page says so, keeping the partial text
@@ -208,6 +213,8 @@ class BrowserTest extends DemoTestSupport {
 		WebElement label = wait.until(d -> first(fallback.findElements(By.className("source-label"))));
 		assertThat(label.getDomAttribute("data-source")).isNotEqualTo("REALTIME");
 		assertThat(driver.findElement(By.id("last-source")).getDomAttribute("data-source")).isNotEqualTo("REALTIME");
+		assertThat(fallback.findElement(By.className("why")).getText()).as("why the model's answer is not shown")
+				.startsWith("why: ");
 
 		shoot("2-breaker-open");
 

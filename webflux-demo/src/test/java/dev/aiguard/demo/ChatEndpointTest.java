@@ -37,7 +37,9 @@ class ChatEndpointTest extends DemoTestSupport {
 		ServerSentEvent<String> done = last(events);
 		assertThat(done.event()).isEqualTo("done");
 		JsonNode d = data(done);
-		assertThat(d.propertyNames()).containsExactly("source", "finishReason", "tokens", "model");
+		assertThat(d.propertyNames()).containsExactly("source", "finishReason", "tokens", "model", "load", "why");
+		assertThat(d.get("load").isNull()).as("the tests run without the load governor").isTrue();
+		assertThat(d.get("why").isNull()).as("the model answered").isTrue();
 		assertThat(d.get("source").stringValue()).isEqualTo("REALTIME");
 		assertThat(d.get("model").stringValue()).as("the chat's model, the end of its breaker path").isEqualTo(PRIMARY);
 		assertThat(mock.lastRequest().body()).contains("\"model\":\"mock-large\"");

@@ -1,8 +1,14 @@
 package dev.aiguard.demo;
 
 import java.time.Duration;
+import java.util.List;
 
+import dev.aiguard.GuardReport;
+import dev.aiguard.core.Outcome;
 import dev.aiguard.core.Priority;
+import dev.aiguard.core.Source;
+import dev.aiguard.load.LoadAction;
+import dev.aiguard.load.LoadLevel;
 import dev.aiguard.admission.AdmissionRejectedException;
 import dev.aiguard.breaker.BreakerOpenException;
 import dev.aiguard.breaker.BreakerState;
@@ -98,5 +104,25 @@ class ChatEventsTest {
 		assertThat(e.event()).isEqualTo("token");
 		assertThat(e.data()).doesNotContain("\n");
 		assertThat(json.readTree(e.data()).get("text").stringValue()).isEqualTo("line \"one\"\nline two");
+	}
+
+	@Test
+	void aNonRealtimeAnswerSaysWhyTheModelsOwnAnswerIsNotShown() {
+		ChatEvents.LoadSeen degraded = new ChatEvents.LoadSeen(LoadLevel.DEGRADED, LoadAction.FALLBACK_FIRST);
+		ChatEvents.LoadSeen healthy = new ChatEvents.LoadSeen(LoadLevel.HEALTHY, LoadAction.REALTIME);
+		GuardReport.Attempt stalled = new GuardReport.Attempt(1, Outcome.STALLED, 0, null, Duration.ofSeconds(1), null, null);
+		GuardReport.Attempt failed = new GuardReport.Attempt(2, Outcome.FAILURE, 0, null, Duration.ofSeconds(1), null, null);
+		assertThat(ChatEvents.why(report(Source.REALTIME, List.of()), degraded)).isNull();
+		assertThat(ChatEvents.why(report(Source.STATIC, List.of()), degraded)).isEqualTo("load DEGRADED: P1 requests go fallback-first");
+		assertThat(ChatEvents.why(report(Source.CACHE, List.of()), healthy)).startsWith("no attempt reached the model");
+		assertThat(ChatEvents.why(report(Source.CACHE, List.of()), null)).startsWith("no attempt reached the model");
+		assertThat(ChatEvents.why(report(Source.STATIC, List.of(stalled)), degraded)).isEqualTo("the model's attempt ended STALLED");
+		assertThat(ChatEvents.why(report(Source.STATIC, List.of(stalled, failed)), healthy))
+			.isEqualTo("2 attempts, the last ended FAILURE");
+	}
+
+	private static GuardReport report(Source source, List<GuardReport.Attempt> attempts) {
+		return new GuardReport("chat", Priority.P1, Outcome.SUCCESS, source, attempts, 3, null, Duration.ofSeconds(1),
+				"stop", false, null);
 	}
 }

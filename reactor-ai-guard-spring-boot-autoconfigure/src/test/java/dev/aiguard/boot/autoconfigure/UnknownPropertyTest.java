@@ -39,7 +39,9 @@ class UnknownPropertyTest {
 					"did you mean 'aiguard.policies.chat.stall.idle-timeout'", "first-token-timeout", "max-duration")
 				.doesNotContain("400ms");
 			assertThat(analysis.getAction()).contains(
-					"Rename 'aiguard.policies.chat.stall.idle-timout' to 'aiguard.policies.chat.stall.idle-timeout'");
+					"Rename 'aiguard.policies.chat.stall.idle-timout' to 'aiguard.policies.chat.stall.idle-timeout'",
+					"section \"Properties\" of the reactor-ai-guard Spring Boot guide")
+				.as("a user has the jar, not the repository").doesNotContain("docs/", ".md");
 		});
 	}
 
