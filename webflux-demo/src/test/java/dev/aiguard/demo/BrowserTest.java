@@ -147,11 +147,11 @@ class BrowserTest extends DemoTestSupport {
 		assertThat(full).isEqualTo(MockAnswers.text(question).strip());
 		assertThat(answer.findElement(By.className("client-label")).getDomAttribute("data-client")).isEqualTo("library");
 		assertThat(partial.length()).as("text was shown while streaming").isLessThan(full.length());
-		// the load level, which decides where answers come from, is shown above them: off in this test
-		assertThat(answer.findElements(By.className("load-label"))).as("no governor, no level").isEmpty();
+		// the load level, which decides where answers come from, is shown with them: the demo's governor is on
+		assertThat(answer.findElement(By.className("load-label")).getDomAttribute("data-level")).isEqualTo("HEALTHY");
 		assertThat(answer.findElements(By.className("why"))).as("the model answered").isEmpty();
 		assertThat(answer.findElements(By.className("outcome-error"))).as("the page's own script fails nowhere").isEmpty();
-		wait.until(d -> "load off".equals(d.findElement(By.id("chat-load")).getText()));
+		wait.until(d -> "load HEALTHY".equals(d.findElement(By.id("chat-load")).getText()));
 		shoot("1-answer");
 
 		// 2. a stall mid-answer: the guard ends it and the page says so, keeping the partial text
