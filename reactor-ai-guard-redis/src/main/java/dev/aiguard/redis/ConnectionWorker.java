@@ -129,10 +129,11 @@ final class ConnectionWorker {
 
 	/**
 	 * Closes the gate, waits for the hand-overs already past it, then shuts the executor down. A task
-	 * handed over while the executor shuts down would take the executor's locks on its way out (to take
-	 * itself back off the queue and to try to terminate the pool) — on a Lettuce event loop, say, which
-	 * must not wait for a lock; behind the gate no hand-over ever meets a shutdown. The wait is for the
-	 * few instructions of a queue insertion already under way.
+	 * handed over while the executor shuts down, or after, takes the executor's locks on its way out (to
+	 * take itself back off the queue, to try to terminate the pool, or to describe the executor in its
+	 * rejection) — on a Lettuce event loop, say, which must not wait for a lock; behind the gate no
+	 * hand-over ever meets a shutdown or a shut-down executor. The wait is for the few instructions of a
+	 * queue insertion already under way.
 	 */
 	private void dispose() {
 		if (!disposed.compareAndSet(false, true)) {

@@ -1,0 +1,69 @@
+package dev.aiguard.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import io.netty.util.concurrent.FastThreadLocalThread;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A connection worker ended while Netty threads — which BlockHound, like Lettuce's event loops, treats
+ * as threads that must not wait — keep handing it tasks and timers: no hand-over ever meets the
+ * executor's shutdown (whose locks such a thread would wait for, and under BlockHound fail inside,
+ * leaving the lock stuck for the next thread; a rejection by a shut-down executor takes its lock too),
+ * every hand-over returns, and the worker's thread ends. Without the gate a hander failed within the
+ * first few dozen cycles.
+ */
+class ConnectionWorkerTest {
+
+	private static final int CYCLES = 300;
+	private static final int HANDERS = 2;
+	private static final Duration END_BOUND = Duration.ofSeconds(10);
+
+	@Test
+	void endingWhileEventLoopThreadsHandOverTasksNeitherWaitsNorLeavesAThread() throws Exception {
+		CloseStress stress = new CloseStress(Duration.ofSeconds(1));
+		Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
+		for (int cycle = 0; cycle < CYCLES; cycle++) {
+			ConnectionWorker worker = new ConnectionWorker("aiguard-worker-test-" + cycle, null);
+			AtomicBoolean stop = new AtomicBoolean();
+			List<Thread> handers = new java.util.ArrayList<>();
+			for (int h = 0; h < HANDERS; h++) {
+				Thread t = new FastThreadLocalThread(() -> {
+					try {
+						while (!stop.get()) {
+							worker.run(() -> { });
+							worker.after(Duration.ofMillis(1), () -> { }).dispose();
+						}
+					}
+					catch (Throwable e) {
+						failures.add(e);
+					}
+				}, "hander-" + h);
+				t.start();
+				handers.add(t);
+			}
+			worker.run(() -> { }); // the worker's thread is up and busy when the end comes
+			worker.end();
+			worker.terminated().get(END_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+			stop.set(true);
+			for (Thread t : handers) {
+				t.join(END_BOUND.toMillis());
+				assertThat(t.isAlive()).as("hander %s returned (stack: %s)", t.getName(),
+						java.util.Arrays.toString(t.getStackTrace())).isFalse();
+			}
+			if (!failures.isEmpty()) {
+				throw new AssertionError("a hander ran into " + failures.size() + " error(s) in cycle " + cycle
+						+ "; the first is the cause", failures.peek());
+			}
+			assertThat(worker.run(() -> { })).as("an ended worker takes no task").isFalse();
+		}
+		stress.assertNoThreadLeft("aiguard-worker-test-", END_BOUND);
+	}
+}
