@@ -144,7 +144,8 @@ final class StoreConnections {
 			installed.complete(null);
 			return;
 		}
-		proxies = new Bucket4jLettuce.LettuceBasedProxyManagerBuilder<>(new WorkerAnswers<>(pair.commands().async(), worker))
+		WorkerAnswers<String> api = new WorkerAnswers<>(pair.commands().async(), worker);
+		proxies = new Bucket4jLettuce.LettuceBasedProxyManagerBuilder<>(api)
 				.expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
 				.build()
 				.asAsync();

@@ -20,8 +20,9 @@ import org.jspecify.annotations.Nullable;
  * itself, contending with the worker for the connection's endpoint lock — a wait on a thread that must
  * never wait. With it, the worker is the only thread that writes on the command connection.
  *
- * <p>Once the worker has ended (the connection is closed by then), an answer fails instead: Bucket4j
- * then writes nothing more.
+ * <p>Once the worker has ended (the connection is closed by then), an answer fails where it arrives
+ * instead: whatever Bucket4j writes after that meets a closed connection, which refuses a command
+ * before it takes any lock.
  */
 final class WorkerAnswers<K> implements RedisApi<K> {
 

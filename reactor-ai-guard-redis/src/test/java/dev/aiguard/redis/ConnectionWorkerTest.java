@@ -5,9 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.List;
 import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.util.concurrent.FastThreadLocalThread;
 import org.junit.jupiter.api.Test;
@@ -22,8 +23,10 @@ import org.junit.jupiter.api.Test;
  */
 class ConnectionWorkerTest {
 
-	private static final int CYCLES = 300;
+	private static final int CYCLES = 200;
 	private static final int HANDERS = 2;
+	private static final int HANDED_AFTER_END = 20_000;
+	private static final int MAX_PENDING = 64;
 	private static final Duration END_BOUND = Duration.ofSeconds(10);
 
 	@Test
@@ -32,14 +35,20 @@ class ConnectionWorkerTest {
 		Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
 		for (int cycle = 0; cycle < CYCLES; cycle++) {
 			ConnectionWorker worker = new ConnectionWorker("aiguard-worker-test-" + cycle, null);
-			AtomicBoolean stop = new AtomicBoolean();
+			CompletableFuture<Void> ended = worker.terminated();
+			AtomicInteger pending = new AtomicInteger();
 			List<Thread> handers = new java.util.ArrayList<>();
 			for (int h = 0; h < HANDERS; h++) {
 				Thread t = new FastThreadLocalThread(() -> {
 					try {
-						while (!stop.get()) {
-							worker.run(() -> { });
+						// on at full speed until well after the end: a shut-down executor's rejection is a path
+						// through its lock too
+						for (int afterEnd = 0; afterEnd < HANDED_AFTER_END; afterEnd += ended.isDone() ? 1 : 0) {
 							worker.after(Duration.ofMillis(1), () -> { }).dispose();
+							// a bounded backlog of tasks, so the end is never queued behind many
+							if (pending.get() < MAX_PENDING && worker.run(pending::decrementAndGet)) {
+								pending.incrementAndGet();
+							}
 						}
 					}
 					catch (Throwable e) {
@@ -51,8 +60,7 @@ class ConnectionWorkerTest {
 			}
 			worker.run(() -> { }); // the worker's thread is up and busy when the end comes
 			worker.end();
-			worker.terminated().get(END_BOUND.toMillis(), TimeUnit.MILLISECONDS);
-			stop.set(true);
+			ended.get(END_BOUND.toMillis(), TimeUnit.MILLISECONDS);
 			for (Thread t : handers) {
 				t.join(END_BOUND.toMillis());
 				assertThat(t.isAlive()).as("hander %s returned (stack: %s)", t.getName(),
