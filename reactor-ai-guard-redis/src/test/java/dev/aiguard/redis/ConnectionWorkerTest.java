@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  */
 class ConnectionWorkerTest {
 
-	private static final int CYCLES = 200;
+	private static final int CYCLES = 100;
 	private static final int HANDERS = 2;
 	private static final int HANDED_AFTER_END = 20_000;
 	private static final int MAX_PENDING = 64;
