@@ -6,6 +6,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
@@ -13,11 +16,12 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The one worker on which a Redis component connects, writes where a write must not race a close, times
- * its deadlines and closes its connections, one task at a time. Lettuce's endpoint lock
- * ({@code SharedLock}, unbounded in Lettuce 6.8.2 and 7.7.0, redis/lettuce#3880) spins forever when a
- * close waits for writers that never drain, and then holds the closing thread for good: a write and a
- * close on the same worker never overlap.
+ * The one worker on which a Redis component connects, writes its commands, times its deadlines and
+ * closes its connections, one task at a time. Lettuce's endpoint lock ({@code SharedLock}, unbounded in
+ * Lettuce 6.8.2 and 7.7.0, redis/lettuce#3880) spins forever when a close waits for writers that never
+ * drain, and then holds the closing thread for good: a write and a close on the same worker never
+ * overlap. Its writer side waits on a lock, which Lettuce's event loops and Reactor's threads must never
+ * do: on the worker, nothing else writes to contend with.
  *
  * <p>By default the worker is a daemon thread of the component's own, which may block (it is not one of
  * Reactor's non-blocking threads) and ends with {@link #end()}.
@@ -30,6 +34,11 @@ final class ConnectionWorker {
 	private final Scheduler.Worker worker;
 	/** Completed once the worker is disposed (and the component's own thread with it). */
 	private final CompletableFuture<Void> terminated = new CompletableFuture<>();
+	/** Hand-overs to the worker under way; {@link #dispose()} waits for none before shutting down. */
+	private final AtomicInteger handing = new AtomicInteger();
+	/** Set by {@link #dispose()}: from then on nothing is handed to the worker. */
+	private volatile boolean ending;
+	private final AtomicBoolean disposed = new AtomicBoolean();
 
 	/**
 	 * @param threadName the name of the component's own daemon thread
@@ -54,14 +63,25 @@ final class ConnectionWorker {
 		return scheduler.now(TimeUnit.NANOSECONDS);
 	}
 
-	/** @return whether {@code task} was handed to the worker (not once it has ended) */
+	/** @return whether {@code task} was handed to the worker (not once it is ending) */
 	boolean run(Runnable task) {
+		return hand(() -> worker.schedule(task)) != null;
+	}
+
+	/**
+	 * Hands a task to the worker through the gate that {@link #dispose()} closes: {@code null} once the
+	 * worker is ending (or its scheduler refuses), without touching the executor.
+	 */
+	private @Nullable Disposable hand(Supplier<Disposable> schedule) {
+		handing.incrementAndGet();
 		try {
-			worker.schedule(task);
-			return true;
+			return ending ? null : schedule.get();
 		}
 		catch (RejectedExecutionException disposed) {
-			return false;
+			return null;
+		}
+		finally {
+			handing.decrementAndGet();
 		}
 	}
 
@@ -77,12 +97,8 @@ final class ConnectionWorker {
 
 	/** @return {@code task} run once on the worker after {@code delay}; nothing once the worker has ended */
 	Disposable after(Duration delay, Runnable task) {
-		try {
-			return worker.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
-		}
-		catch (RejectedExecutionException disposed) {
-			return () -> { };
-		}
+		Disposable timer = hand(() -> worker.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS));
+		return timer == null ? () -> { } : timer;
 	}
 
 	/**
@@ -104,13 +120,31 @@ final class ConnectionWorker {
 	/**
 	 * Disposes the worker (and the component's own thread) after the tasks already handed to it, from any
 	 * thread: Lettuce completes a close on its event loop, which must not wait for the executor's lock
-	 * that disposing takes, so the disposal itself runs on the worker.
+	 * that disposing takes, so the disposal itself runs on the worker (here only when the worker takes no
+	 * task any more).
 	 */
 	void end() {
 		runOrHere(this::dispose);
 	}
 
+	/**
+	 * Closes the gate, waits for the hand-overs already past it, then shuts the executor down. A task
+	 * handed over while the executor shuts down, or after, takes the executor's locks on its way out (to
+	 * take itself back off the queue, to try to terminate the pool, or to describe the executor in its
+	 * rejection) — on a Lettuce event loop, say, which must not wait for a lock; behind the gate no
+	 * hand-over ever meets a shutdown or a shut-down executor. The wait is for the few instructions of a
+	 * queue insertion already under way.
+	 */
 	private void dispose() {
+		if (!disposed.compareAndSet(false, true)) {
+			return;
+		}
+		ending = true;
+		// only the component's own executor is shut down here (a given scheduler's worker is disposed the
+		// non-blocking way, and such a scheduler may run this very task inside a hand-over)
+		while (ownScheduler && handing.get() != 0) {
+			Thread.onSpinWait();
+		}
 		try {
 			worker.dispose();
 			if (ownScheduler) {

@@ -23,7 +23,8 @@ import dev.aiguard.budget.Take;
 /**
  * A {@link BucketStore} whose buckets live in Redis, so every instance of a service draws on the same
  * tenant and provider budgets. Each bucket is a Bucket4j bucket behind Bucket4j's Lettuce
- * {@link AsyncProxyManager} (compare-and-swap scripts; nothing blocks a thread). Keys are
+ * {@link AsyncProxyManager} (compare-and-swap scripts; nothing blocks a caller's thread: every command
+ * is written, and every answer heard, on the store's own worker). Keys are
  * {@code <prefix>budget:<spec name>:<id>} and expire once the bucket would have refilled.
  *
  * <pre>{@code
@@ -292,31 +293,45 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 	}
 
 	/**
-	 * The call's future, failed instead of thrown when Bucket4j throws before returning one, and failed
-	 * when the whole operation (a compare-and-swap may take several round trips, and Lettuce re-sends a
-	 * command that was in flight when the connection broke) has not answered within the command timeout.
+	 * The call, made on the store's worker (the only thread that writes on the command connection), and
+	 * its answer: failed when Bucket4j throws, and failed when the whole operation (a compare-and-swap may
+	 * take several round trips, and Lettuce re-sends a command that was in flight when the connection
+	 * broke) has not answered within the command timeout.
 	 */
 	private <T> CompletableFuture<T> guarded(Supplier<CompletableFuture<T>> call) {
 		if (!links.enter()) {
 			return CompletableFuture.failedFuture(new IllegalStateException("the store is closed"));
 		}
-		CompletableFuture<T> future;
-		try {
-			future = call.get();
-		}
-		catch (RuntimeException e) {
-			links.exit();
-			return CompletableFuture.failedFuture(e);
-		}
+		CompletableFuture<T> future = new CompletableFuture<>();
 		// counted out when Bucket4j's own future ends (its commands are done with the connection), not at
 		// the deadline; the deadline is on a copy, so it never completes Bucket4j's future, and it is timed
 		// on the store's worker (ConnectionWorker.deadline says why not orTimeout)
 		future.whenComplete((v, e) -> links.exit());
+		if (!links.write(() -> start(call, future))) {
+			future.completeExceptionally(new IllegalStateException("the store's worker has ended"));
+		}
 		return links.deadline(future, deadlineMillis).whenComplete((v, e) -> {
 			if (e == null) {
 				health.answered();
 			}
 		});
+	}
+
+	/** Makes {@code call} (on the worker) and completes {@code into} with its answer, or with what it threw. */
+	private static <T> void start(Supplier<CompletableFuture<T>> call, CompletableFuture<T> into) {
+		try {
+			call.get().whenComplete((v, e) -> {
+				if (e != null) {
+					into.completeExceptionally(e);
+				}
+				else {
+					into.complete(v);
+				}
+			});
+		}
+		catch (RuntimeException e) {
+			into.completeExceptionally(e);
+		}
 	}
 
 	/**
@@ -399,9 +414,12 @@ public final class RedisBucketStore implements BucketStore, AutoCloseable {
 		}
 
 		/**
-		 * @param scheduler one worker of it connects, pings Redis while the store is in fallback, and
-		 *        closes the connections when the store closes (default: a daemon thread of the store's
-		 *        own, {@code aiguard-redis-probe-<name>}, which ends once the store is closed)
+		 * @param scheduler one worker of it connects, writes every command (and hears every answer, so
+		 *        the store's answers complete there), pings Redis while the store is in fallback, and
+		 *        closes the connections when the store closes; it may wait briefly for Lettuce's
+		 *        connection lock, so not one of Reactor's non-blocking schedulers (default: a daemon
+		 *        thread of the store's own, {@code aiguard-redis-probe-<name>}, which ends once the
+		 *        store is closed)
 		 */
 		public Builder scheduler(Scheduler scheduler) {
 			this.scheduler = Objects.requireNonNull(scheduler, "scheduler");

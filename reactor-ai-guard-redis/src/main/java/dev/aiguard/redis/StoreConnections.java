@@ -22,10 +22,12 @@ import reactor.core.scheduler.Scheduler;
  * <ul>
  * <li>The probe connection is written only on the worker, and closed there: its writes and its close
  * never overlap.</li>
- * <li>The command connection is written by whichever thread runs a budget operation; each operation
- * is counted while it is in flight. Closing stops new operations at once, waits for those in flight
- * to finish (at most twice the command timeout: each of their commands fails by then), and only then
- * closes the connection, on the worker.</li>
+ * <li>The command connection is written on the worker too: a budget operation starts there, and
+ * Bucket4j hears each answer there ({@link WorkerAnswers}), so the next round trip it starts from an
+ * answer is written there as well — never on Lettuce's event loop, never on a caller's thread. Each
+ * operation is counted while it is in flight. Closing stops new operations at once, waits for those in
+ * flight to finish (at most twice the command timeout: each of their commands fails by then), and only
+ * then closes the connection, on the worker.</li>
  * </ul>
  */
 final class StoreConnections {
@@ -66,6 +68,17 @@ final class StoreConnections {
 	/** @return whether {@code task} was handed to the worker (not once the store is closed) */
 	boolean onWorker(Runnable task) {
 		return !closed && worker.run(task);
+	}
+
+	/**
+	 * Runs a budget operation's first write on the worker: the worker is the only thread that writes on
+	 * the command connection (its answers come back there too, {@link WorkerAnswers}). Call it between
+	 * {@link #enter()} and {@link #exit()}: the connection stays open until the operation is counted out.
+	 *
+	 * @return whether {@code task} was handed to the worker (not once it has ended)
+	 */
+	boolean write(Runnable task) {
+		return worker.run(task);
 	}
 
 	/** @return {@code task} run once on the worker after {@code delay}; disposed when the store is closed */
@@ -131,7 +144,8 @@ final class StoreConnections {
 			installed.complete(null);
 			return;
 		}
-		proxies = Bucket4jLettuce.casBasedBuilder(pair.commands().async())
+		WorkerAnswers<String> api = new WorkerAnswers<>(pair.commands().async(), worker);
+		proxies = new Bucket4jLettuce.LettuceBasedProxyManagerBuilder<>(api)
 				.expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
 				.build()
 				.asAsync();

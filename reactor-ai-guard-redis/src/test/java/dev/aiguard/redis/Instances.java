@@ -55,9 +55,16 @@ final class Instances implements AutoCloseable {
 	 *         falls back and recovers, before the test starts)
 	 */
 	RedisBucketStore store(RedisServer redis, UnaryOperator<RedisBucketStore.Builder> config) {
+		return store(endpoint(redis), config);
+	}
+
+	/** @return a store on {@code endpoint}, as {@link #store(RedisServer, UnaryOperator)} returns one */
+	RedisBucketStore store(RedisEndpoint endpoint, UnaryOperator<RedisBucketStore.Builder> config) {
 		List<StoreModeChange> changes = new java.util.concurrent.CopyOnWriteArrayList<>();
-		RedisBucketStore store = unconnectedStore(redis, b -> config.apply(b.listener(changes::add)));
-		RedisSettings settings = settings(redis, commandTimeout);
+		RedisBucketStore store = config.apply(RedisBucketStore.builder(endpoint).listener(changes::add)).build();
+		open.add(0, store);
+		RedisSettings settings = endpoint.settings();
+		String redis = endpoint.toString();
 		try {
 			store.shared().get(connectBound(settings).toMillis(), TimeUnit.MILLISECONDS);
 			store.available(WARM_UP, "warm-up").get(connectBound(settings).toMillis(), TimeUnit.MILLISECONDS);
