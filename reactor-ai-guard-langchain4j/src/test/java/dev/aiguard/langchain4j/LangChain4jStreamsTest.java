@@ -284,10 +284,16 @@ class LangChain4jStreamsTest {
 		mock.faults(mock.faults().withDropAfter(3));
 		LangChain4jStreams streams = LangChain4jStreams.of(MockModels.openAi(mock));
 
+		// the mock writes three tokens and closes; the JDK client behind LangChain4j gives up what it
+		// received but had not handed over once it hears of the close, so on a busy machine fewer may
+		// show: whatever shows is the answer's beginning, in order, and the end is a connection error
+		List<String> answer = MockAnswers.tokens("Hello");
+		List<String> shown = new CopyOnWriteArrayList<>();
 		StepVerifier.create(streams.stream(ask("Hello")).filter(ChatChunk::hasContent))
-			.expectNextCount(3)
+			.thenConsumeWhile(c -> shown.add(c.text()))
 			.expectError(ProviderConnectionException.class)
 			.verify(WAIT);
+		assertThat(shown).hasSizeLessThanOrEqualTo(3).isEqualTo(answer.subList(0, shown.size()));
 	}
 
 	@Test
