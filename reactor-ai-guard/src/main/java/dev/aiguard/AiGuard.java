@@ -104,7 +104,7 @@ public final class AiGuard<T> implements Function<Flux<T>, Flux<T>> {
 		if (policy.responseCache() != null) {
 			requireFits(type, policy.responseCache().chunkType(), "response cache", policy);
 		}
-		if (policy.validation().validates() && type != Object.class && !type.isAssignableFrom(ChatChunk.class)) {
+		if (policy.validates() && type != Object.class && !type.isAssignableFrom(ChatChunk.class)) {
 			throw new IllegalArgumentException("policy '" + policy.name() + "': output validators read "
 					+ ChatChunk.class.getName() + " answers but the guard's inspector reads " + type.getName());
 		}

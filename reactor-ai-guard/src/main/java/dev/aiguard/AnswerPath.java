@@ -59,7 +59,7 @@ final class AnswerPath<T> {
 	@Nullable
 	static <T> AnswerPath<T> of(PolicyView<T> view, boolean callForm, CoreSubscriber<? super T> actual,
 			ChunkInspector<T> inspector, LongConsumer demand) {
-		boolean needed = view.policy.validation().validates()
+		boolean needed = view.policy.validates()
 				|| callForm && (view.recordsAnswers || view.continuationSupport() != null);
 		return needed ? new AnswerPath<>(view, callForm, actual, inspector, demand) : null;
 	}

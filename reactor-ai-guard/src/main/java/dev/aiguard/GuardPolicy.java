@@ -85,11 +85,9 @@ public final class GuardPolicy {
 	private final @Nullable BudgetGate budgetGate;
 
 	/**
-	 * The settings a request of one priority reads, resolved when the policy is built. Deadlines do
-	 * not apply to fallback answers and notices ({@code tailStall}). {@code maxAnswerAttempts} bounds
-	 * the upstream calls for the start of an answer (first attempt, retries and truncated retries):
-	 * {@link RetrySpec#maxAnswerAttempts}. Continuations are bounded by
-	 * {@link MidStreamPolicy#maxContinuations()}.
+	 * The settings a request of one priority reads, resolved when the policy is built; deadlines do
+	 * not apply to fallback answers and notices ({@code tailStall}), {@code maxAnswerAttempts} is
+	 * {@link RetrySpec#maxAnswerAttempts}, continuations are bounded by {@link MidStreamPolicy}.
 	 */
 	record Resolved(StallSpec stall, StallSpec tailStall, RetryRules retry, int maxAnswerAttempts,
 			boolean countedByBreaker, int laneConcurrency) {
@@ -286,10 +284,9 @@ public final class GuardPolicy {
 
 	/**
 	 * Every setting of the policy as a string, by a dotted name ({@code stall.firstTokenTimeout},
-	 * {@code retry.maxAttempts}, {@code priority.P0.firstTokenTimeout}); collaborators without
-	 * settings of their own (metrics, listeners, classifiers) are named by their {@code toString}.
-	 * Two policies differ in a setting exactly when their maps differ at its name: a
-	 * {@link PolicyChange} lists those names.
+	 * {@code priority.P0.firstTokenTimeout}); collaborators without settings of their own (metrics,
+	 * listeners, classifiers) are named by their {@code toString}. Two policies differ in a setting
+	 * exactly when their maps differ at its name, which a {@link PolicyChange} lists.
 	 *
 	 * @return an unmodifiable map in a stable order
 	 */
@@ -340,6 +337,11 @@ public final class GuardPolicy {
 	/** @return the validation capability, which the policy's validation stage is built from */
 	ValidationSpec validation() {
 		return validation;
+	}
+
+	/** @return whether any output validator is configured */
+	boolean validates() {
+		return validation.validates();
 	}
 
 	/** @return a builder holding this policy's settings, to derive a variant */

@@ -92,7 +92,7 @@ class GuardPolicyTest {
 		assertThat(policy.breaker()).isNotNull();
 		assertThat(policy.breaker().name()).isEqualTo("p");
 		assertThat(policy.breakerConfig()).isSameAs(BreakerConfig.defaults());
-		assertThat(policy.validation().validates()).isTrue();
+		assertThat(policy.validates()).isTrue();
 		assertThat(policy.describe()).containsEntry("retry.maxAttempts", "3").containsEntry("breaker", "own")
 				.containsEntry("priority.P0.countedByBreaker", "false");
 
@@ -101,7 +101,7 @@ class GuardPolicyTest {
 		assertThat(copy.describe()).isEqualTo(policy.describe());
 		assertThat(copy.breaker()).isNotSameAs(policy.breaker());
 		assertThat(copy.resolved(Priority.P1).maxAnswerAttempts()).isEqualTo(3);
-		assertThat(policy.toBuilder().withoutValidation().build().validation().validates()).isFalse();
+		assertThat(policy.toBuilder().withoutValidation().build().validates()).isFalse();
 	}
 
 	@Test
