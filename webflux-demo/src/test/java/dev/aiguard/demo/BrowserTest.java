@@ -282,7 +282,7 @@ class BrowserTest extends DemoTestSupport {
 		WebElement refused = all.get(3);
 		assertThat(refused.findElement(By.cssSelector("[data-error]")).getDomAttribute("data-error")).isEqualTo("budget");
 		assertThat(refused.getText()).contains("trial").containsPattern("retry in \\d+ s");
-		assertThat(mock.requests()).as("the refused question never reached the model").hasSize(3);
+		assertThat(modelRequests()).as("the refused question never reached the model").hasSize(3);
 
 		// the card is drawn at the next poll: the trial tenant's request bucket, spent (already so after
 		// the third question, so the row alone does not show that a poll after the refusal came), and

@@ -104,7 +104,7 @@ class BudgetDemoTest extends DemoTestSupport {
 			.bodyValue("{\"tenant\": 7, \"messages\": [{\"role\": \"user\", \"content\": \"Hi?\"}]}")
 			.exchange().expectStatus().isBadRequest()
 			.expectBody().jsonPath("$.error").isEqualTo("invalid_tenant");
-		assertThat(mock.requests()).as("none reached the model").isEmpty();
+		assertThat(modelRequests()).as("none reached the model").isEmpty();
 	}
 
 	@Test

@@ -43,7 +43,7 @@ class ClientFacingErrorsTest extends DemoTestSupport {
 		List<ServerSentEvent<String>> events = chatToEnd(ask("who am I", via));
 		assertThat(last(events).event()).isEqualTo("error");
 		assertThat(data(last(events)).get("type").stringValue()).isEqualTo("client_error");
-		assertThat(mock.requests()).as("the mock was asked, with the key, and echoed it")
+		assertThat(modelRequests()).as("the mock was asked, with the key, and echoed it")
 			.anyMatch(r -> r.headers().toString().contains(KEY));
 		assertNoKeyIn(events);
 		assertNoKeyIn(guardStatus());

@@ -11,6 +11,7 @@ import dev.aiguard.breaker.CircuitBreaker;
 import dev.aiguard.budget.BucketStore;
 import dev.aiguard.budget.LocalBucketStore;
 import dev.aiguard.load.LoadGovernor;
+import dev.aiguard.test.mock.CapturedRequest;
 import dev.aiguard.test.mock.FaultProfile;
 import dev.aiguard.test.mock.MockModelServer;
 import org.junit.jupiter.api.BeforeEach;
@@ -157,7 +158,7 @@ abstract class DemoTestSupport {
 
 	/** @return the chat requests {@code mock} holds in its log for {@code model} */
 	static long callsFor(MockModelServer mock, JsonMapper json, String model) {
-		return mock.requests().stream()
+		return modelRequests(mock).stream()
 			.filter(r -> r.path().endsWith("/chat/completions"))
 			.filter(r -> model.equals(json.readTree(r.body()).path("model").asString("")))
 			.count();
@@ -206,7 +207,16 @@ abstract class DemoTestSupport {
 	 *         mock during the JVM's first test
 	 */
 	long mockRequests() {
-		return mock.requests().stream().filter(r -> !r.body().contains(WARM_UP)).count();
+		return modelRequests().size();
+	}
+
+	/** @return the requests the mock holds in its log, the warm-up's left out (see {@link #mockRequests()}) */
+	List<CapturedRequest> modelRequests() {
+		return modelRequests(mock);
+	}
+
+	static List<CapturedRequest> modelRequests(MockModelServer mock) {
+		return mock.requests().stream().filter(r -> !r.body().contains(WARM_UP)).toList();
 	}
 
 	/** @return a chat body with one user message */

@@ -47,14 +47,14 @@ class LocalAccessTest extends DemoTestSupport {
 		// no Content-Type at all is no JSON either
 		client.post().uri("/api/chat").bodyValue(ask("spend the key").getBytes())
 			.exchange().expectStatus().isEqualTo(415);
-		assertThat(mock.requests()).as("no refused body reached the model").isEmpty();
+		assertThat(modelRequests()).as("no refused body reached the model").isEmpty();
 		assertThat(stats.requests()).isEqualTo(before);
 
 		// JSON with a charset is JSON
 		client.post().uri("/api/chat").contentType(MediaType.parseMediaType("application/json; charset=utf-8"))
 			.accept(MediaType.TEXT_EVENT_STREAM).bodyValue(ask("welcome"))
 			.exchange().expectStatus().isOk().returnResult(SSE).getResponseBody().blockLast(WAIT);
-		assertThat(mock.requests()).hasSize(1);
+		assertThat(modelRequests()).hasSize(1);
 	}
 
 	@Test
@@ -113,7 +113,7 @@ class LocalAccessTest extends DemoTestSupport {
 				.expectStatus().isForbidden()
 				.expectHeader().doesNotExist("Access-Control-Allow-Origin");
 		}
-		assertThat(mock.requests()).as("no foreign page's question reached the model").isEmpty();
+		assertThat(modelRequests()).as("no foreign page's question reached the model").isEmpty();
 		assertThat(stats.requests()).isEqualTo(before);
 
 		// the demo's own page, under either loopback name, is welcome
@@ -122,7 +122,7 @@ class LocalAccessTest extends DemoTestSupport {
 				.accept(MediaType.TEXT_EVENT_STREAM).bodyValue(ask("welcome"))
 				.exchange().expectStatus().isOk().returnResult(SSE).getResponseBody().blockLast(WAIT);
 		}
-		assertThat(mock.requests()).hasSize(2);
+		assertThat(modelRequests()).hasSize(2);
 	}
 
 	@Test
