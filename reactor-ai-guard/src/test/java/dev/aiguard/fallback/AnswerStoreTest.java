@@ -3,6 +3,7 @@ package dev.aiguard.fallback;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.IntStream;
 
 import dev.aiguard.core.Outcome;
 import dev.aiguard.fallback.recording.AnswerRecorder;
@@ -60,11 +61,7 @@ class AnswerStoreTest {
 	}
 
 	static List<String> chunks(int n) {
-		List<String> list = new ArrayList<>(n);
-		for (int i = 0; i < n; i++) {
-			list.add("c" + i);
-		}
-		return list;
+		return IntStream.range(0, n).mapToObj(i -> "c" + i).toList();
 	}
 
 	@Test
