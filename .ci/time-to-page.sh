@@ -24,8 +24,8 @@ app_pid=$!
 for _ in $(seq 1 600); do
 	if curl -fs -o /dev/null http://127.0.0.1:8080/ && curl -fs -o /dev/null http://127.0.0.1:8080/api/guard; then
 		ready=$(date +%s.%N)
-		printf 'build %.0f s, first start %.0f s, fresh clone to page %.0f s\n' \
-			"$(echo "$built - $start" | bc)" "$(echo "$ready - $built" | bc)" "$(echo "$ready - $start" | bc)"
+		awk -v s="$start" -v b="$built" -v r="$ready" \
+			'BEGIN { printf "build %.0f s, first start %.0f s, fresh clone to page %.0f s\n", b - s, r - b, r - s }'
 		grep -m1 "Started DemoApplication" "$work/app.log" || true
 		exit 0
 	fi
