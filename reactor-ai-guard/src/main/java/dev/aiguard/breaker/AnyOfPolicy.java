@@ -1,6 +1,7 @@
 package dev.aiguard.breaker;
 
 import java.util.Arrays;
+import java.util.function.Consumer;
 
 import dev.aiguard.core.Outcome;
 
@@ -22,6 +23,13 @@ final class AnyOfPolicy implements TripPolicy {
 		return new AnyOfEvaluator(evaluators);
 	}
 
+	/** Hands each combined policy to {@code action}, in order. */
+	void forEach(Consumer<TripPolicy> action) {
+		for (TripPolicy p : policies) {
+			action.accept(p);
+		}
+	}
+
 	@Override
 	public boolean equals(Object o) {
 		return o instanceof AnyOfPolicy && Arrays.equals(policies, ((AnyOfPolicy) o).policies);
@@ -37,7 +45,7 @@ final class AnyOfPolicy implements TripPolicy {
 		return "anyOf" + Arrays.toString(policies);
 	}
 
-	static final class AnyOfEvaluator implements SuccessBatch.Batching {
+	static final class AnyOfEvaluator implements SuccessBatch.Batching, ProbePressure {
 
 		private final Evaluator[] evaluators;
 		/** The evaluators that keep state: the stateless classic one is answered inline on the record path. */
@@ -101,6 +109,16 @@ final class AnyOfPolicy implements TripPolicy {
 			double max = 0;
 			for (Evaluator e : evaluators) {
 				max = Math.max(max, e.pressure(window, config, nowNanos));
+			}
+			return max;
+		}
+
+		/** The highest of the policies' probe pressures (each judged by its own rule, or the classic rates). */
+		@Override
+		public double probePressure(long calls, long failures, long slow, BreakerConfig config) {
+			double max = 0;
+			for (Evaluator e : evaluators) {
+				max = Math.max(max, ProbePressure.of(e, calls, failures, slow, config));
 			}
 			return max;
 		}

@@ -377,7 +377,7 @@ public final class BreakerConfig {
 		/**
 		 * @return the config
 		 * @throws IllegalArgumentException when {@code maxOpenWait < openWait}, {@code minimumDwell > openWait},
-		 * or {@code successesToClose > halfOpenProbes}
+		 * {@code successesToClose > halfOpenProbes}, or an {@link ExpectedLossPolicy} whose failed attempt costs nothing
 		 */
 		public BreakerConfig build() {
 			if (maxOpenWait.compareTo(openWait) < 0) {
@@ -392,6 +392,7 @@ public final class BreakerConfig {
 				throw new IllegalArgumentException("successesToClose must not exceed halfOpenProbes ("
 						+ halfOpenProbes + "), was " + successesToClose);
 			}
+			ExpectedLossPolicy.check(tripPolicy);
 			return new BreakerConfig(this);
 		}
 	}

@@ -114,13 +114,13 @@ abstract class BreakerStateMachine {
 		int failures = BreakerPhase.field(tally, BreakerPhase.FAILURES);
 		int slow = BreakerPhase.field(tally, BreakerPhase.SLOW);
 		int healthy = BreakerPhase.field(tally, BreakerPhase.HEALTHY);
-		double pressure = FailureRatePolicy.ratePressure(calls, failures, slow, c);
+		double pressure = ProbePressure.of(s.evaluator, calls, failures, slow, c);
 		// with counted probes, close only once the result cannot change: judge as if every probe still
 		// to come failed slowly, so a lucky first few cannot close a breaker hovering at its threshold
 		int probes = c.halfOpenProbes();
 		int outstanding = probes > 0 ? Math.max(0, probes - calls) : 0;
 		double worst = outstanding == 0 ? pressure
-				: FailureRatePolicy.ratePressure(calls + outstanding, failures + outstanding, slow + outstanding, c);
+				: ProbePressure.of(s.evaluator, calls + outstanding, failures + outstanding, slow + outstanding, c);
 		boolean healthyProbes = healthy >= c.successesToClose() && worst < 1 - c.hysteresis();
 		// a tree's parent also waits until its children no longer reach the share that trips it
 		String heldOpen = healthyProbes && s.evaluator instanceof CorrelatedFailurePolicy.Judge judge

@@ -171,7 +171,7 @@ public final class PredictivePolicy implements TripPolicy {
 	 * never interleave; readers may see a level and a trend from neighbouring samples, which is fine for
 	 * a forecast.
 	 */
-	static final class HoltEvaluator implements SuccessBatch.Batching {
+	static final class HoltEvaluator implements SuccessBatch.Batching, ProbePressure {
 
 		private static final long NONE = Long.MIN_VALUE;
 		private static final java.lang.invoke.VarHandle SAMPLE;
@@ -274,6 +274,12 @@ public final class PredictivePolicy implements TripPolicy {
 				return current; // the forecast is older than its horizon
 			}
 			return Math.max(current, forecast());
+		}
+
+		/** Probes are judged by the inner policy's rule (the forecast needs the CLOSED window). */
+		@Override
+		public double probePressure(long calls, long failures, long slow, BreakerConfig config) {
+			return ProbePressure.of(inner, calls, failures, slow, config);
 		}
 
 		@Override

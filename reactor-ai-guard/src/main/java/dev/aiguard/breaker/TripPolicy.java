@@ -24,7 +24,7 @@ import dev.aiguard.core.Outcome;
  *
  * <p>The shipped policies: {@link #failureRate()}, {@link #decayedFailureRate()},
  * {@link #performanceScore(Duration)}, {@link #adaptiveTtft()}, {@link #ttftPercentile(Duration)},
- * {@link #predictive(TripPolicy)},
+ * {@link #expectedLoss(double)}, {@link #predictive(TripPolicy)},
  * combined with {@link #anyOf(TripPolicy...)}. Policies are compared with {@code equals} when a
  * breaker is reconfigured: an equal policy keeps its evaluator (and what it learned).
  */
@@ -100,6 +100,17 @@ public interface TripPolicy {
 	 */
 	static TtftPercentilePolicy ttftPercentile(Duration limit) {
 		return TtftPercentilePolicy.DEFAULTS.limit(limit);
+	}
+
+	/**
+	 * Trips while {@code P(failure) × C(failure) ≥ C(unavailable)}: the expected loss of calling
+	 * reaches what answering from the fallback ladder's next step costs. Price the failed attempt with
+	 * the policy's setters (prompt tokens, wait, failed answer; a failed answer costs 1 by default).
+	 *
+	 * @param unavailableCost what an answer from the ladder's next step costs, positive
+	 */
+	static ExpectedLossPolicy expectedLoss(double unavailableCost) {
+		return ExpectedLossPolicy.DEFAULTS.unavailableCost(unavailableCost);
 	}
 
 	/** Forecasts {@code inner}'s pressure (Holt: level + trend) and trips when the forecast crosses 1. */

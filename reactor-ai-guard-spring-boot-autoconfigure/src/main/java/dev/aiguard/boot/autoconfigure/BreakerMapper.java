@@ -3,14 +3,17 @@ package dev.aiguard.boot.autoconfigure;
 import static dev.aiguard.boot.autoconfigure.PropertyChecks.checkName;
 import static dev.aiguard.boot.autoconfigure.PropertyChecks.make;
 import static dev.aiguard.boot.autoconfigure.PropertyChecks.set;
+import static dev.aiguard.boot.autoconfigure.PropertyChecks.with;
 
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 
 import dev.aiguard.boot.autoconfigure.properties.BreakerProperties;
+import dev.aiguard.boot.autoconfigure.properties.ExpectedLossProperties;
 import dev.aiguard.breaker.BreakerConfig;
 import dev.aiguard.breaker.CircuitBreaker;
+import dev.aiguard.breaker.ExpectedLossPolicy;
 import dev.aiguard.breaker.TripPolicy;
 import dev.aiguard.breaker.TtftPercentilePolicy;
 import dev.aiguard.metrics.GuardMetrics;
@@ -98,9 +101,24 @@ final class BreakerMapper {
 					}
 					yield make(at + ".baseline-ttft", b.getBaselineTtft(), TripPolicy::performanceScore);
 				}
+				case EXPECTED_LOSS -> expectedLoss(at + ".expected-loss", b.getExpectedLoss());
 			});
 		}
 		TripPolicy policy = policies.size() == 1 ? policies.get(0) : TripPolicy.anyOf(policies.toArray(TripPolicy[]::new));
 		return b.isPredictive() ? TripPolicy.predictive(policy) : policy;
+	}
+
+	private static ExpectedLossPolicy expectedLoss(String at, ExpectedLossProperties e) {
+		if (e.getUnavailableCost() == null) {
+			throw new InvalidGuardPropertyException(at + ".unavailable-cost", null,
+					"the expected-loss trip policy needs the cost of an answer from the ladder's next step", null);
+		}
+		ExpectedLossPolicy p = make(at + ".unavailable-cost", e.getUnavailableCost(), TripPolicy::expectedLoss);
+		p = with(at + ".prompt-tokens", e.getPromptTokens(), p, ExpectedLossPolicy::promptTokens);
+		p = with(at + ".prompt-price-per-million", e.getPromptPricePerMillion(), p,
+				ExpectedLossPolicy::promptPricePerMillion);
+		p = with(at + ".wait-price-per-second", e.getWaitPricePerSecond(), p, ExpectedLossPolicy::waitPricePerSecond);
+		p = with(at + ".failure-wait", e.getFailureWait(), p, ExpectedLossPolicy::failureWait);
+		return with(at + ".failed-answer-cost", e.getFailedAnswerCost(), p, ExpectedLossPolicy::failedAnswerCost);
 	}
 }

@@ -145,6 +145,24 @@ class AiGuardAutoConfigurationTest {
 	}
 
 	@Test
+	void theExpectedLossPolicyTakesItsCostsFromProperties() {
+		runner.withPropertyValues("aiguard.breakers.e.trip-policy=expected-loss",
+				"aiguard.breakers.e.expected-loss.unavailable-cost=0.003",
+				"aiguard.breakers.e.expected-loss.prompt-tokens=2000",
+				"aiguard.breakers.e.expected-loss.prompt-price-per-million=2.50",
+				"aiguard.breakers.e.expected-loss.wait-price-per-second=0.0005",
+				"aiguard.breakers.e.expected-loss.failure-wait=8s",
+				"aiguard.breakers.e.expected-loss.failed-answer-cost=0.003", "aiguard.breakers.e.predictive=true")
+			.run(context -> assertThat(policyOf(context.getBean(AiGuardRegistry.class), "e"))
+				.isEqualTo(TripPolicy.predictive(TripPolicy.expectedLoss(0.003).promptTokens(2000)
+					.promptPricePerMillion(2.50).waitPricePerSecond(0.0005).failureWait(Duration.ofSeconds(8))
+					.failedAnswerCost(0.003))));
+		expectInvalid("aiguard.breakers.e.expected-loss.unavailable-cost", "aiguard.breakers.e.trip-policy=expected-loss");
+		expectInvalid("aiguard.breakers.e.expected-loss.prompt-tokens", "aiguard.breakers.e.trip-policy=expected-loss",
+				"aiguard.breakers.e.expected-loss.unavailable-cost=0.01", "aiguard.breakers.e.expected-loss.prompt-tokens=-5");
+	}
+
+	@Test
 	void recoverySettingsComeFromProperties() {
 		runner.withPropertyValues("aiguard.breakers.m.open-wait=500ms", "aiguard.breakers.m.half-open-probes=3",
 				"aiguard.breakers.m.successes-to-close=2", "aiguard.breakers.m.minimum-dwell=300ms",

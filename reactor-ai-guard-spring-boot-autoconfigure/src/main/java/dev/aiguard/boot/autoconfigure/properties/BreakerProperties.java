@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
 /**
  * A circuit breaker, {@code aiguard.breakers.<name>}; an unset setting takes
@@ -161,6 +162,18 @@ public class BreakerProperties {
 	/** A starting baseline for the adaptive-ttft trip policy, so it judges from the first call. */
 	@Nullable
 	private Duration adaptiveTtftBaseline;
+
+	/** The costs the expected-loss trip policy weighs; {@code unavailable-cost} is required by it. */
+	@NestedConfigurationProperty
+	private ExpectedLossProperties expectedLoss = new ExpectedLossProperties();
+
+	public ExpectedLossProperties getExpectedLoss() {
+		return expectedLoss;
+	}
+
+	public void setExpectedLoss(ExpectedLossProperties expectedLoss) {
+		this.expectedLoss = expectedLoss;
+	}
 
 	public @Nullable Duration getSlowTimeToFirstTokenPerPromptToken() {
 		return slowTimeToFirstTokenPerPromptToken;
@@ -389,6 +402,8 @@ public class BreakerProperties {
 		/** A score of time to first token and failures against {@code baseline-ttft}. */
 		PERFORMANCE_SCORE,
 		/** The p95 (or {@code ttft-percentile}) time to first token of the last minute against {@code ttft-percentile-limit}. */
-		TTFT_PERCENTILE
+		TTFT_PERCENTILE,
+		/** Failure rate × the cost of a failed attempt against the cost of the ladder's next step ({@code expected-loss.*}). */
+		EXPECTED_LOSS
 	}
 }
