@@ -22,7 +22,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class OptionalLibrariesTest {
 
-	/** The packages of every optional library: Bucket4j, jtokkit, Reactor Netty, both Jackson lines, Caffeine, the schema validator, Lettuce, Micrometer. */
+	/**
+	 * Every optional library's packages: Bucket4j, jtokkit, Reactor Netty, both Jackson lines, Caffeine,
+	 * the schema validator, Lettuce, Micrometer, the Redis module and the Actuator.
+	 */
 	private static final FilteredClassLoader NONE_OF_THEM = new FilteredClassLoader("io.github.bucket4j.",
 			"com.knuddels.jtokkit.", "reactor.netty.", "com.fasterxml.jackson.", "tools.jackson.",
 			"com.github.benmanes.caffeine.", "com.networknt.", "io.lettuce.", "io.micrometer.", "dev.aiguard.redis.",
