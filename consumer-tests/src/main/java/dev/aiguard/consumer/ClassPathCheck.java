@@ -5,19 +5,22 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Predicate;
 
 /**
  * Reads the running JVM's class path and module path and checks, for each library family the
- * modules depend on (Jackson 2, Micrometer, the Kotlin standard library, Netty, Reactor, Reactor
- * Netty), that one version of it is there, and that it is the version the modules were tested with.
- * A consumer project's test calls it; the expected versions come as system properties
- * ({@code expected.jackson2}, {@code expected.micrometer}, {@code expected.kotlin},
- * {@code expected.netty}, {@code expected.reactor-core}, {@code expected.reactor-netty}) filled in
- * from the build's own properties, and {@code localRepository} says where the jars' Maven
- * coordinates can be read from their paths.
+ * modules depend on (Jackson 3, Jackson 2, the annotations both Jackson lines share, Micrometer, the
+ * Kotlin standard library, Netty, Reactor, Reactor Netty), that one version of it is there, and that
+ * it is the version the modules were tested with. A consumer project's test calls it; the expected
+ * versions come as system properties ({@code expected.jackson3}, {@code expected.jackson2},
+ * {@code expected.micrometer}, {@code expected.kotlin}, {@code expected.netty},
+ * {@code expected.reactor-core}, {@code expected.reactor-netty}) filled in from the build's own
+ * properties, and {@code localRepository} says where the jars' Maven coordinates can be read from
+ * their paths. {@code forbidden} names, comma-separated, the families that must not be there at
+ * all: {@code jackson2} for a Spring Boot 4 application, whose one Jackson line is Boot's Jackson 3.
  *
  * <pre>{@code
  * @Test
@@ -31,17 +34,20 @@ public final class ClassPathCheck {
 	private final Path repository;
 	private final List<String> entries;
 	private final Map<String, String> expected;
+	private final Set<String> forbidden;
 
-	private ClassPathCheck(Path repository, List<String> entries, Map<String, String> expected) {
+	ClassPathCheck(Path repository, List<String> entries, Map<String, String> expected, Set<String> forbidden) {
 		this.repository = repository;
 		this.entries = entries;
 		this.expected = expected;
+		this.forbidden = forbidden;
 	}
 
 	/**
 	 * @return a check of this JVM's {@code java.class.path} and {@code jdk.module.path}, with the
-	 * expected versions and the local repository from the system properties
-	 * @throws IllegalStateException when {@code localRepository} is not set
+	 * expected versions, the forbidden families and the local repository from the system properties
+	 * @throws IllegalStateException when {@code localRepository} is not set, or {@code forbidden}
+	 * names no family
 	 */
 	public static ClassPathCheck fromSystemProperties() {
 		String repository = System.getProperty("localRepository");
@@ -64,12 +70,18 @@ public final class ClassPathCheck {
 				expected.put(family.key, version.trim());
 			}
 		}
-		return new ClassPathCheck(Path.of(repository).toAbsolutePath().normalize(), entries, expected);
+		Set<String> forbidden = new TreeSet<>();
+		for (String key : System.getProperty("forbidden", "").split(",")) {
+			if (!key.isBlank()) {
+				forbidden.add(Family.named(key.trim()).key);
+			}
+		}
+		return new ClassPathCheck(Path.of(repository).toAbsolutePath().normalize(), entries, expected, forbidden);
 	}
 
 	/**
-	 * Prints each family's jars and throws when a family mixes versions, or when one differs from its
-	 * expected version.
+	 * Prints each family's jars and throws when a family mixes versions, when one differs from its
+	 * expected version, or when a forbidden family is there.
 	 *
 	 * @return the jars of each family found, by family name, for further assertions
 	 * @throws AssertionError naming every jar that is off
@@ -97,10 +109,13 @@ public final class ClassPathCheck {
 				if (family.patchVersioned(jar)) {
 					lines.add(jar.version);
 				}
-				String want = expected.get(family.key);
+				String want = expected.get(family.expectedKey());
 				if (want != null && !family.matches(jar, want)) {
 					problems.add(jar + " differs from the tested " + family.title + " " + want);
 				}
+			}
+			if (!members.isEmpty() && forbidden.contains(family.key)) {
+				problems.add(family.title + " must not be on this class path, found " + members);
 			}
 			if (lines.size() > 1 || minorLines.size() > 1) {
 				problems.add(family.title + " mixes versions " + (lines.size() > 1 ? lines : minorLines) + ": " + members);
@@ -137,6 +152,10 @@ public final class ClassPathCheck {
 			return new Coordinates(groupId, artifactId, version);
 		}
 
+		boolean isJacksonAnnotations() {
+			return groupId.equals("com.fasterxml.jackson.core") && artifactId.equals("jackson-annotations");
+		}
+
 		@Override
 		public String toString() {
 			return groupId + ":" + artifactId + ":" + version;
@@ -146,20 +165,20 @@ public final class ClassPathCheck {
 	/** The library families whose versions must not mix. */
 	private enum Family {
 
-		JACKSON2("jackson2", "Jackson 2", jar -> jar.groupId.startsWith("com.fasterxml.jackson")) {
-			// jackson-annotations has been versioned by minor line alone (2.21) since 2.20; the rest by patch
-			@Override
-			boolean patchVersioned(Coordinates jar) {
-				return !isAnnotations(jar);
-			}
-
+		JACKSON3("jackson3", "Jackson 3", jar -> jar.groupId.startsWith("tools.jackson")),
+		// everything of Jackson 2 but the annotations, which Jackson 3 uses too
+		JACKSON2("jackson2", "Jackson 2", jar -> jar.groupId.startsWith("com.fasterxml.jackson")
+				&& !jar.isJacksonAnnotations()),
+		// versioned by minor line alone (2.21) since 2.20; checked against the Jackson 2 line's minor
+		JACKSON_ANNOTATIONS("jackson-annotations", "Jackson annotations", Coordinates::isJacksonAnnotations) {
 			@Override
 			boolean matches(Coordinates jar, String want) {
-				return jar.version.equals(want) || isAnnotations(jar) && jar.version.equals(want.substring(0, minorEnd(want)));
+				return jar.version.equals(want.substring(0, minorEnd(want)));
 			}
 
-			private boolean isAnnotations(Coordinates jar) {
-				return jar.artifactId.equals("jackson-annotations");
+			@Override
+			String expectedKey() {
+				return "jackson2";
 			}
 		},
 		MICROMETER("micrometer", "Micrometer", jar -> jar.groupId.equals("io.micrometer")
@@ -190,6 +209,20 @@ public final class ClassPathCheck {
 		/** @return whether the jar's whole version must equal the family's others (else its minor line must) */
 		boolean patchVersioned(Coordinates jar) {
 			return true;
+		}
+
+		/** @return the key of the system property {@code expected.<key>} this family's version comes from */
+		String expectedKey() {
+			return key;
+		}
+
+		static Family named(String key) {
+			for (Family family : values()) {
+				if (family.key.equals(key)) {
+					return family;
+				}
+			}
+			throw new IllegalStateException("no library family is named " + key);
 		}
 
 		boolean matches(Coordinates jar, String want) {

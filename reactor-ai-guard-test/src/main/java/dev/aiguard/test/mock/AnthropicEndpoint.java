@@ -5,10 +5,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.truncation.TokenCounter;
 import io.netty.buffer.ByteBufUtil;
@@ -19,6 +15,10 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The mock's Anthropic Messages route, {@code POST /v1/messages}: the same answers
@@ -59,7 +59,7 @@ final class AnthropicEndpoint {
 
 	/** Its profiles, draws and counters (shared with the OpenAI route). */
 	private final MockModelServer server;
-	private final ObjectMapper json = OpenAiErrors.JSON;
+	private final JsonMapper json = OpenAiErrors.JSON;
 
 	AnthropicEndpoint(MockModelServer server) {
 		this.server = server;
@@ -84,7 +84,7 @@ final class AnthropicEndpoint {
 		try {
 			ask = read(body);
 		}
-		catch (JsonProcessingException e) {
+		catch (JacksonException e) {
 			return error(response, 400, "invalid_request_error", "the request body is not valid JSON: "
 					+ e.getOriginalMessage(), 0);
 		}
@@ -128,7 +128,7 @@ final class AnthropicEndpoint {
 
 	// ---- the request ----
 
-	private Ask read(String body) throws JsonProcessingException {
+	private Ask read(String body) throws JacksonException {
 		JsonNode root = json.readTree(body);
 		if (root == null || !root.isObject()) {
 			throw new IllegalArgumentException("the request body must be a JSON object");
@@ -157,7 +157,7 @@ final class AnthropicEndpoint {
 		String question = null;
 		for (int i = 0; i < messages.size(); i++) {
 			JsonNode m = messages.get(i);
-			String role = m.path("role").asText("");
+			String role = m.path("role").asString("");
 			String where = "messages." + i;
 			if (!role.equals("user") && !role.equals("assistant")) {
 				throw new IllegalArgumentException(where + ".role: Input should be 'user' or 'assistant', was '"
@@ -170,7 +170,7 @@ final class AnthropicEndpoint {
 			}
 			conversation.add(role.equals("user") ? ChatMessage.user(content) : ChatMessage.assistant(content));
 		}
-		return new Ask(root.path("model").asText(MockModelServer.MODEL), maxTokens.asInt(), stream.asBoolean(false),
+		return new Ask(root.path("model").asString(MockModelServer.MODEL), maxTokens.asInt(), stream.asBoolean(false),
 				conversation, question != null ? question : "");
 	}
 
@@ -183,18 +183,18 @@ final class AnthropicEndpoint {
 		if (content.isMissingNode() || content.isNull()) {
 			return "";
 		}
-		if (content.isTextual()) {
-			return content.asText();
+		if (content.isString()) {
+			return content.asString();
 		}
 		if (!content.isArray()) {
 			throw new IllegalArgumentException(where + ": Input should be a string or a list of content blocks");
 		}
 		StringBuilder all = new StringBuilder();
 		for (JsonNode block : content) {
-			String type = block.path("type").asText("");
+			String type = block.path("type").asString("");
 			String piece = switch (type) {
-				case "text" -> block.path("text").asText("");
-				case "tool_use" -> block.path("name").asText("") + ' ' + block.path("input");
+				case "text" -> block.path("text").asString("");
+				case "tool_use" -> block.path("name").asString("") + ' ' + block.path("input");
 				case "tool_result" -> text(block.path("content"), where + ".content");
 				default -> "";
 			};
@@ -205,13 +205,13 @@ final class AnthropicEndpoint {
 
 	/** @return what the user said in a content: the string, or its text blocks (tool results are not questions) */
 	private static String said(JsonNode content) {
-		if (content.isTextual()) {
-			return content.asText();
+		if (content.isString()) {
+			return content.asString();
 		}
 		StringBuilder all = new StringBuilder();
 		for (JsonNode block : content) {
-			if ("text".equals(block.path("type").asText())) {
-				all.append(all.length() == 0 ? "" : "\n").append(block.path("text").asText(""));
+			if ("text".equals(block.path("type").asString())) {
+				all.append(all.length() == 0 ? "" : "\n").append(block.path("text").asString(""));
 			}
 		}
 		return all.toString();
@@ -350,7 +350,7 @@ final class AnthropicEndpoint {
 		try {
 			return json.writeValueAsString(node);
 		}
-		catch (JsonProcessingException e) {
+		catch (JacksonException e) {
 			throw new IllegalStateException("a tree built in memory could not be written", e);
 		}
 	}

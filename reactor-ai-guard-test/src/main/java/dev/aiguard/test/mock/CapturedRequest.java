@@ -6,9 +6,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.chat.ChatMessage;
 import org.jspecify.annotations.Nullable;
+import tools.jackson.databind.JsonNode;
 
 /**
  * One HTTP request as the mock model server received it, whatever its route: what a test asserts

@@ -5,10 +5,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.io.JsonStringEncoder;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.truncation.TokenCounter;
 import io.netty.buffer.ByteBufUtil;
@@ -20,6 +16,10 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.io.JsonStringEncoder;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ObjectNode;
 
 import static dev.aiguard.test.mock.OpenAiErrors.JSON;
 import static dev.aiguard.test.mock.OpenAiErrors.write;
@@ -255,9 +255,11 @@ final class OpenAiEndpoint {
 
 		/** @return the event of the token at {@code index}: {@code data: <chunk JSON>} and a blank line */
 		String event(int index) {
-			char[] quoted = JsonStringEncoder.getInstance().quoteAsString(tokens.get(index));
-			return new StringBuilder(before.length() + quoted.length + 2 + after.length())
-				.append(before).append('"').append(quoted).append('"').append(after).toString();
+			String token = tokens.get(index);
+			StringBuilder event = new StringBuilder(before.length() + token.length() + 8 + after.length())
+				.append(before).append('"');
+			JsonStringEncoder.getInstance().quoteAsString(token, event);
+			return event.append('"').append(after).toString();
 		}
 	}
 
@@ -409,7 +411,7 @@ final class OpenAiEndpoint {
 		try {
 			root = JSON.readTree(body);
 		}
-		catch (JsonProcessingException e) {
+		catch (JacksonException e) {
 			throw new BadRequest(null, "We could not parse the JSON body of your request: " + e.getOriginalMessage());
 		}
 		if (root == null || !root.isObject()) {
@@ -419,10 +421,10 @@ final class OpenAiEndpoint {
 		JsonNode modelNode = root.get("model");
 		String model = MockModelServer.MODEL;
 		if (modelNode != null && !modelNode.isNull()) {
-			if (!modelNode.isTextual() || modelNode.textValue().isBlank()) {
+			if (!modelNode.isString() || modelNode.stringValue().isBlank()) {
 				throw new BadRequest("model", "Invalid value for 'model': expected a model name, got " + modelNode + ".");
 			}
-			model = modelNode.textValue();
+			model = modelNode.stringValue();
 		}
 		boolean stream = flag(root.get("stream"), "stream");
 		boolean includeUsage = false;
@@ -486,14 +488,14 @@ final class OpenAiEndpoint {
 			ChatMessage.Role role = role(m.get("role"), where + ".role");
 			String content = content(m.get("content"), where + ".content");
 			messages.add(role == ChatMessage.Role.TOOL
-					? ChatMessage.tool(m.path("tool_call_id").asText("call"), content)
+					? ChatMessage.tool(m.path("tool_call_id").asString("call"), content)
 					: new ChatMessage(role, content, List.of(), null));
 		}
 		return messages;
 	}
 
 	private static ChatMessage.Role role(@Nullable JsonNode node, String where) {
-		String name = node != null && node.isTextual() ? node.textValue() : null;
+		String name = node != null && node.isString() ? node.stringValue() : null;
 		if ("developer".equals(name)) {
 			return ChatMessage.Role.SYSTEM;
 		}
@@ -510,8 +512,8 @@ final class OpenAiEndpoint {
 		if (content == null || content.isNull()) {
 			return "";
 		}
-		if (content.isTextual()) {
-			return content.textValue();
+		if (content.isString()) {
+			return content.stringValue();
 		}
 		if (!content.isArray()) {
 			throw new BadRequest(where, "Invalid type for '" + where + "': expected a string or an array of content "
@@ -524,12 +526,12 @@ final class OpenAiEndpoint {
 			if (!part.isObject()) {
 				throw new BadRequest(at, "Invalid type for '" + at + "': expected a content part object, got " + part + ".");
 			}
-			if ("text".equals(part.path("type").asText(""))) {
+			if ("text".equals(part.path("type").asString(""))) {
 				JsonNode t = part.get("text");
-				if (t == null || !t.isTextual()) {
+				if (t == null || !t.isString()) {
 					throw new BadRequest(at + ".text", "Invalid type for '" + at + ".text': expected a string.");
 				}
-				text.append(t.textValue());
+				text.append(t.stringValue());
 			}
 			// image, audio, file and refusal parts carry nothing the mock answers to
 		}

@@ -2,14 +2,14 @@ package dev.aiguard.test.mock;
 
 import java.time.Duration;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.aiguard.provider.RateLimits;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import org.jspecify.annotations.Nullable;
 import reactor.netty.http.server.HttpServerResponse;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
 
 /** OpenAI's error objects and rate-limit headers, as the mock writes them. */
 final class OpenAiErrors {
@@ -18,16 +18,16 @@ final class OpenAiErrors {
 	 * The mock's one mapper, warmed when the class loads: Jackson builds its tree (de)serializers on
 	 * first use under a lock, which requests arriving at once on event loops would otherwise wait on.
 	 */
-	static final ObjectMapper JSON = warm(new ObjectMapper());
+	static final JsonMapper JSON = warm(new JsonMapper());
 
 	private OpenAiErrors() {
 	}
 
-	private static ObjectMapper warm(ObjectMapper mapper) {
+	private static JsonMapper warm(JsonMapper mapper) {
 		try {
 			mapper.writeValueAsString(mapper.readTree("{\"s\":\"x\",\"n\":1,\"d\":1.5,\"b\":true,\"z\":null,\"a\":[{}]}"));
 		}
-		catch (JsonProcessingException impossible) {
+		catch (JacksonException impossible) {
 			throw new IllegalStateException("Jackson could not read its own warm-up document", impossible);
 		}
 		return mapper;
@@ -80,7 +80,7 @@ final class OpenAiErrors {
 		try {
 			return JSON.writeValueAsString(node);
 		}
-		catch (JsonProcessingException e) {
+		catch (JacksonException e) {
 			throw new IllegalStateException("a tree built in memory could not be written", e);
 		}
 	}

@@ -1,7 +1,6 @@
 package dev.aiguard.test.mock;
 
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -12,8 +11,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
@@ -23,6 +20,9 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
 import org.jspecify.annotations.Nullable;
 import reactor.netty.NettyPipeline;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The bounded log of requests the server received. It reads them off the channel pipeline, right
@@ -35,11 +35,11 @@ final class RequestCapture {
 	static final int MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 	private final int limit;
-	private final ObjectMapper json;
+	private final JsonMapper json;
 	private final ConcurrentLinkedDeque<CapturedRequest> log = new ConcurrentLinkedDeque<>();
 	private final AtomicInteger size = new AtomicInteger();
 
-	RequestCapture(int limit, ObjectMapper json) {
+	RequestCapture(int limit, JsonMapper json) {
 		this.limit = limit;
 		this.json = json;
 	}
@@ -82,7 +82,7 @@ final class RequestCapture {
 		try {
 			return json.readTree(body);
 		}
-		catch (IOException notJson) {
+		catch (JacksonException notJson) {
 			return null;
 		}
 	}

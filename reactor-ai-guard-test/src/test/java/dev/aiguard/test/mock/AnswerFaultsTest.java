@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.stream.Collectors;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.chat.ChatChunk;
@@ -20,6 +19,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
+import tools.jackson.databind.JsonNode;
 
 import static dev.aiguard.test.mock.RawHttp.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -53,12 +53,12 @@ class AnswerFaultsTest {
 
 	private static String streamedText(List<JsonNode> events) {
 		return events.stream()
-			.map(e -> e.path("choices").path(0).path("delta").path("content").asText(""))
+			.map(e -> e.path("choices").path(0).path("delta").path("content").asString(""))
 			.collect(Collectors.joining());
 	}
 
 	private static String finishOf(List<JsonNode> events) {
-		return events.get(events.size() - 1).path("choices").path(0).path("finish_reason").asText();
+		return events.get(events.size() - 1).path("choices").path(0).path("finish_reason").asString();
 	}
 
 	private static ChatRequest ask(String question) {
@@ -74,13 +74,13 @@ class AnswerFaultsTest {
 		assertThat(reply.status()).isEqualTo(200);
 		List<JsonNode> events = reply.jsonEvents();
 		assertThat(events).hasSize(2);
-		assertThat(events.get(0).path("choices").path(0).path("delta").path("role").asText()).isEqualTo("assistant");
+		assertThat(events.get(0).path("choices").path(0).path("delta").path("role").asString()).isEqualTo("assistant");
 		assertThat(streamedText(events)).isEmpty();
 		assertThat(finishOf(events)).isEqualTo("stop");
 		assertThat(reply.events()).last().isEqualTo("[DONE]");
 
 		JsonNode whole = RawHttp.post(chatUrl, user("Anything?", "")).json();
-		assertThat(whole.path("choices").path(0).path("message").path("content").asText("x")).isEmpty();
+		assertThat(whole.path("choices").path(0).path("message").path("content").asString("x")).isEmpty();
 		assertThat(whole.path("usage").path("completion_tokens").asInt(-1)).isZero();
 
 		mock.faults(mock.faults().withEmptyAnswer(false));
@@ -96,7 +96,7 @@ class AnswerFaultsTest {
 		assertThat(streamedText(events)).isEqualTo(MockAnswers.text("Filtered?"));
 		assertThat(finishOf(events)).isEqualTo("content_filter");
 		JsonNode whole = RawHttp.post(chatUrl, user("Filtered?", "")).json();
-		assertThat(whole.path("choices").path(0).path("finish_reason").asText()).isEqualTo("content_filter");
+		assertThat(whole.path("choices").path(0).path("finish_reason").asString()).isEqualTo("content_filter");
 		// it replaces the "length" of a capped answer too
 		List<JsonNode> capped = RawHttp.post(chatUrl, user("Filtered?", ",\"stream\":true,\"max_tokens\":2"))
 			.jsonEvents();

@@ -8,8 +8,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.stream.Collectors;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.GuardReport;
@@ -49,6 +47,8 @@ import reactor.netty.http.client.PrematureCloseException;
 import reactor.netty.http.server.HttpServer;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -62,7 +62,7 @@ class AnthropicEndpointTest {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 	private static final String SYSTEM = "Be brief and answer like a mock.";
-	private static final ObjectMapper JSON = new ObjectMapper();
+	private static final JsonMapper JSON = new JsonMapper();
 
 	private MockModelServer mock;
 	private AnthropicClient client;
@@ -169,12 +169,12 @@ class AnthropicEndpointTest {
 			assertThat(sent.get("anthropic-version")).isEqualTo("2023-06-01");
 			assertThat(sent.get("content-type")).isEqualTo("application/json");
 			JsonNode root = JSON.readTree(body.get(5, TimeUnit.SECONDS));
-			assertThat(root.get("system").asText()).isEqualTo(SYSTEM);
-			assertThat(root.get("model").asText()).isEqualTo("claude-mock");
+			assertThat(root.get("system").asString()).isEqualTo(SYSTEM);
+			assertThat(root.get("model").asString()).isEqualTo("claude-mock");
 			assertThat(root.get("max_tokens").asInt()).isEqualTo(AnthropicClient.DEFAULT_MAX_TOKENS);
 			assertThat(root.get("stream").asBoolean()).isTrue();
 			assertThat(root.get("messages")).hasSize(1);
-			assertThat(root.at("/messages/0/role").asText()).isEqualTo("user");
+			assertThat(root.at("/messages/0/role").asString()).isEqualTo("user");
 		}
 		finally {
 			relay.disposeNow(WAIT);
@@ -336,12 +336,12 @@ class AnthropicEndpointTest {
 		assertThat(raw.status()).isEqualTo(200);
 		assertThat(raw.contentType()).startsWith("application/json");
 		JsonNode message = JSON.readTree(raw.body());
-		assertThat(message.get("type").asText()).isEqualTo("message");
-		assertThat(message.get("role").asText()).isEqualTo("assistant");
-		assertThat(message.get("model").asText()).isEqualTo("claude-mock");
-		assertThat(message.at("/content/0/type").asText()).isEqualTo("text");
-		assertThat(message.at("/content/0/text").asText()).isEqualTo(MockAnswers.text("Why stall?"));
-		assertThat(message.get("stop_reason").asText()).isEqualTo("end_turn");
+		assertThat(message.get("type").asString()).isEqualTo("message");
+		assertThat(message.get("role").asString()).isEqualTo("assistant");
+		assertThat(message.get("model").asString()).isEqualTo("claude-mock");
+		assertThat(message.at("/content/0/type").asString()).isEqualTo("text");
+		assertThat(message.at("/content/0/text").asString()).isEqualTo(MockAnswers.text("Why stall?"));
+		assertThat(message.get("stop_reason").asString()).isEqualTo("end_turn");
 		assertThat(message.at("/usage/input_tokens").asInt())
 			.isEqualTo(estimate(ChatMessage.system(SYSTEM), ChatMessage.user("Why stall?")));
 		assertThat(message.at("/usage/output_tokens").asInt()).isEqualTo(MockAnswers.tokens("Why stall?").size());
@@ -385,9 +385,9 @@ class AnthropicEndpointTest {
 	private static void assertRefused(Raw raw, String naming) throws Exception {
 		assertThat(raw.status()).isEqualTo(400);
 		JsonNode body = JSON.readTree(raw.body());
-		assertThat(body.get("type").asText()).isEqualTo("error");
-		assertThat(body.at("/error/type").asText()).isEqualTo("invalid_request_error");
-		assertThat(body.at("/error/message").asText()).contains(naming);
+		assertThat(body.get("type").asString()).isEqualTo("error");
+		assertThat(body.at("/error/type").asString()).isEqualTo("invalid_request_error");
+		assertThat(body.at("/error/message").asString()).contains(naming);
 		ProviderException e = ProviderErrors.fromHttp("anthropic", raw.status(), name -> null, raw.body());
 		assertThat(e).isInstanceOf(ProviderClientException.class);
 		assertThat(e.getMessage()).contains(naming);

@@ -2,8 +2,8 @@ package dev.aiguard.test.mock;
 
 import java.util.List;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.node.ObjectNode;
 
 import static dev.aiguard.test.mock.OpenAiErrors.JSON;
 import static org.assertj.core.api.Assertions.assertThat;

@@ -7,7 +7,6 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.IntStream;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.AiGuard;
 import dev.aiguard.GuardPolicy;
 import dev.aiguard.GuardReport;
@@ -35,6 +34,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 import reactor.test.util.RaceTestUtils;
+import tools.jackson.databind.JsonNode;
 
 import static dev.aiguard.test.mock.RawHttp.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -102,7 +102,7 @@ class FaultScriptTest {
 		RawHttp.Reply raw = RawHttp.post(chatUrl, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}");
 		assertThat(raw.status()).isEqualTo(status);
 		assertThat(raw.headers().get("content-type")).isEqualTo("application/json");
-		assertThat(raw.json().path("error").path("message").asText()).isNotBlank();
+		assertThat(raw.json().path("error").path("message").asString()).isNotBlank();
 		assertThat(mock.stats().injectedErrors()).isEqualTo(2);
 	}
 
@@ -152,8 +152,8 @@ class FaultScriptTest {
 		assertThat(raw.status()).isEqualTo(200);
 		List<JsonNode> events = raw.jsonEvents();
 		assertThat(raw.events()).doesNotContain("[DONE]");
-		assertThat(events.get(events.size() - 1).path("error").path("type").asText()).isEqualTo("server_error");
-		assertThat(events).noneMatch(e -> e.path("choices").path(0).path("finish_reason").isTextual());
+		assertThat(events.get(events.size() - 1).path("error").path("type").asString()).isEqualTo("server_error");
+		assertThat(events).noneMatch(e -> e.path("choices").path(0).path("finish_reason").isString());
 		assertThat(mock.stats().inBandErrors()).isEqualTo(2);
 	}
 

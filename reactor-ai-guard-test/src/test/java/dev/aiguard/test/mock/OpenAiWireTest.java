@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.function.LongSupplier;
 import java.util.stream.Collectors;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -19,6 +18,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.client.PrematureCloseException;
 import reactor.test.StepVerifier;
+import tools.jackson.databind.JsonNode;
 
 import static dev.aiguard.test.mock.RawHttp.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -50,7 +50,7 @@ class OpenAiWireTest {
 
 	private static String streamedText(List<JsonNode> events) {
 		return events.stream()
-			.map(e -> e.path("choices").path(0).path("delta").path("content").asText(""))
+			.map(e -> e.path("choices").path(0).path("delta").path("content").asString(""))
 			.collect(Collectors.joining());
 	}
 
@@ -62,15 +62,15 @@ class OpenAiWireTest {
 			assertThat(reply.status()).isEqualTo(200);
 			assertThat(reply.headers().get("content-type")).isEqualTo("application/json");
 			JsonNode completion = reply.json();
-			assertThat(completion.path("object").asText()).isEqualTo("chat.completion");
-			assertThat(completion.path("id").asText()).startsWith("chatcmpl-");
-			assertThat(completion.path("model").asText()).isEqualTo("mock-1");
+			assertThat(completion.path("object").asString()).isEqualTo("chat.completion");
+			assertThat(completion.path("id").asString()).startsWith("chatcmpl-");
+			assertThat(completion.path("model").asString()).isEqualTo("mock-1");
 			JsonNode choice = completion.path("choices").path(0);
 			assertThat(choice.path("index").asInt(-1)).isZero();
-			assertThat(choice.path("message").path("role").asText()).isEqualTo("assistant");
-			assertThat(choice.path("message").path("content").asText())
+			assertThat(choice.path("message").path("role").asString()).isEqualTo("assistant");
+			assertThat(choice.path("message").path("content").asString())
 				.isEqualTo(MockAnswers.text("How do breakers work?"));
-			assertThat(choice.path("finish_reason").asText()).isEqualTo("stop");
+			assertThat(choice.path("finish_reason").asString()).isEqualTo("stop");
 			JsonNode usage = completion.path("usage");
 			int completionTokens = MockAnswers.tokens("How do breakers work?").size();
 			assertThat(usage.path("completion_tokens").asInt()).isEqualTo(completionTokens);
@@ -92,13 +92,13 @@ class OpenAiWireTest {
 		assertThat(reply.headers().get("content-type")).isEqualTo("text/event-stream");
 		List<JsonNode> events = reply.jsonEvents();
 		JsonNode first = events.get(0);
-		assertThat(first.path("object").asText()).isEqualTo("chat.completion.chunk");
-		assertThat(first.path("choices").path(0).path("delta").path("role").asText()).isEqualTo("assistant");
-		assertThat(first.path("choices").path(0).path("delta").path("content").asText("x")).isEmpty();
+		assertThat(first.path("object").asString()).isEqualTo("chat.completion.chunk");
+		assertThat(first.path("choices").path(0).path("delta").path("role").asString()).isEqualTo("assistant");
+		assertThat(first.path("choices").path(0).path("delta").path("content").asString("x")).isEmpty();
 		JsonNode last = events.get(events.size() - 1);
 		assertThat(last.path("choices").path(0).path("delta").size()).isZero();
-		assertThat(last.path("choices").path(0).path("finish_reason").asText()).isEqualTo("stop");
-		assertThat(events).allSatisfy(e -> assertThat(e.path("id").asText()).isEqualTo(first.path("id").asText()));
+		assertThat(last.path("choices").path(0).path("finish_reason").asString()).isEqualTo("stop");
+		assertThat(events).allSatisfy(e -> assertThat(e.path("id").asString()).isEqualTo(first.path("id").asString()));
 		assertThat(streamedText(events)).isEqualTo(MockAnswers.text("How do breakers work?"));
 		assertThat(reply.events()).last().isEqualTo("[DONE]");
 	}
@@ -151,7 +151,7 @@ class OpenAiWireTest {
 				+ "{\"role\":\"developer\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Why?\"}]}");
 
 		assertThat(reply.status()).isEqualTo(200);
-		assertThat(reply.json().path("choices").path(0).path("message").path("content").asText())
+		assertThat(reply.json().path("choices").path(0).path("message").path("content").asString())
 			.isEqualTo(MockAnswers.text("Why?"));
 		assertThat(mock.lastRequest().messages()).extracting(ChatMessage::role)
 			.containsExactly(ChatMessage.Role.SYSTEM, ChatMessage.Role.USER);
@@ -176,9 +176,9 @@ class OpenAiWireTest {
 	void maxTokensCutsTheAnswerWithFinishReasonLength() {
 		List<String> tokens = MockAnswers.tokens("Tell me everything");
 		RawHttp.Reply whole = RawHttp.post(chatUrl, user("Tell me everything", ",\"max_tokens\":3"));
-		assertThat(whole.json().path("choices").path(0).path("message").path("content").asText())
+		assertThat(whole.json().path("choices").path(0).path("message").path("content").asString())
 			.isEqualTo(String.join("", tokens.subList(0, 3)));
-		assertThat(whole.json().path("choices").path(0).path("finish_reason").asText()).isEqualTo("length");
+		assertThat(whole.json().path("choices").path(0).path("finish_reason").asString()).isEqualTo("length");
 		assertThat(whole.json().path("usage").path("completion_tokens").asInt()).isEqualTo(3);
 
 		OpenAiCompatibleClient client = OpenAiCompatibleClient.builder(mock.baseUrl()).model(MockModelServer.MODEL).build();
@@ -196,12 +196,12 @@ class OpenAiWireTest {
 		assertThat(reply.status()).isEqualTo(200);
 		assertThat(reply.headers().get("content-type")).isEqualTo("application/json");
 		JsonNode list = reply.json();
-		assertThat(list.path("object").asText()).isEqualTo("list");
+		assertThat(list.path("object").asString()).isEqualTo("list");
 		assertThat(list.path("data")).singleElement().satisfies(model -> {
-			assertThat(model.path("id").asText()).isEqualTo(MockModelServer.MODEL);
-			assertThat(model.path("object").asText()).isEqualTo("model");
+			assertThat(model.path("id").asString()).isEqualTo(MockModelServer.MODEL);
+			assertThat(model.path("object").asString()).isEqualTo("model");
 			assertThat(model.path("created").asLong()).isPositive();
-			assertThat(model.path("owned_by").asText()).isNotBlank();
+			assertThat(model.path("owned_by").asString()).isNotBlank();
 		});
 		assertThat(mock.stats().requests()).as("listing models is not a chat request").isZero();
 	}
@@ -216,12 +216,12 @@ class OpenAiWireTest {
 			assertThat(reply.status()).isEqualTo(404);
 			assertThat(reply.headers().get("content-type")).isEqualTo("application/json");
 			JsonNode error = reply.json().path("error");
-			assertThat(error.path("type").asText()).isEqualTo("invalid_request_error");
-			assertThat(error.path("code").asText()).isEqualTo("unknown_url");
+			assertThat(error.path("type").asString()).isEqualTo("invalid_request_error");
+			assertThat(error.path("code").asString()).isEqualTo("unknown_url");
 			assertThat(error.has("param")).isTrue();
 		}
-		assertThat(get.json().path("error").path("message").asText()).contains("GET /v1/nothing/here?x=1");
-		assertThat(post.json().path("error").path("message").asText()).contains("POST /v2/chat/completions");
+		assertThat(get.json().path("error").path("message").asString()).contains("GET /v1/nothing/here?x=1");
+		assertThat(post.json().path("error").path("message").asString()).contains("POST /v2/chat/completions");
 	}
 
 	@ParameterizedTest(name = "{0}")
@@ -242,13 +242,13 @@ class OpenAiWireTest {
 
 		assertThat(reply.status()).isEqualTo(400);
 		JsonNode error = reply.json().path("error");
-		assertThat(error.path("type").asText()).isEqualTo("invalid_request_error");
-		assertThat(error.path("message").asText()).isNotBlank();
+		assertThat(error.path("type").asString()).isEqualTo("invalid_request_error");
+		assertThat(error.path("message").asString()).isNotBlank();
 		if (param == null) {
 			assertThat(error.path("param").isNull()).isTrue();
 		}
 		else {
-			assertThat(error.path("param").asText()).isEqualTo(param);
+			assertThat(error.path("param").asString()).isEqualTo(param);
 		}
 	}
 
@@ -284,7 +284,7 @@ class OpenAiWireTest {
 		RawHttp.Reply reply = RawHttp.post(chatUrl, user("Hello", ""));
 
 		assertThat(reply.status()).isEqualTo(500);
-		assertThat(reply.json().path("error").path("type").asText()).isEqualTo("overloaded_error");
+		assertThat(reply.json().path("error").path("type").asString()).isEqualTo("overloaded_error");
 		assertThat(mock.stats().inBandErrors()).isEqualTo(1);
 	}
 

@@ -5,21 +5,21 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import reactor.core.publisher.Mono;
 import reactor.netty.ByteBufFlux;
 import reactor.netty.http.client.HttpClient;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /** Plain Reactor Netty requests to the mock, for what the library's client never sends or never shows. */
 final class RawHttp {
 
 	static final Duration WAIT = Duration.ofSeconds(10);
-	static final ObjectMapper JSON = new ObjectMapper();
+	static final JsonMapper JSON = new JsonMapper();
 
 	private static final HttpClient HTTP = HttpClient.create();
 
@@ -33,7 +33,7 @@ final class RawHttp {
 			try {
 				return JSON.readTree(body);
 			}
-			catch (JsonProcessingException e) {
+			catch (JacksonException e) {
 				throw new AssertionError("not JSON: " + body, e);
 			}
 		}
@@ -57,7 +57,7 @@ final class RawHttp {
 					try {
 						nodes.add(JSON.readTree(data));
 					}
-					catch (JsonProcessingException e) {
+					catch (JacksonException e) {
 						throw new AssertionError("not JSON: " + data, e);
 					}
 				}
