@@ -2,8 +2,8 @@ package dev.aiguard.provider;
 
 import java.util.Objects;
 
-import com.fasterxml.jackson.core.JacksonException;
-import com.fasterxml.jackson.databind.JsonNode;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
 
 import org.jspecify.annotations.Nullable;
 
@@ -40,8 +40,8 @@ final class ErrorBodies {
 	 * {@code {"type":"error","error":{"type","message"}}}; some servers send {@code "error":"text"}.
 	 */
 	static Parsed fromErrorNode(JsonNode error, String fallback) {
-		if (error.isTextual()) {
-			return new Parsed(error.asText(), null, null);
+		if (error.isString()) {
+			return new Parsed(error.stringValue(), null, null);
 		}
 		if (!error.isObject()) {
 			return new Parsed(fallback, null, null);
@@ -52,9 +52,9 @@ final class ErrorBodies {
 	}
 
 	private static @Nullable String text(@Nullable JsonNode node, @Nullable String otherwise) {
-		if (node == null || node.isNull() || node.isMissingNode() || node.isContainerNode()) {
+		if (node == null || node.isNull() || node.isMissingNode() || node.isContainer()) {
 			return otherwise;
 		}
-		return node.asText();
+		return node.asString();
 	}
 }

@@ -2,8 +2,8 @@ package dev.aiguard.provider;
 
 import java.util.Objects;
 
-import com.fasterxml.jackson.core.JacksonException;
-import com.fasterxml.jackson.databind.JsonNode;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
 import dev.aiguard.sse.SseEvent;
 
 import org.jspecify.annotations.Nullable;
@@ -46,15 +46,15 @@ final class EventJson {
 
 	/** @return the node's text, or {@code null} when absent, null or not a scalar */
 	static @Nullable String text(JsonNode node) {
-		if (node == null || node.isNull() || node.isMissingNode() || node.isContainerNode()) {
+		if (node == null || node.isNull() || node.isMissingNode() || node.isContainer()) {
 			return null;
 		}
-		return node.asText();
+		return node.asString();
 	}
 
 	/** @return the node's int, or -1 when absent or not a number */
 	static int count(JsonNode node) {
-		return node != null && node.isNumber() ? node.asInt() : -1;
+		return node != null && node.isNumber() ? node.asInt(-1) : -1;
 	}
 
 	/** Turns an error object of either provider into the typed exception. */

@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import tools.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
@@ -125,7 +125,7 @@ public final class OpenAiChunkCodec {
 				JsonNode index = call.get("index");
 				JsonNode function = call.path("function");
 				String arguments = EventJson.text(function.get("arguments"));
-				out.add(new ToolCallDelta(index != null && index.isInt() ? index.asInt() : i, EventJson.text(call.get("id")),
+				out.add(new ToolCallDelta(index != null && index.isInt() ? index.intValue() : i, EventJson.text(call.get("id")),
 						EventJson.text(function.get("name")), arguments == null ? "" : arguments));
 				i++;
 			}
