@@ -12,7 +12,8 @@ module dev.aiguard {
 
 	requires static micrometer.core;
 	requires static micrometer.observation;
-	requires static com.fasterxml.jackson.databind;
+	requires static tools.jackson.core;
+	requires static tools.jackson.databind;
 	requires static reactor.netty.core;
 	requires static reactor.netty.http;
 	requires static io.netty.buffer;

@@ -3,13 +3,15 @@ package dev.aiguard.provider;
 import java.util.List;
 import java.util.Objects;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
 
 import org.jspecify.annotations.Nullable;
 
@@ -61,10 +63,38 @@ public final class AnthropicChunkCodec {
 		return ChatChunk.inspector();
 	}
 
-	/** Per-subscription state: the input tokens of {@code message_start} (the event count is the base's). */
+	/**
+	 * Per-subscription state: the input tokens of {@code message_start} (the event count is the
+	 * base's), and the fields of the event being read. Fields come in any order, so one pass of the
+	 * streaming parser collects those the rules below need and the event's type picks the chunk.
+	 */
 	static final class Decoder extends ChunkDecoder {
 
+		private static final String[] TYPES = { "content_block_delta", "content_block_start", "message_start",
+				"message_delta", "message_stop", "content_block_stop", "ping", "error" };
+		private static final String[] DELTA_TYPES = { "text_delta", "input_json_delta", "thinking_delta",
+				"signature_delta" };
+		private static final String[] BLOCK_TYPES = { "text", "tool_use", "thinking", "redacted_thinking" };
+
 		private int inputTokens = -1;
+
+		private @Nullable String payloadType;
+		private int index;
+		private @Nullable String deltaKind;
+		private @Nullable String deltaText;
+		private @Nullable String blockKind;
+		private @Nullable String blockText;
+		private @Nullable String partialJson;
+		private @Nullable String stopReason;
+		private @Nullable String id;
+		private @Nullable String name;
+		private @Nullable String role;
+		private int messageInputTokens;
+		private @Nullable Usage usage;
+		private boolean hasError;
+		private ErrorBodies.@Nullable Parsed error;
+		private @Nullable String message;
+		private @Nullable String code;
 
 		@Override
 		@Nullable ChatChunk decodeEvent(SseEvent event) {
@@ -73,62 +103,166 @@ public final class AnthropicChunkCodec {
 			if (type.equals("ping")) {
 				return ChatChunk.keepAlive();
 			}
-			JsonNode root = EventJson.object(PROVIDER, event, position);
+			try (JsonParser parser = EventJson.object(PROVIDER, event, position)) {
+				read(parser, Objects.requireNonNull(event.data(), "data"));
+			}
+			catch (JacksonException e) {
+				throw EventJson.malformed(PROVIDER, event, position, e);
+			}
 			if (type.equals(SseEvent.DEFAULT_TYPE)) {
 				// no event: line; the payload names its type too
-				String inner = EventJson.text(root.get("type"));
-				type = inner != null ? inner : type;
+				type = payloadType != null ? payloadType : type;
 			}
 			switch (type) {
 				case "content_block_delta":
-					return delta(root.path("index").asInt(0), root.path("delta"));
+					return delta();
 				case "content_block_start":
-					return blockStart(root.path("index").asInt(0), root.path("content_block"));
-				case "message_start": {
-					JsonNode message = root.path("message");
-					inputTokens = EventJson.count(message.path("usage").get("input_tokens"));
-					String role = EventJson.text(message.get("role"));
+					return blockStart();
+				case "message_start":
+					inputTokens = messageInputTokens;
 					return role == null ? null : new ChatChunk("", role, null, null, List.of(), false, false);
-				}
-				case "message_delta": {
-					String stop = EventJson.text(root.path("delta").get("stop_reason"));
-					JsonNode u = root.get("usage");
-					Usage usage = null;
-					if (u != null && u.isObject()) {
-						int input = EventJson.count(u.get("input_tokens"));
-						usage = new Usage(input >= 0 ? input : inputTokens, EventJson.count(u.get("output_tokens")));
-					}
-					return stop == null && usage == null ? null
-							: new ChatChunk("", null, stop, usage, List.of(), false, false);
-				}
+				case "message_delta":
+					return stopReason == null && usage == null ? null
+							: new ChatChunk("", null, stopReason, usage, List.of(), false, false);
 				case "message_stop":
 					return ChatChunk.done();
 				case "ping":
 					return ChatChunk.keepAlive();
 				case "error": {
-					JsonNode error = root.get("error");
-					throw EventJson.inBandError(PROVIDER, error != null ? error : root);
+					ErrorBodies.Parsed p = hasError ? Objects.requireNonNull(error)
+							: new ErrorBodies.Parsed(message != null ? message : event.data(), payloadType, code);
+					throw ProviderErrors.inBand(PROVIDER, p.type(), p.code(), p.message());
 				}
 				default:
 					return null; // content_block_stop and events added after this was written
 			}
 		}
 
-		private static @Nullable ChatChunk delta(int index, JsonNode delta) {
-			String kind = EventJson.text(delta.get("type"));
-			if (kind == null) {
+		/** Reads the root object the parser has entered into the fields. */
+		private void read(JsonParser parser, String data) {
+			payloadType = null;
+			index = 0;
+			deltaKind = null;
+			deltaText = null;
+			blockKind = null;
+			blockText = null;
+			partialJson = null;
+			stopReason = null;
+			id = null;
+			name = null;
+			role = null;
+			messageInputTokens = -1;
+			usage = null;
+			hasError = false;
+			error = null;
+			message = null;
+			code = null;
+			String field;
+			while ((field = EventJson.nextProperty(parser)) != null) {
+				switch (field) {
+					case "type" -> payloadType = EventJson.oneOf(parser, TYPES);
+					case "index" -> index = EventJson.asInt(parser, 0);
+					case "delta" -> delta(parser);
+					case "content_block" -> block(parser);
+					case "message" -> message(parser);
+					case "usage" -> usage = usage(parser);
+					case "error" -> {
+						hasError = true;
+						error = ErrorBodies.read(parser, data);
+					}
+					case "code" -> code = EventJson.text(parser);
+					default -> parser.skipChildren();
+				}
+			}
+		}
+
+		private void delta(JsonParser parser) {
+			if (!EventJson.enterObject(parser)) {
+				return;
+			}
+			String field;
+			while ((field = EventJson.nextProperty(parser)) != null) {
+				switch (field) {
+					case "type" -> deltaKind = EventJson.oneOf(parser, DELTA_TYPES);
+					case "text" -> deltaText = EventJson.text(parser);
+					case "partial_json" -> partialJson = EventJson.text(parser);
+					case "stop_reason" -> stopReason = EventJson.text(parser);
+					default -> parser.skipChildren();
+				}
+			}
+		}
+
+		private void block(JsonParser parser) {
+			if (!EventJson.enterObject(parser)) {
+				return;
+			}
+			String field;
+			while ((field = EventJson.nextProperty(parser)) != null) {
+				switch (field) {
+					case "type" -> blockKind = EventJson.oneOf(parser, BLOCK_TYPES);
+					case "text" -> blockText = EventJson.text(parser);
+					case "id" -> id = EventJson.text(parser);
+					case "name" -> name = EventJson.text(parser);
+					default -> parser.skipChildren();
+				}
+			}
+		}
+
+		/** {@code message_start}'s message object; a string there is an error event's message. */
+		private void message(JsonParser parser) {
+			if (parser.currentToken() != JsonToken.START_OBJECT) {
+				message = EventJson.text(parser);
+				return;
+			}
+			String field;
+			while ((field = EventJson.nextProperty(parser)) != null) {
+				switch (field) {
+					case "role" -> role = EventJson.text(parser);
+					case "usage" -> {
+						if (EventJson.enterObject(parser)) {
+							String u;
+							while ((u = EventJson.nextProperty(parser)) != null) {
+								if (u.equals("input_tokens")) {
+									messageInputTokens = EventJson.count(parser);
+								}
+								else {
+									parser.skipChildren();
+								}
+							}
+						}
+					}
+					default -> parser.skipChildren();
+				}
+			}
+		}
+
+		private @Nullable Usage usage(JsonParser parser) {
+			if (!EventJson.enterObject(parser)) {
 				return null;
 			}
-			switch (kind) {
-				case "text_delta": {
-					String text = EventJson.text(delta.get("text"));
-					return text == null || text.isEmpty() ? null : ChatChunk.token(text);
+			int input = -1;
+			int output = -1;
+			String field;
+			while ((field = EventJson.nextProperty(parser)) != null) {
+				switch (field) {
+					case "input_tokens" -> input = EventJson.count(parser);
+					case "output_tokens" -> output = EventJson.count(parser);
+					default -> parser.skipChildren();
 				}
-				case "input_json_delta": {
-					String json = EventJson.text(delta.get("partial_json"));
+			}
+			return new Usage(input >= 0 ? input : inputTokens, output);
+		}
+
+		private @Nullable ChatChunk delta() {
+			if (deltaKind == null) {
+				return null;
+			}
+			switch (deltaKind) {
+				case "text_delta":
+					return deltaText == null || deltaText.isEmpty() ? null : ChatChunk.token(deltaText);
+				case "input_json_delta":
 					return new ChatChunk("", null, null, null,
-							List.of(new ToolCallDelta(index, null, null, json == null ? "" : json)), false, false);
-				}
+							List.of(new ToolCallDelta(index, null, null, partialJson == null ? "" : partialJson)), false, false);
 				case "thinking_delta":
 				case "signature_delta":
 					return ChatChunk.keepAlive();
@@ -137,19 +271,15 @@ public final class AnthropicChunkCodec {
 			}
 		}
 
-		private static @Nullable ChatChunk blockStart(int index, JsonNode block) {
-			String kind = EventJson.text(block.get("type"));
-			if (kind == null) {
+		private @Nullable ChatChunk blockStart() {
+			if (blockKind == null) {
 				return null;
 			}
-			switch (kind) {
-				case "text": {
-					String text = EventJson.text(block.get("text"));
-					return text == null || text.isEmpty() ? null : ChatChunk.token(text);
-				}
+			switch (blockKind) {
+				case "text":
+					return blockText == null || blockText.isEmpty() ? null : ChatChunk.token(blockText);
 				case "tool_use":
-					return new ChatChunk("", null, null, null, List.of(new ToolCallDelta(index,
-							EventJson.text(block.get("id")), EventJson.text(block.get("name")), "")), false, false);
+					return new ChatChunk("", null, null, null, List.of(new ToolCallDelta(index, id, name, "")), false, false);
 				case "thinking":
 				case "redacted_thinking":
 					return ChatChunk.keepAlive();

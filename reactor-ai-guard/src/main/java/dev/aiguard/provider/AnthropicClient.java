@@ -5,11 +5,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
-import com.fasterxml.jackson.core.JacksonException;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -120,7 +119,7 @@ public final class AnthropicClient {
 		return SseExchange.scrub(text, apiKey);
 	}
 
-	byte[] requestBody(ChatRequest request) throws JsonProcessingException {
+	byte[] requestBody(ChatRequest request) {
 		ObjectNode root = Json.MAPPER.createObjectNode();
 		root.put("model", SseExchange.modelOf(request, model));
 		root.put("max_tokens", request.maxTokens() != null ? request.maxTokens() : maxTokens);
@@ -173,8 +172,8 @@ public final class AnthropicClient {
 			if (turn.blocks.isEmpty()) {
 				node.put("content", "");
 			}
-			else if (only != null && "text".equals(only.get("type").asText())) {
-				node.put("content", only.get("text").asText());
+			else if (only != null && "text".equals(only.get("type").asString())) {
+				node.put("content", only.get("text").asString());
 			}
 			else {
 				node.set("content", turn.blocks);

@@ -1,13 +1,12 @@
 package dev.aiguard.provider;
 
-import java.util.Objects;
-
-import com.fasterxml.jackson.core.JacksonException;
-import com.fasterxml.jackson.databind.JsonNode;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
 
 import org.jspecify.annotations.Nullable;
 
-/** Reads the error object out of either provider's error body. Kept apart: it needs Jackson. */
+/** Reads the error object out of either provider's error body, with Jackson's streaming parser. */
 final class ErrorBodies {
 
 	/**
@@ -21,14 +20,27 @@ final class ErrorBodies {
 	private ErrorBodies() {
 	}
 
+	/** @return the body's {@code error} as read by {@link #read}; the whole body as the message when it has none */
 	static Parsed parse(String body) {
 		String trimmed = body.strip();
 		if (!trimmed.startsWith("{")) {
 			return new Parsed(trimmed, null, null);
 		}
-		try {
-			JsonNode root = Json.MAPPER.readTree(trimmed);
-			return fromErrorNode(root.path("error"), trimmed);
+		try (JsonParser parser = EventJson.FACTORY.createParser(trimmed)) {
+			parser.nextToken();
+			Parsed found = null;
+			String name;
+			while ((name = EventJson.nextProperty(parser)) != null) {
+				JsonToken token = parser.currentToken();
+				if (name.equals("error") && (token == JsonToken.VALUE_STRING || token == JsonToken.START_OBJECT)) {
+					found = read(parser, trimmed);
+				}
+				else {
+					found = name.equals("error") ? null : found;
+					parser.skipChildren();
+				}
+			}
+			return found != null ? found : new Parsed(trimmed, null, null);
 		}
 		catch (JacksonException notJson) {
 			return new Parsed(trimmed, null, null);
@@ -36,25 +48,49 @@ final class ErrorBodies {
 	}
 
 	/**
-	 * Both shapes: OpenAI {@code {"error":{"message","type","code"}}}, Anthropic
+	 * Reads the error value the parser is on, in both shapes: OpenAI
+	 * {@code {"error":{"message","type","code"}}}, Anthropic
 	 * {@code {"type":"error","error":{"type","message"}}}; some servers send {@code "error":"text"}.
+	 * An object without a message, and any other value, gives its JSON text as the message.
+	 *
+	 * @param source the text the parser reads, for the JSON text of an object or array
 	 */
-	static Parsed fromErrorNode(JsonNode error, String fallback) {
-		if (error.isTextual()) {
-			return new Parsed(error.asText(), null, null);
+	static Parsed read(JsonParser parser, String source) {
+		JsonToken token = parser.currentToken();
+		if (token == JsonToken.VALUE_STRING) {
+			return new Parsed(parser.getString(), null, null);
 		}
-		if (!error.isObject()) {
-			return new Parsed(fallback, null, null);
+		if (token != JsonToken.START_OBJECT) {
+			return new Parsed(valueText(parser, source), null, null);
 		}
-		return new Parsed(Objects.requireNonNullElse(text(error.get("message"), fallback), fallback),
-				text(error.get("type"), null),
-				text(error.get("code"), null));
+		int start = (int) parser.currentTokenLocation().getCharOffset();
+		String message = null;
+		String type = null;
+		String code = null;
+		String name;
+		while ((name = EventJson.nextProperty(parser)) != null) {
+			switch (name) {
+				case "message" -> message = EventJson.text(parser);
+				case "type" -> type = EventJson.text(parser);
+				case "code" -> code = EventJson.text(parser);
+				default -> parser.skipChildren();
+			}
+		}
+		return new Parsed(message != null ? message : textUpTo(parser, source, start), type, code);
 	}
 
-	private static @Nullable String text(@Nullable JsonNode node, @Nullable String otherwise) {
-		if (node == null || node.isNull() || node.isMissingNode() || node.isContainerNode()) {
-			return otherwise;
+	/** @return an array's JSON text, or a scalar's text ({@code null} as {@code "null"}) */
+	private static String valueText(JsonParser parser, String source) {
+		if (parser.currentToken() == JsonToken.START_ARRAY) {
+			int start = (int) parser.currentTokenLocation().getCharOffset();
+			parser.skipChildren();
+			return textUpTo(parser, source, start);
 		}
-		return node.asText();
+		return parser.getString();
+	}
+
+	/** @return the source from {@code start} to just after the token the parser is on */
+	private static String textUpTo(JsonParser parser, String source, int start) {
+		return source.substring(start, (int) parser.currentLocation().getCharOffset());
 	}
 }

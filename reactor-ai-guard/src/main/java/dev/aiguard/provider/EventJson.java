@@ -2,14 +2,24 @@ package dev.aiguard.provider;
 
 import java.util.Objects;
 
-import com.fasterxml.jackson.core.JacksonException;
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.sse.SseEvent;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
+import tools.jackson.core.json.JsonFactory;
 
 import org.jspecify.annotations.Nullable;
 
-/** JSON helpers shared by the codecs. */
+/**
+ * The streaming JSON reading the codecs share: one {@link JsonFactory} for the package, and value
+ * readers that look at the parser's current token. A value the codec does not want is skipped
+ * without being turned into a string: {@link JsonParser#skipChildren()} for objects and arrays,
+ * {@link JsonParser#nextToken()} past an unread string.
+ */
 final class EventJson {
+
+	/** Thread-safe and stateless once built; parsers it creates share its name table. */
+	static final JsonFactory FACTORY = new JsonFactory();
 
 	private static final int DATA_EXCERPT = 120;
 
@@ -17,23 +27,31 @@ final class EventJson {
 	}
 
 	/**
-	 * Parses the event's data as a JSON object.
+	 * Opens a parser on the event's data and reads its first token.
 	 *
 	 * @param position the event's 1-based position in the stream, named in the error
-	 * @throws ProviderFormatException naming the event when the data is not a JSON object
+	 * @throws ProviderFormatException naming the event when the data does not start a JSON object
 	 */
-	static JsonNode object(String provider, SseEvent event, long position) {
-		JsonNode node;
+	static JsonParser object(String provider, SseEvent event, long position) {
+		JsonParser parser = FACTORY.createParser(Objects.requireNonNull(event.data(), "data"));
+		JsonToken first;
 		try {
-			node = Json.MAPPER.readTree(event.data());
+			first = parser.nextToken();
 		}
 		catch (JacksonException e) {
-			throw malformed(provider, event, position, "malformed JSON (" + e.getOriginalMessage() + ")", e);
+			parser.close();
+			throw malformed(provider, event, position, e);
 		}
-		if (node == null || !node.isObject()) {
+		if (first != JsonToken.START_OBJECT) {
+			parser.close();
 			throw malformed(provider, event, position, "not a JSON object", null);
 		}
-		return node;
+		return parser;
+	}
+
+	/** @return the format error for data the parser rejected */
+	static ProviderFormatException malformed(String provider, SseEvent event, long position, JacksonException e) {
+		return malformed(provider, event, position, "malformed JSON (" + e.getOriginalMessage() + ")", e);
 	}
 
 	private static ProviderFormatException malformed(String provider, SseEvent event, long position, String what,
@@ -44,22 +62,118 @@ final class EventJson {
 				+ (event.id() != null ? ", id: " + event.id() : "") + ") is " + what + ": " + excerpt, cause);
 	}
 
-	/** @return the node's text, or {@code null} when absent, null or not a scalar */
-	static @Nullable String text(JsonNode node) {
-		if (node == null || node.isNull() || node.isMissingNode() || node.isContainerNode()) {
+	/**
+	 * Moves to the next property of the object being read and onto its value.
+	 *
+	 * @return the property's name, or {@code null} at the end of the object
+	 */
+	static @Nullable String nextProperty(JsonParser parser) {
+		String name = parser.nextName();
+		if (name != null) {
+			parser.nextToken();
+		}
+		return name;
+	}
+
+	/** @return whether the current token starts an object; any other value is skipped */
+	static boolean enterObject(JsonParser parser) {
+		if (parser.currentToken() == JsonToken.START_OBJECT) {
+			return true;
+		}
+		parser.skipChildren();
+		return false;
+	}
+
+	/** @return the current scalar as text (numbers and booleans as written), {@code null} for null, objects and arrays */
+	static @Nullable String text(JsonParser parser) {
+		JsonToken token = parser.currentToken();
+		if (token == JsonToken.VALUE_NULL) {
 			return null;
 		}
-		return node.asText();
+		if (token.isStructStart()) {
+			parser.skipChildren();
+			return null;
+		}
+		return parser.getString();
 	}
 
-	/** @return the node's int, or -1 when absent or not a number */
-	static int count(JsonNode node) {
-		return node != null && node.isNumber() ? node.asInt() : -1;
+	/** @return whether the current value is a scalar other than null, without reading it */
+	static boolean present(JsonParser parser) {
+		JsonToken token = parser.currentToken();
+		if (token.isStructStart()) {
+			parser.skipChildren();
+			return false;
+		}
+		return token != JsonToken.VALUE_NULL;
 	}
 
-	/** Turns an error object of either provider into the typed exception. */
-	static ProviderException inBandError(String provider, JsonNode error) {
-		ErrorBodies.Parsed p = ErrorBodies.fromErrorNode(error, error.toString());
-		return ProviderErrors.inBand(provider, p.type(), p.code(), p.message());
+	/** @return the current number as an int (a fraction truncated), or -1 when it is not a number */
+	static int count(JsonParser parser) {
+		JsonToken token = parser.currentToken();
+		if (token == JsonToken.VALUE_NUMBER_INT) {
+			return parser.getNumberType() == JsonParser.NumberType.INT ? parser.getIntValue() : -1;
+		}
+		if (token == JsonToken.VALUE_NUMBER_FLOAT) {
+			return (int) parser.getDoubleValue();
+		}
+		parser.skipChildren();
+		return -1;
+	}
+
+	/** @return the current int, or {@code otherwise} when it is not an int-sized whole number */
+	static int intOr(JsonParser parser, int otherwise) {
+		if (parser.currentToken() == JsonToken.VALUE_NUMBER_INT && parser.getNumberType() == JsonParser.NumberType.INT) {
+			return parser.getIntValue();
+		}
+		parser.skipChildren();
+		return otherwise;
+	}
+
+	/**
+	 * @return the current value as an int the lenient way: a number (truncated), a string holding
+	 *         an int, true as 1, false as 0; {@code otherwise} for anything else
+	 */
+	static int asInt(JsonParser parser, int otherwise) {
+		JsonToken token = parser.currentToken();
+		if (token.isStructStart()) {
+			parser.skipChildren();
+			return otherwise;
+		}
+		if (token == JsonToken.VALUE_NULL) {
+			return otherwise;
+		}
+		if (token == JsonToken.VALUE_NUMBER_INT && parser.getNumberType() != JsonParser.NumberType.INT) {
+			return (int) parser.getLongValue();
+		}
+		return parser.getValueAsInt(otherwise);
+	}
+
+	/**
+	 * Reads a type-like value: a string equal to one of the names is that name, with no new string
+	 * made; any other scalar is its text.
+	 *
+	 * @return the name, the text, or {@code null} for null, objects and arrays
+	 */
+	static @Nullable String oneOf(JsonParser parser, String[] names) {
+		if (parser.currentToken() == JsonToken.VALUE_STRING) {
+			char[] chars = parser.getStringCharacters();
+			int offset = parser.getStringOffset();
+			int length = parser.getStringLength();
+			for (String name : names) {
+				if (name.length() == length && equal(name, chars, offset)) {
+					return name;
+				}
+			}
+		}
+		return text(parser);
+	}
+
+	private static boolean equal(String name, char[] chars, int offset) {
+		for (int i = 0; i < name.length(); i++) {
+			if (name.charAt(i) != chars[offset + i]) {
+				return false;
+			}
+		}
+		return true;
 	}
 }

@@ -1,33 +1,30 @@
 package dev.aiguard.provider;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
- * The one {@link ObjectMapper} of the package: thread-safe once configured, costly to create.
+ * The one {@link ObjectMapper} of the package (Jackson 3), for the trees of request and error
+ * bodies: thread-safe, costly to create.
  *
  * <p>It is warmed when the class loads: Jackson builds and caches its tree (de)serializers on
- * first use under a lock, and the first streams decoded at once on event loops would otherwise
- * wait on that lock — a blocking call where none is allowed.
+ * first use under a lock, and the first requests made at once on event loops would otherwise wait
+ * on that lock — a blocking call where none is allowed.
  */
 final class Json {
 
-	static final ObjectMapper MAPPER = warm(new ObjectMapper()
-		.configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false));
+	static final ObjectMapper MAPPER = warm(JsonMapper.builder()
+		.disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+		.build());
 
 	private Json() {
 	}
 
 	private static ObjectMapper warm(ObjectMapper mapper) {
-		try {
-			JsonNode tree = mapper.readTree("{\"s\":\"x\",\"n\":1,\"d\":1.5,\"b\":true,\"z\":null,\"a\":[{}]}");
-			mapper.writeValueAsBytes(tree);
-		}
-		catch (JsonProcessingException impossible) {
-			throw new IllegalStateException("Jackson could not read its own warm-up document", impossible);
-		}
+		JsonNode tree = mapper.readTree("{\"s\":\"x\",\"n\":1,\"d\":1.5,\"b\":true,\"z\":null,\"a\":[{}]}");
+		mapper.writeValueAsBytes(tree);
 		return mapper;
 	}
 }

@@ -4,13 +4,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.aiguard.core.ChunkInspector;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
 
 import org.jspecify.annotations.Nullable;
 
@@ -60,8 +62,19 @@ public final class OpenAiChunkCodec {
 		return ChatChunk.inspector();
 	}
 
-	/** The OpenAI rules for one event; the per-subscription event count is the base's. */
+	/**
+	 * The OpenAI rules for one event, read in one pass of a streaming parser. The fields of the
+	 * choice being read are held here (one decoder per subscription, one event at a time) and
+	 * kept once the choice turns out to be the first; the event count is the base's.
+	 */
 	static final class Decoder extends ChunkDecoder {
+
+		private @Nullable String text;
+		private @Nullable String refusal;
+		private @Nullable String role;
+		private @Nullable String finishReason;
+		private List<ToolCallDelta> toolCalls = List.of();
+		private boolean reasoning;
 
 		@Override
 		@Nullable ChatChunk decodeEvent(SseEvent event) {
@@ -73,70 +86,172 @@ public final class OpenAiChunkCodec {
 			if (data.isBlank()) {
 				return ChatChunk.keepAlive();
 			}
-			JsonNode root = EventJson.object(PROVIDER, event, position);
-			JsonNode error = root.get("error");
-			if (error != null && !error.isNull()) {
-				throw EventJson.inBandError(PROVIDER, error);
+			try (JsonParser parser = EventJson.object(PROVIDER, event, position)) {
+				return read(parser, data);
 			}
-			String text = "";
-			String role = null;
-			String finishReason = null;
-			List<ToolCallDelta> toolCalls = List.of();
-			boolean reasoning = false;
-			JsonNode choice = firstChoice(root.get("choices"));
-			if (choice != null) {
-				JsonNode delta = choice.path("delta");
-				String content = EventJson.text(delta.get("content"));
-				String refusal = EventJson.text(delta.get("refusal"));
-				text = content != null ? content : refusal != null ? refusal : "";
-				role = EventJson.text(delta.get("role"));
-				toolCalls = toolCalls(delta.get("tool_calls"));
-				finishReason = EventJson.text(choice.get("finish_reason"));
-				reasoning = EventJson.text(delta.get("reasoning_content")) != null
-						|| EventJson.text(delta.get("reasoning")) != null;
+			catch (JacksonException e) {
+				throw EventJson.malformed(PROVIDER, event, position, e);
 			}
-			Usage usage = usage(root.get("usage"));
-			if (text.isEmpty() && role == null && finishReason == null && toolCalls.isEmpty() && usage == null) {
-				return reasoning ? ChatChunk.keepAlive() : null;
-			}
-			return new ChatChunk(text, role, finishReason, usage, toolCalls, false, false);
 		}
 
-		private static @Nullable JsonNode firstChoice(JsonNode choices) {
-			if (choices == null || !choices.isArray()) {
-				return null;
-			}
-			for (JsonNode c : choices) {
-				JsonNode index = c.get("index");
-				if (index == null || index.asInt(-1) == 0) {
-					return c;
+		/** Reads the root object the parser has entered; an error object fails once the whole object is read. */
+		private @Nullable ChatChunk read(JsonParser parser, String data) {
+			clear();
+			boolean chosen = false;
+			Usage usage = null;
+			ErrorBodies.Parsed error = null;
+			String name;
+			while ((name = EventJson.nextProperty(parser)) != null) {
+				switch (name) {
+					case "choices" -> chosen = choices(parser) || chosen;
+					case "usage" -> usage = usage(parser);
+					case "error" -> error = parser.currentToken() == JsonToken.VALUE_NULL ? null
+							: ErrorBodies.read(parser, data);
+					default -> parser.skipChildren();
 				}
 			}
-			return null;
+			if (error != null) {
+				throw ProviderErrors.inBand(PROVIDER, error.type(), error.code(), error.message());
+			}
+			if (!chosen) {
+				clear();
+			}
+			String content = text != null ? text : refusal != null ? refusal : "";
+			if (content.isEmpty() && role == null && finishReason == null && toolCalls.isEmpty() && usage == null) {
+				return reasoning ? ChatChunk.keepAlive() : null;
+			}
+			return new ChatChunk(content, role, finishReason, usage, toolCalls, false, false);
 		}
 
-		private static List<ToolCallDelta> toolCalls(JsonNode calls) {
-			if (calls == null || !calls.isArray() || calls.isEmpty()) {
+		private void clear() {
+			text = null;
+			refusal = null;
+			role = null;
+			finishReason = null;
+			toolCalls = List.of();
+			reasoning = false;
+		}
+
+		/**
+		 * Reads the choices, keeping the fields of the first with index 0 (or none); an element that
+		 * is not an object counts as that choice, with nothing in it.
+		 *
+		 * @return whether a choice was kept
+		 */
+		private boolean choices(JsonParser parser) {
+			if (parser.currentToken() != JsonToken.START_ARRAY) {
+				parser.skipChildren();
+				return false;
+			}
+			boolean chosen = false;
+			while (parser.nextToken() != JsonToken.END_ARRAY) {
+				if (chosen || parser.currentToken() != JsonToken.START_OBJECT) {
+					parser.skipChildren();
+					chosen = true;
+					continue;
+				}
+				chosen = choice(parser);
+				if (!chosen) {
+					clear();
+				}
+			}
+			return chosen;
+		}
+
+		/** @return whether this choice is the first one: index 0 or none */
+		private boolean choice(JsonParser parser) {
+			int index = 0;
+			String name;
+			while ((name = EventJson.nextProperty(parser)) != null) {
+				switch (name) {
+					case "index" -> index = EventJson.asInt(parser, -1);
+					case "delta" -> delta(parser);
+					case "finish_reason" -> finishReason = EventJson.text(parser);
+					default -> parser.skipChildren();
+				}
+			}
+			return index == 0;
+		}
+
+		private void delta(JsonParser parser) {
+			if (!EventJson.enterObject(parser)) {
+				return;
+			}
+			String name;
+			while ((name = EventJson.nextProperty(parser)) != null) {
+				switch (name) {
+					case "content" -> text = EventJson.text(parser);
+					case "refusal" -> refusal = EventJson.text(parser);
+					case "role" -> role = EventJson.text(parser);
+					case "tool_calls" -> toolCalls = toolCalls(parser);
+					case "reasoning_content", "reasoning" -> reasoning = EventJson.present(parser) || reasoning;
+					default -> parser.skipChildren();
+				}
+			}
+		}
+
+		private static List<ToolCallDelta> toolCalls(JsonParser parser) {
+			if (parser.currentToken() != JsonToken.START_ARRAY) {
+				parser.skipChildren();
 				return List.of();
 			}
-			List<ToolCallDelta> out = new ArrayList<>(calls.size());
-			int i = 0;
-			for (JsonNode call : calls) {
-				JsonNode index = call.get("index");
-				JsonNode function = call.path("function");
-				String arguments = EventJson.text(function.get("arguments"));
-				out.add(new ToolCallDelta(index != null && index.isInt() ? index.asInt() : i, EventJson.text(call.get("id")),
-						EventJson.text(function.get("name")), arguments == null ? "" : arguments));
-				i++;
+			List<ToolCallDelta> out = null;
+			int position = 0;
+			while (parser.nextToken() != JsonToken.END_ARRAY) {
+				if (out == null) {
+					out = new ArrayList<>(2);
+				}
+				out.add(toolCall(parser, position++));
 			}
-			return List.copyOf(out);
+			return out == null ? List.of() : List.copyOf(out);
 		}
 
-		private static @Nullable Usage usage(JsonNode usage) {
-			if (usage == null || !usage.isObject()) {
+		/** @param position the call's place in the array, its index when it names none */
+		private static ToolCallDelta toolCall(JsonParser parser, int position) {
+			int index = position;
+			String id = null;
+			String functionName = null;
+			String arguments = null;
+			if (EventJson.enterObject(parser)) {
+				String name;
+				while ((name = EventJson.nextProperty(parser)) != null) {
+					switch (name) {
+						case "index" -> index = EventJson.intOr(parser, position);
+						case "id" -> id = EventJson.text(parser);
+						case "function" -> {
+							if (EventJson.enterObject(parser)) {
+								String field;
+								while ((field = EventJson.nextProperty(parser)) != null) {
+									switch (field) {
+										case "name" -> functionName = EventJson.text(parser);
+										case "arguments" -> arguments = EventJson.text(parser);
+										default -> parser.skipChildren();
+									}
+								}
+							}
+						}
+						default -> parser.skipChildren();
+					}
+				}
+			}
+			return new ToolCallDelta(index, id, functionName, arguments == null ? "" : arguments);
+		}
+
+		private static @Nullable Usage usage(JsonParser parser) {
+			if (!EventJson.enterObject(parser)) {
 				return null;
 			}
-			return new Usage(EventJson.count(usage.get("prompt_tokens")), EventJson.count(usage.get("completion_tokens")));
+			int prompt = -1;
+			int completion = -1;
+			String name;
+			while ((name = EventJson.nextProperty(parser)) != null) {
+				switch (name) {
+					case "prompt_tokens" -> prompt = EventJson.count(parser);
+					case "completion_tokens" -> completion = EventJson.count(parser);
+					default -> parser.skipChildren();
+				}
+			}
+			return new Usage(prompt, completion);
 		}
 	}
 }

@@ -3,9 +3,8 @@ package dev.aiguard.provider;
 import java.time.Duration;
 import java.util.Objects;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
 import dev.aiguard.chat.ChatRequest;
@@ -97,7 +96,7 @@ public final class OpenAiCompatibleClient {
 		return SseExchange.scrub(text, apiKey);
 	}
 
-	byte[] requestBody(ChatRequest request) throws JsonProcessingException {
+	byte[] requestBody(ChatRequest request) {
 		ObjectNode root = Json.MAPPER.createObjectNode();
 		root.put("model", SseExchange.modelOf(request, model));
 		root.put("stream", true);

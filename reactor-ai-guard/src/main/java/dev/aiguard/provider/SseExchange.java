@@ -11,7 +11,7 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
+import tools.jackson.core.JacksonException;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.core.Secrets;
 import dev.aiguard.chat.ChatRequest;
@@ -115,7 +115,7 @@ final class SseExchange {
 			catch (IllegalArgumentException e) {
 				return Flux.error(e);
 			}
-			catch (JsonProcessingException e) {
+			catch (JacksonException e) {
 				return Flux.error(new IllegalArgumentException("request could not be serialised: " + e.getOriginalMessage(), e));
 			}
 			Sinks.Empty<Void> headersArrived = Sinks.empty();
@@ -278,7 +278,7 @@ final class SseExchange {
 		 * @return the JSON body to post
 		 * @throws IllegalArgumentException naming what the provider cannot take
 		 */
-		byte[] write(ChatRequest request) throws JsonProcessingException;
+		byte[] write(ChatRequest request);
 	}
 
 	/** Collects an error body up to a limit; the caller stops reading once {@link #add} says full. */

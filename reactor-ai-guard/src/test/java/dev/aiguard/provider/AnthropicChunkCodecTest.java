@@ -141,4 +141,44 @@ class AnthropicChunkCodecTest {
 				.expectNextCount(5)
 				.verifyComplete();
 	}
+
+	@Test
+	void fieldsMayComeInAnyOrderAndNestedUnknownValuesAreSkipped() {
+		List<ChatChunk> chunks = decode(
+				SseEvent.message("{\"delta\":{\"citations\":[{\"a\":{\"b\":[]}}],\"text\":\"Hi\",\"type\":\"text_delta\"},"
+						+ "\"index\":0,\"type\":\"content_block_delta\"}"),
+				SseEvent.message("{\"content_block\":{\"name\":\"t\",\"input\":{\"deep\":[{}]},\"id\":\"toolu_9\",\"type\":\"tool_use\"},"
+						+ "\"index\":\"2\",\"type\":\"content_block_start\"}"),
+				SseEvent.message("{\"usage\":{\"output_tokens\":4,\"cache\":{\"x\":1}},\"delta\":{\"stop_reason\":\"end_turn\"},"
+						+ "\"type\":\"message_delta\"}"))
+			.collectList().block();
+		assertThat(chunks).containsExactly(ChatChunk.token("Hi"),
+				new ChatChunk("", null, null, null, List.of(new ToolCallDelta(2, "toolu_9", "t", "")), false, false),
+				new ChatChunk("", null, "end_turn", new Usage(-1, 4), List.of(), false, false));
+	}
+
+	@Test
+	void anErrorEventWithoutAnErrorObjectIsReadFromTheEventItself() {
+		StepVerifier.create(decode(SseEvent.of("error", "{\"message\":\"slow down\",\"type\":\"overloaded_error\"}")))
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(ProviderOverloadedException.class).hasMessageContaining("slow down");
+					assertThat(((ProviderException) e).errorType()).isEqualTo("overloaded_error");
+				})
+				.verify();
+		StepVerifier.create(decode(SseEvent.of("error", "{\"type\":\"error\",\"request_id\":\"r\",\"error\":{\"details\":[1,{}],"
+				+ "\"type\":\"api_error\",\"message\":\"late\"}}")))
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(ProviderStreamException.class).hasMessageContaining("late"))
+				.verify();
+	}
+
+	@Test
+	void emptyOrNonObjectDataNamesTheEvent() {
+		StepVerifier.create(decode(SseEvent.of("content_block_delta", "")))
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(ProviderFormatException.class)
+						.hasMessageContaining("anthropic event #1").hasMessageContaining("not a JSON object"))
+				.verify();
+		StepVerifier.create(decode(SseEvent.of("content_block_delta", "[{\"type\":\"text_delta\"}]")))
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("not a JSON object"))
+				.verify();
+	}
 }

@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import tools.jackson.databind.JsonNode;
 import dev.aiguard.GuardReport;
 import dev.aiguard.chat.ChatChunk;
 import dev.aiguard.chat.ChatMessage;
@@ -280,14 +280,14 @@ class AnthropicClientTest extends CannedServerFixture {
 	@Test
 	void requestCarriesTheAnthropicHeadersModelMaxTokensAndStream() throws Exception {
 		JsonNode body = sentBody(REQUEST);
-		assertThat(body.get("model").asText()).isEqualTo("claude-test");
+		assertThat(body.get("model").asString()).isEqualTo("claude-test");
 		assertThat(body.get("max_tokens").asInt()).isEqualTo(AnthropicClient.DEFAULT_MAX_TOKENS);
 		assertThat(body.get("stream").asBoolean()).isTrue();
 		assertThat(body.has("system")).isFalse();
 		assertThat(body.has("temperature")).isFalse();
 		assertThat(body.get("messages")).hasSize(1);
-		assertThat(body.at("/messages/0/role").asText()).isEqualTo("user");
-		assertThat(body.at("/messages/0/content").asText()).isEqualTo("Say hello");
+		assertThat(body.at("/messages/0/role").asString()).isEqualTo("user");
+		assertThat(body.at("/messages/0/content").asString()).isEqualTo("Say hello");
 		HttpHeaders headers = requestHeaders.get(0);
 		assertThat(headers.get("x-api-key")).isEqualTo(KEY);
 		assertThat(headers.get("anthropic-version")).isEqualTo("2023-06-01");
@@ -299,7 +299,7 @@ class AnthropicClientTest extends CannedServerFixture {
 	@Test
 	void requestSettingsWinOverTheClientDefaults() throws Exception {
 		JsonNode body = sentBody(new ChatRequest("claude-other", List.of(ChatMessage.user("Hi")), 77, 0.3));
-		assertThat(body.get("model").asText()).isEqualTo("claude-other");
+		assertThat(body.get("model").asString()).isEqualTo("claude-other");
 		assertThat(body.get("max_tokens").asInt()).isEqualTo(77);
 		assertThat(body.get("temperature").asDouble()).isEqualTo(0.3);
 	}
@@ -309,11 +309,11 @@ class AnthropicClientTest extends CannedServerFixture {
 		JsonNode body = sentBody(ChatRequest.of(null, List.of(ChatMessage.system("Be brief."),
 				ChatMessage.user("Hi"), ChatMessage.assistant("Hello!"), ChatMessage.system("Answer in French."),
 				ChatMessage.user("How are you?"))));
-		assertThat(body.get("system").asText()).isEqualTo("Be brief.\n\nAnswer in French.");
+		assertThat(body.get("system").asString()).isEqualTo("Be brief.\n\nAnswer in French.");
 		assertThat(body.get("messages")).hasSize(3);
-		assertThat(body.get("messages")).extracting(m -> m.get("role").asText()).containsExactly("user", "assistant", "user");
-		assertThat(body.at("/messages/1/content").asText()).isEqualTo("Hello!");
-		assertThat(body.at("/messages/2/content").asText()).isEqualTo("How are you?");
+		assertThat(body.get("messages")).extracting(m -> m.get("role").asString()).containsExactly("user", "assistant", "user");
+		assertThat(body.at("/messages/1/content").asString()).isEqualTo("Hello!");
+		assertThat(body.at("/messages/2/content").asString()).isEqualTo("How are you?");
 	}
 
 	@Test
@@ -330,24 +330,24 @@ class AnthropicClientTest extends CannedServerFixture {
 		JsonNode messages = body.get("messages");
 		assertThat(messages).hasSize(3);
 		JsonNode assistant = messages.get(1);
-		assertThat(assistant.get("role").asText()).isEqualTo("assistant");
-		assertThat(assistant.at("/content/0/type").asText()).isEqualTo("text");
-		assertThat(assistant.at("/content/0/text").asText()).isEqualTo("Let me look.");
-		assertThat(assistant.at("/content/1/type").asText()).isEqualTo("tool_use");
-		assertThat(assistant.at("/content/1/id").asText()).isEqualTo("toolu_1");
-		assertThat(assistant.at("/content/1/name").asText()).isEqualTo("get_weather");
+		assertThat(assistant.get("role").asString()).isEqualTo("assistant");
+		assertThat(assistant.at("/content/0/type").asString()).isEqualTo("text");
+		assertThat(assistant.at("/content/0/text").asString()).isEqualTo("Let me look.");
+		assertThat(assistant.at("/content/1/type").asString()).isEqualTo("tool_use");
+		assertThat(assistant.at("/content/1/id").asString()).isEqualTo("toolu_1");
+		assertThat(assistant.at("/content/1/name").asString()).isEqualTo("get_weather");
 		assertThat(assistant.at("/content/1/input")).isEqualTo(Json.MAPPER.readTree("{\"city\":\"Paris\"}"));
 		assertThat(assistant.at("/content/3/input")).isEqualTo(Json.MAPPER.createObjectNode());
 		JsonNode results = messages.get(2);
-		assertThat(results.get("role").asText()).isEqualTo("user");
+		assertThat(results.get("role").asString()).isEqualTo("user");
 		assertThat(results.get("content")).hasSize(4);
-		assertThat(results.at("/content/0/type").asText()).isEqualTo("tool_result");
-		assertThat(results.at("/content/0/tool_use_id").asText()).isEqualTo("toolu_1");
-		assertThat(results.at("/content/0/content").asText()).isEqualTo("18C");
-		assertThat(results.at("/content/2/tool_use_id").asText()).isEqualTo("toolu_3");
+		assertThat(results.at("/content/0/type").asString()).isEqualTo("tool_result");
+		assertThat(results.at("/content/0/tool_use_id").asString()).isEqualTo("toolu_1");
+		assertThat(results.at("/content/0/content").asString()).isEqualTo("18C");
+		assertThat(results.at("/content/2/tool_use_id").asString()).isEqualTo("toolu_3");
 		// the user's follow-up comes after the results, in the same turn
-		assertThat(results.at("/content/3/type").asText()).isEqualTo("text");
-		assertThat(results.at("/content/3/text").asText()).isEqualTo("Which is warmer?");
+		assertThat(results.at("/content/3/type").asString()).isEqualTo("text");
+		assertThat(results.at("/content/3/text").asString()).isEqualTo("Which is warmer?");
 	}
 
 	@Test
@@ -356,8 +356,8 @@ class AnthropicClientTest extends CannedServerFixture {
 				ChatMessage.assistantToolCalls(List.of(new ToolCall("toolu_9", "now", "{}"))),
 				ChatMessage.tool("toolu_9", "noon"))));
 		assertThat(body.at("/messages/1/content")).hasSize(1);
-		assertThat(body.at("/messages/1/content/0/type").asText()).isEqualTo("tool_use");
-		assertThat(body.at("/messages/2/content/0/type").asText()).isEqualTo("tool_result");
+		assertThat(body.at("/messages/1/content/0/type").asString()).isEqualTo("tool_use");
+		assertThat(body.at("/messages/2/content/0/type").asString()).isEqualTo("tool_result");
 	}
 
 	@Test
@@ -368,7 +368,7 @@ class AnthropicClientTest extends CannedServerFixture {
 		assertThat(requestHeaders.get(0).contains("x-api-key")).isFalse();
 		assertThat(requestHeaders.get(0).get("anthropic-version")).isEqualTo("2099-01-01");
 		JsonNode body = Json.MAPPER.readTree(requestBodies.get(0));
-		assertThat(body.get("model").asText()).isEqualTo("local-model");
+		assertThat(body.get("model").asString()).isEqualTo("local-model");
 		assertThat(body.get("max_tokens").asInt()).isEqualTo(64);
 		assertThat(local.toString()).contains("apiKey=none").contains("anthropicVersion=2099-01-01");
 	}

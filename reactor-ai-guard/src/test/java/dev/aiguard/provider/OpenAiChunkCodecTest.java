@@ -149,4 +149,71 @@ class OpenAiChunkCodecTest {
 				.expectErrorSatisfies(e -> assertThat(((StreamStalledException) e).phase()).isEqualTo(StallPhase.FIRST_TOKEN))
 				.verify(Duration.ofSeconds(5));
 	}
+
+	@Test
+	void nestedUnknownValuesAreSkippedAndFieldsMayComeInAnyOrder() {
+		String nested = "{\"x\":{\"a\":[1,{\"b\":[[],{}]},\"s\"],\"n\":null},\"choices\":[{\"delta\":{\"extra\":[{\"deep\":{\"k\":[1.5]}}],"
+				+ "\"content\":\"B\"},\"index\":1},{\"finish_reason\":null,\"delta\":{\"content\":\"A\",\"audio\":{\"a\":[]}},\"index\":0},"
+				+ "{\"index\":0,\"delta\":{\"content\":\"C\"}}],\"tail\":[[[]]]}";
+		assertThat(decode(SseEvent.message(nested)).collectList().block()).containsExactly(ChatChunk.token("A"));
+	}
+
+	@Test
+	void anErrorObjectAfterOtherFieldsStillFailsTheStreamAndNothingIsEmitted() {
+		String late = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}],\"usage\":{\"prompt_tokens\":1},"
+				+ "\"error\":{\"extra\":{\"a\":[1]},\"message\":\"boom\",\"type\":\"server_error\",\"code\":null}}";
+		StepVerifier.create(decode(SseEvent.message(late)))
+				.expectErrorSatisfies(e -> {
+					assertThat(e).isInstanceOf(ProviderStreamException.class).hasMessageContaining("boom");
+					assertThat(((ProviderException) e).errorType()).isEqualTo("server_error");
+					assertThat(((ProviderException) e).errorCode()).isNull();
+				})
+				.verify();
+	}
+
+	@Test
+	void anErrorWithoutAMessageIsDescribedByItsJsonAndANullErrorIsNoError() {
+		StepVerifier.create(decode(SseEvent.message("{\"error\":{\"type\":\"server_error\",\"code\":503}}")))
+				.expectErrorSatisfies(e -> {
+					assertThat(e).hasMessageContaining("{\"type\":\"server_error\",\"code\":503}");
+					assertThat(((ProviderException) e).errorCode()).isEqualTo("503");
+				})
+				.verify();
+		StepVerifier.create(decode(SseEvent.message("{\"error\":\"plain text\"}")))
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("plain text"))
+				.verify();
+		assertThat(decode(SseEvent.message("{\"error\":null,\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}")).collectList().block())
+				.containsExactly(ChatChunk.token("ok"));
+	}
+
+	@Test
+	void dataThatBreaksAfterAnErrorObjectIsMalformedNotAnError() {
+		StepVerifier.create(decode(SseEvent.message("{\"error\":{\"message\":\"boom\"},\"choices\":[")))
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(ProviderFormatException.class)
+						.hasMessageContaining("openai event #1").hasMessageContaining("malformed JSON"))
+				.verify();
+		StepVerifier.create(decode(SseEvent.message("{\"skipped\":\"bad \\q escape\",\"choices\":[]}")))
+				.expectError(ProviderFormatException.class)
+				.verify();
+		StepVerifier.create(decode(SseEvent.message("\"just a string\"")))
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("not a JSON object"))
+				.verify();
+	}
+
+	@Test
+	void numbersAsStringsAreReadAsTheTreeReadThem() {
+		String strings = "{\"choices\":[{\"index\":\"0\",\"delta\":{\"content\":7,\"tool_calls\":[{\"index\":\"3\",\"id\":\"c\","
+				+ "\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},\"not an object\"]},\"finish_reason\":\"stop\"}],"
+				+ "\"usage\":{\"prompt_tokens\":\"5\",\"completion_tokens\":2.0}}";
+		assertThat(decode(SseEvent.message(strings)).collectList().block()).containsExactly(new ChatChunk("7", null, "stop",
+				new Usage(-1, 2), List.of(new ToolCallDelta(0, "c", "f", "{}"), new ToolCallDelta(1, null, null, "")), false, false));
+	}
+
+	@Test
+	void refusalIsTheTextWhenThereIsNoContentAndAnEmptyToolCallListIsNone() {
+		String refusal = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":null,\"refusal\":\"no\",\"tool_calls\":[]}}]}";
+		String reasoningOnly = "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"hm\",\"reasoning_content\":null}}]}";
+		assertThat(decode(SseEvent.message(refusal), SseEvent.message(reasoningOnly)).collectList().block())
+				.containsExactly(ChatChunk.token("no"), ChatChunk.keepAlive());
+	}
 }

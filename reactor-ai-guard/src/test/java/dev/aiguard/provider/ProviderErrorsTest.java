@@ -285,7 +285,7 @@ class ProviderErrorsTest {
 		@Override
 		protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
 			synchronized (getClassLoadingLock(name)) {
-				if (name.startsWith("com.fasterxml.") || name.startsWith("io.netty.") || name.startsWith("reactor.netty.")) {
+				if (name.startsWith("com.fasterxml.") || name.startsWith("tools.jackson.") || name.startsWith("io.netty.") || name.startsWith("reactor.netty.")) {
 					throw new ClassNotFoundException(name + " (hidden by the test)");
 				}
 				// the default classifier lives beside the policy; it must see this loader's provider classes
