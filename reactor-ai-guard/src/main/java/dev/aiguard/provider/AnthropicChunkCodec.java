@@ -9,7 +9,6 @@ import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
-import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
 
@@ -68,7 +67,7 @@ public final class AnthropicChunkCodec {
 	 * base's), and the fields of the event being read. Fields come in any order, so one pass of the
 	 * streaming parser collects those the rules below need and the event's type picks the chunk.
 	 */
-	static final class Decoder extends ChunkDecoder {
+	static final class Decoder extends ChunkDecoder implements EventJson.ObjectReader<Void> {
 
 		private static final String[] TYPES = { "content_block_delta", "content_block_start", "message_start",
 				"message_delta", "message_stop", "content_block_stop", "ping", "error" };
@@ -103,12 +102,7 @@ public final class AnthropicChunkCodec {
 			if (type.equals("ping")) {
 				return ChatChunk.keepAlive();
 			}
-			try (JsonParser parser = EventJson.object(PROVIDER, event, position)) {
-				read(parser, Objects.requireNonNull(event.data(), "data"));
-			}
-			catch (JacksonException e) {
-				throw EventJson.malformed(PROVIDER, event, position, e);
-			}
+			EventJson.read(PROVIDER, event, position, this);
 			if (type.equals(SseEvent.DEFAULT_TYPE)) {
 				// no event: line; the payload names its type too
 				type = payloadType != null ? payloadType : type;
@@ -130,7 +124,8 @@ public final class AnthropicChunkCodec {
 					return ChatChunk.keepAlive();
 				case "error": {
 					ErrorBodies.Parsed p = hasError ? Objects.requireNonNull(error)
-							: new ErrorBodies.Parsed(message != null ? message : event.data(), payloadType, code);
+							: new ErrorBodies.Parsed(message != null ? message : Objects.requireNonNull(event.data(), "data"), payloadType,
+									code);
 					throw ProviderErrors.inBand(PROVIDER, p.type(), p.code(), p.message());
 				}
 				default:
@@ -139,7 +134,8 @@ public final class AnthropicChunkCodec {
 		}
 
 		/** Reads the root object the parser has entered into the fields. */
-		private void read(JsonParser parser, String data) {
+		@Override
+		public @Nullable Void readObject(JsonParser parser, String data, long dataStart) {
 			payloadType = null;
 			index = 0;
 			deltaKind = null;
@@ -168,12 +164,13 @@ public final class AnthropicChunkCodec {
 					case "usage" -> usage = usage(parser);
 					case "error" -> {
 						hasError = true;
-						error = ErrorBodies.read(parser, data);
+						error = ErrorBodies.read(parser, data, dataStart);
 					}
 					case "code" -> code = EventJson.text(parser);
 					default -> parser.skipChildren();
 				}
 			}
+			return null;
 		}
 
 		private void delta(JsonParser parser) {

@@ -33,7 +33,7 @@ final class ErrorBodies {
 			while ((name = EventJson.nextProperty(parser)) != null) {
 				JsonToken token = parser.currentToken();
 				if (name.equals("error") && (token == JsonToken.VALUE_STRING || token == JsonToken.START_OBJECT)) {
-					found = read(parser, trimmed);
+					found = read(parser, trimmed, 0);
 				}
 				else {
 					found = name.equals("error") ? null : found;
@@ -54,16 +54,17 @@ final class ErrorBodies {
 	 * An object without a message, and any other value, gives its JSON text as the message.
 	 *
 	 * @param source the text the parser reads, for the JSON text of an object or array
+	 * @param sourceStart the parser's character offset of the source's first character
 	 */
-	static Parsed read(JsonParser parser, String source) {
+	static Parsed read(JsonParser parser, String source, long sourceStart) {
 		JsonToken token = parser.currentToken();
 		if (token == JsonToken.VALUE_STRING) {
 			return new Parsed(parser.getString(), null, null);
 		}
 		if (token != JsonToken.START_OBJECT) {
-			return new Parsed(valueText(parser, source), null, null);
+			return new Parsed(valueText(parser, source, sourceStart), null, null);
 		}
-		int start = (int) parser.currentTokenLocation().getCharOffset();
+		int start = (int) (parser.currentTokenLocation().getCharOffset() - sourceStart);
 		String message = null;
 		String type = null;
 		String code = null;
@@ -76,21 +77,21 @@ final class ErrorBodies {
 				default -> parser.skipChildren();
 			}
 		}
-		return new Parsed(message != null ? message : textUpTo(parser, source, start), type, code);
+		return new Parsed(message != null ? message : textUpTo(parser, source, sourceStart, start), type, code);
 	}
 
 	/** @return an array's JSON text, or a scalar's text ({@code null} as {@code "null"}) */
-	private static String valueText(JsonParser parser, String source) {
+	private static String valueText(JsonParser parser, String source, long sourceStart) {
 		if (parser.currentToken() == JsonToken.START_ARRAY) {
-			int start = (int) parser.currentTokenLocation().getCharOffset();
+			int start = (int) (parser.currentTokenLocation().getCharOffset() - sourceStart);
 			parser.skipChildren();
-			return textUpTo(parser, source, start);
+			return textUpTo(parser, source, sourceStart, start);
 		}
 		return parser.getString();
 	}
 
 	/** @return the source from {@code start} to just after the token the parser is on */
-	private static String textUpTo(JsonParser parser, String source, int start) {
-		return source.substring(start, (int) parser.currentLocation().getCharOffset());
+	private static String textUpTo(JsonParser parser, String source, long sourceStart, int start) {
+		return source.substring(start, (int) (parser.currentLocation().getCharOffset() - sourceStart));
 	}
 }

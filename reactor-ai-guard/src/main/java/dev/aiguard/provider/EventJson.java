@@ -11,46 +11,70 @@ import tools.jackson.core.json.JsonFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The streaming JSON reading the codecs share: one {@link JsonFactory} for the package, and value
- * readers that look at the parser's current token. A value the codec does not want is skipped
- * without being turned into a string: {@link JsonParser#skipChildren()} for objects and arrays,
- * {@link JsonParser#nextToken()} past an unread string.
+ * The streaming JSON reading the codecs share, and value readers that look at the parser's
+ * current token. A value the codec does not want is skipped without being turned into a string:
+ * {@link JsonParser#skipChildren()} for objects and arrays, {@link JsonParser#nextToken()} past an
+ * unread string.
+ *
+ * <p>Each thread keeps one parser ({@link EventParser}) and hands it event after event, as one
+ * stream of root-level JSON values: a parser and its buffers cost about 570 bytes to open, several
+ * times what the rest of an event's decoding allocates. Reading an event never calls out of the
+ * codec, so the parser is never in use twice on a thread; an event that fails, or leaves
+ * anything but whitespace after its object, retires the thread's parser.
  */
 final class EventJson {
 
 	/** Thread-safe and stateless once built; parsers it creates share its name table. */
 	static final JsonFactory FACTORY = new JsonFactory();
 
+	private static final ThreadLocal<EventParser> PARSERS = ThreadLocal.withInitial(EventParser::new);
+
 	private static final int DATA_EXCERPT = 120;
 
 	private EventJson() {
 	}
 
-	/**
-	 * Opens a parser on the event's data and reads its first token.
-	 *
-	 * @param position the event's 1-based position in the stream, named in the error
-	 * @throws ProviderFormatException naming the event when the data does not start a JSON object
-	 */
-	static JsonParser object(String provider, SseEvent event, long position) {
-		JsonParser parser = FACTORY.createParser(Objects.requireNonNull(event.data(), "data"));
-		JsonToken first;
-		try {
-			first = parser.nextToken();
-		}
-		catch (JacksonException e) {
-			parser.close();
-			throw malformed(provider, event, position, e);
-		}
-		if (first != JsonToken.START_OBJECT) {
-			parser.close();
-			throw malformed(provider, event, position, "not a JSON object", null);
-		}
-		return parser;
+	/** What a codec reads out of the root object of an event. */
+	interface ObjectReader<T> {
+
+		/**
+		 * @param parser on the root object's {@code START_OBJECT}; left on its {@code END_OBJECT}
+		 * @param data the event's data
+		 * @param dataStart the parser's character offset of the data's first character
+		 */
+		@Nullable T readObject(JsonParser parser, String data, long dataStart);
 	}
 
-	/** @return the format error for data the parser rejected */
-	static ProviderFormatException malformed(String provider, SseEvent event, long position, JacksonException e) {
+	/**
+	 * Reads the event's data, which must be one JSON object, with the thread's parser.
+	 *
+	 * @param position the event's 1-based position in the stream, named in the error
+	 * @throws ProviderFormatException naming the event when the data is not a JSON object
+	 */
+	static <T> @Nullable T read(String provider, SseEvent event, long position, ObjectReader<T> reader) {
+		String data = Objects.requireNonNull(event.data(), "data");
+		EventParser events = PARSERS.get();
+		JsonParser parser = events.start(data);
+		boolean clean = false;
+		try {
+			if (parser.nextToken() != JsonToken.START_OBJECT) {
+				throw malformed(provider, event, position, "not a JSON object", null);
+			}
+			T result = reader.readObject(parser, data, events.dataStart());
+			clean = events.endsCleanly(parser);
+			return result;
+		}
+		catch (JacksonException e) {
+			throw malformed(provider, event, position, e);
+		}
+		finally {
+			if (!clean) {
+				events.retire();
+			}
+		}
+	}
+
+	private static ProviderFormatException malformed(String provider, SseEvent event, long position, JacksonException e) {
 		return malformed(provider, event, position, "malformed JSON (" + e.getOriginalMessage() + ")", e);
 	}
 

@@ -10,7 +10,6 @@ import dev.aiguard.chat.ToolCallDelta;
 import dev.aiguard.chat.Usage;
 import dev.aiguard.sse.SseEvent;
 import reactor.core.publisher.Flux;
-import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
 
@@ -67,7 +66,7 @@ public final class OpenAiChunkCodec {
 	 * choice being read are held here (one decoder per subscription, one event at a time) and
 	 * kept once the choice turns out to be the first; the event count is the base's.
 	 */
-	static final class Decoder extends ChunkDecoder {
+	static final class Decoder extends ChunkDecoder implements EventJson.ObjectReader<ChatChunk> {
 
 		private @Nullable String text;
 		private @Nullable String refusal;
@@ -86,16 +85,12 @@ public final class OpenAiChunkCodec {
 			if (data.isBlank()) {
 				return ChatChunk.keepAlive();
 			}
-			try (JsonParser parser = EventJson.object(PROVIDER, event, position)) {
-				return read(parser, data);
-			}
-			catch (JacksonException e) {
-				throw EventJson.malformed(PROVIDER, event, position, e);
-			}
+			return EventJson.read(PROVIDER, event, position, this);
 		}
 
 		/** Reads the root object the parser has entered; an error object fails once the whole object is read. */
-		private @Nullable ChatChunk read(JsonParser parser, String data) {
+		@Override
+		public @Nullable ChatChunk readObject(JsonParser parser, String data, long dataStart) {
 			clear();
 			boolean chosen = false;
 			Usage usage = null;
@@ -106,7 +101,7 @@ public final class OpenAiChunkCodec {
 					case "choices" -> chosen = choices(parser) || chosen;
 					case "usage" -> usage = usage(parser);
 					case "error" -> error = parser.currentToken() == JsonToken.VALUE_NULL ? null
-							: ErrorBodies.read(parser, data);
+							: ErrorBodies.read(parser, data, dataStart);
 					default -> parser.skipChildren();
 				}
 			}

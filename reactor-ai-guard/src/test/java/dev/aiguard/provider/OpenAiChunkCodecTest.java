@@ -216,4 +216,35 @@ class OpenAiChunkCodecTest {
 		assertThat(decode(SseEvent.message(refusal), SseEvent.message(reasoningOnly)).collectList().block())
 				.containsExactly(ChatChunk.token("no"), ChatChunk.keepAlive());
 	}
+
+	@Test
+	void whatFollowsAnEventsObjectIsIgnoredAndNeverReachesTheNextEvent() {
+		String a = "{\"choices\":[{\"delta\":{\"content\":\"a\"}}]}";
+		String b = "{\"choices\":[{\"delta\":{\"content\":\"b\"}}]}";
+		assertThat(decode(SseEvent.message(a + " \n"), SseEvent.message(a + " x"), SseEvent.message(b + "{\"choices\":["),
+				SseEvent.message(a + b), SseEvent.message(b)).collectList().block())
+			.containsExactly(ChatChunk.token("a"), ChatChunk.token("a"), ChatChunk.token("b"), ChatChunk.token("a"),
+					ChatChunk.token("b"));
+	}
+
+	@Test
+	void aStreamThatFailedMidEventLeavesNothingBehindForTheNextStreamOnTheThread() {
+		String good = "{\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}";
+		for (String broken : List.of("{\"choices\":[{\"delta\":{\"content\":\"x", "{\"error\":{\"message\":\"m\"}}", "7", "")) {
+			StepVerifier.create(decode(SseEvent.message(good), SseEvent.message(broken.isEmpty() ? "{" : broken)))
+					.expectNext(ChatChunk.token("ok"))
+					.expectError()
+					.verify();
+			assertThat(decode(SseEvent.message(good), SseEvent.message(good)).collectList().block())
+					.containsExactly(ChatChunk.token("ok"), ChatChunk.token("ok"));
+		}
+	}
+
+	@Test
+	void eventsLongerThanTheParsersBufferDecodeWhole() {
+		String text = "x".repeat(20_000);
+		String big = "{\"pad\":\"" + "p".repeat(9_000) + "\",\"choices\":[{\"delta\":{\"content\":\"" + text + "\"}}]}";
+		assertThat(decode(SseEvent.message(big), SseEvent.message(big + "   ")).collectList().block())
+				.containsExactly(ChatChunk.token(text), ChatChunk.token(text));
+	}
 }
