@@ -56,11 +56,11 @@ public final class GuardOverheadRatios {
 		if (given.getIncludes().isEmpty()) {
 			builder.include(DEFAULT_SELECTION);
 		}
-		Options options = builder.forks(1)
-				.warmupIterations(3)
-				.warmupTime(TimeValue.seconds(1))
-				.measurementIterations(5)
-				.measurementTime(TimeValue.seconds(1))
+		Options options = builder.forks(given.getForkCount().orElse(1))
+				.warmupIterations(given.getWarmupIterations().orElse(3))
+				.warmupTime(given.getWarmupTime().orElse(TimeValue.seconds(1)))
+				.measurementIterations(given.getMeasurementIterations().orElse(5))
+				.measurementTime(given.getMeasurementTime().orElse(TimeValue.seconds(1)))
 				.parent(given)
 				.build();
 		Collection<RunResult> results = new Runner(options).run();
